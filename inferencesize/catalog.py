@@ -1,0 +1,318 @@
+"""Load and validate YAML catalogs (hardware, models, scenarios) with located, one-line errors.
+
+Layout of a catalog root (the shipped one and every ``--catalog DIR``)::
+
+    hardware/gpus/*.yaml      one GPU per file       (GpuSpec)
+    hardware/systems/*.yaml   one server/rack a file (SystemSpec)
+    hardware/efficiency/*.yaml fitted efficiency sets (performance model)
+    models/*.yaml             one model per file     (ModelSpec)
+    scenarios/*.yaml          one scenario per file  (ScenarioSpec)
+
+Later roots override earlier ones by id. Loading is explicit (never at import time).
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+from inferencesize.errors import CatalogError, UnknownIdError
+from inferencesize.specs import GpuSpec, ModelSpec, ScenarioSpec, SystemSpec
+
+ENV_CATALOG = "INFERSIZE_CATALOG"
+KINDS: dict[str, tuple[str, type[BaseModel]]] = {
+    "gpus": ("hardware/gpus", GpuSpec),
+    "systems": ("hardware/systems", SystemSpec),
+    "models": ("models", ModelSpec),
+    "scenarios": ("scenarios", ScenarioSpec),
+}
+DEFAULT_SCENARIO = "default"
+
+S = TypeVar("S", bound=BaseModel)
+
+
+def builtin_root() -> Path:
+    """The shipped catalog: inside the wheel (``_catalog``) or the source checkout's root."""
+    here = Path(__file__).resolve().parent
+    packaged = here / "_catalog"
+    if (packaged / "hardware").is_dir():
+        return packaged
+    return here.parent
+
+
+def display_path(path: Path) -> str:
+    """A short path for messages: relative to the working directory or the catalog root."""
+    for base in (Path.cwd(), builtin_root()):
+        try:
+            return str(path.resolve().relative_to(base.resolve()))
+        except ValueError:
+            continue
+    return str(path)
+
+
+def read_yaml(path: Path) -> dict[str, Any]:
+    """Read one YAML mapping with ``yaml.safe_load``; every failure is a located CatalogError."""
+    shown = display_path(path)
+    if path.is_dir():
+        raise CatalogError(shown, "", "is a directory, expected a YAML file")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise CatalogError(shown, "", "file not found") from None
+    except UnicodeDecodeError:
+        raise CatalogError(shown, "", "is not UTF-8 text") from None
+    except OSError as err:
+        raise CatalogError(shown, "", f"cannot be read ({err.strerror})") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.MarkedYAMLError as err:
+        mark = err.problem_mark
+        where = f"{shown}:{mark.line + 1}:{mark.column + 1}" if mark else shown
+        problem = (err.problem or "invalid YAML").strip()
+        raise CatalogError(where, "", f"YAML syntax error: {problem}") from None
+    except yaml.YAMLError as err:
+        raise CatalogError(shown, "", f"YAML error: {err}") from None
+    if data is None:
+        raise CatalogError(shown, "", "is empty, expected a YAML mapping of fields")
+    if not isinstance(data, dict):
+        raise CatalogError(shown, "", f"expected a YAML mapping of fields, got a {_kind(data)}")
+    return data
+
+
+def _kind(value: object) -> str:
+    return {list: "list", str: "string", int: "number", float: "number", bool: "boolean"}.get(
+        type(value), type(value).__name__
+    )
+
+
+_FIELD_PREFIX = re.compile(r"^([A-Za-z_][A-Za-z0-9_.\[\]]*): (.*)$", re.S)
+
+
+def _field_path(loc: Sequence[int | str]) -> str:
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += ("." if out else "") + part
+    return out
+
+
+def format_validation_error(err: ValidationError, model: type[BaseModel]) -> tuple[str, str]:
+    """The first error of a pydantic ValidationError as (field path, problem)."""
+    first = err.errors()[0]
+    loc = [p for p in first["loc"] if not (isinstance(p, str) and p.startswith("function-"))]
+    # Drop union branch tags that pydantic puts in loc (e.g. 'list[...]', "literal['auto']").
+    loc = [p for p in loc if not (isinstance(p, str) and ("[" in p or p.startswith("literal")))]
+    path = _field_path(loc)
+    kind = first["type"]
+    msg = str(first["msg"])
+    if msg.startswith("Value error, "):
+        msg = msg[len("Value error, ") :]
+    match = _FIELD_PREFIX.match(msg)
+    if match:
+        path = f"{path}.{match.group(1)}" if path else match.group(1)
+        msg = match.group(2)
+    if kind == "extra_forbidden":
+        allowed = _allowed_keys(model, loc[:-1])
+        guess = difflib.get_close_matches(str(loc[-1]), allowed, n=1)
+        msg = "unknown key" + (f" (did you mean '{guess[0]}'?)" if guess else "")
+        msg += f"; allowed: {', '.join(allowed)}" if not guess else ""
+    elif kind == "missing":
+        msg = "required field is missing"
+    else:
+        got = first.get("input")
+        if kind.endswith("_type") or kind.endswith("_parsing") or kind == "literal_error":
+            msg = f"{msg[0].lower()}{msg[1:]} (got {got!r})"
+    more = len(err.errors()) - 1
+    if more:
+        msg += f" (+{more} more error{'s' if more > 1 else ''})"
+    return path, msg
+
+
+def _allowed_keys(model: type[BaseModel], loc: Sequence[int | str]) -> list[str]:
+    current: Any = model
+    for part in loc:
+        if isinstance(part, int):
+            continue
+        fields = getattr(current, "model_fields", {})
+        info = next((f for n, f in fields.items() if part in (n, f.alias)), None)
+        if info is None:
+            return []
+        current = _model_in(info.annotation)
+    fields = getattr(current, "model_fields", {})
+    return sorted(f.alias or n for n, f in fields.items())
+
+
+def _model_in(annotation: Any) -> Any:
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for arg in getattr(annotation, "__args__", ()) or ():
+        found = _model_in(arg)
+        if found is not None:
+            return found
+    return None
+
+
+def parse_spec(model: type[S], data: dict[str, Any], shown: str) -> S:
+    """Validate a mapping against a spec model, raising a located CatalogError."""
+    try:
+        return model.model_validate(data)
+    except ValidationError as err:
+        path, msg = format_validation_error(err, model)
+        raise CatalogError(shown, path, msg) from None
+
+
+def load_file(path: Path, model: type[S]) -> S:
+    return parse_spec(model, read_yaml(path), display_path(path))
+
+
+def suggest(name: str, choices: Iterable[str], what: str) -> UnknownIdError:
+    """An UnknownIdError naming the closest ids."""
+    pool = sorted(set(choices))
+    close = difflib.get_close_matches(name.lower(), pool, n=3, cutoff=0.5)
+    hint = f"; did you mean {', '.join(close)}?" if close else f"; known: {', '.join(pool[:12])}"
+    if not close and len(pool) > 12:
+        hint += ", … (infersize catalog list)"
+    return UnknownIdError(f"unknown {what} '{name}'{hint}")
+
+
+@dataclass
+class Catalog:
+    """All catalog entries by id, with the file each came from and alias lookup."""
+
+    gpus: dict[str, GpuSpec] = field(default_factory=dict)
+    systems: dict[str, SystemSpec] = field(default_factory=dict)
+    models: dict[str, ModelSpec] = field(default_factory=dict)
+    scenarios: dict[str, ScenarioSpec] = field(default_factory=dict)
+    files: dict[tuple[str, str], str] = field(default_factory=dict)
+    roots: list[Path] = field(default_factory=list)
+
+    def entries(self, kind: str) -> dict[str, Any]:
+        table: dict[str, Any] = getattr(self, kind)
+        return table
+
+    def _lookup(self, kind: str, name: str, what: str) -> Any:
+        table = self.entries(kind)
+        if name in table:
+            return table[name]
+        wanted = _norm(name)
+        for key, spec in table.items():
+            if _norm(key) == wanted or any(_norm(a) == wanted for a in getattr(spec, "aliases", [])):
+                return spec
+        names = list(table) + [a for s in table.values() for a in getattr(s, "aliases", [])]
+        raise suggest(name, names, what)
+
+    def gpu(self, name: str) -> GpuSpec:
+        spec: GpuSpec = self._lookup("gpus", name, "GPU")
+        return spec
+
+    def system(self, name: str) -> SystemSpec:
+        spec: SystemSpec = self._lookup("systems", name, "system")
+        return spec
+
+    def model(self, name: str) -> ModelSpec:
+        spec: ModelSpec = self._lookup("models", name, "model")
+        return spec
+
+    def scenario(self, name: str) -> ScenarioSpec:
+        spec: ScenarioSpec = self._lookup("scenarios", name, "scenario")
+        return spec
+
+    def hardware(self, name: str) -> tuple[GpuSpec, SystemSpec | None]:
+        """A GPU id or a system id -> (GPU, system or None)."""
+        try:
+            system = self.system(name)
+        except UnknownIdError:
+            try:
+                return self.gpu(name), None
+            except UnknownIdError:
+                names = [*self.gpus, *self.systems]
+                names += [a for s in [*self.gpus.values(), *self.systems.values()] for a in s.aliases]
+                raise suggest(name, names, "hardware (GPU or system)") from None
+        return self.gpu(system.gpu), system
+
+    def file_of(self, kind: str, ident: str) -> str:
+        return self.files.get((kind, ident), f"<{kind}:{ident}>")
+
+
+def _norm(name: str) -> str:
+    return re.sub(r"[^a-z0-9.]", "", name.lower())
+
+
+def catalog_roots(extra: Sequence[Path] = ()) -> list[Path]:
+    """The built-in root, then ``INFERSIZE_CATALOG`` roots, then ``--catalog`` roots."""
+    roots = [builtin_root()]
+    env = os.environ.get(ENV_CATALOG, "")
+    roots += [Path(p) for p in env.split(os.pathsep) if p]
+    roots += list(extra)
+    return roots
+
+
+def load_catalog(extra: Sequence[Path] = (), *, include_builtin: bool = True) -> Catalog:
+    """Load every catalog root in order; later roots override earlier ones by id."""
+    roots = catalog_roots(extra) if include_builtin else list(extra)
+    catalog = Catalog(roots=roots)
+    for index, root in enumerate(roots):
+        if not root.is_dir():
+            where = "--catalog" if index >= len(roots) - len(extra) else ENV_CATALOG
+            raise CatalogError(str(root), "", f"catalog directory not found (from {where})")
+        _load_root(catalog, root)
+    _check_references(catalog)
+    return catalog
+
+
+def _load_root(catalog: Catalog, root: Path) -> None:
+    for kind, (sub, model) in KINDS.items():
+        folder = root / sub
+        if not folder.is_dir():
+            continue
+        seen: dict[str, str] = {}
+        for path in sorted(folder.glob("*.y*ml")):
+            spec = load_file(path, model)
+            ident = getattr(spec, "id", None) or path.stem
+            shown = display_path(path)
+            if ident in seen:
+                raise CatalogError(shown, "id", f"duplicate id '{ident}' (also in {seen[ident]})")
+            seen[ident] = shown
+            if kind == "scenarios" and getattr(spec, "id", None) is None:
+                spec = spec.model_copy(update={"id": ident})
+            catalog.entries(kind)[ident] = spec
+            catalog.files[(kind, ident)] = shown
+
+
+def _check_references(catalog: Catalog) -> None:
+    for ident, system in catalog.systems.items():
+        if system.gpu not in catalog.gpus:
+            err = suggest(system.gpu, catalog.gpus, "GPU")
+            raise CatalogError(catalog.file_of("systems", ident), "gpu", str(err))
+
+
+def check_scenario(catalog: Catalog, scenario: ScenarioSpec, shown: str) -> ModelSpec:
+    """Cross-field checks that need the catalog; returns the scenario's model."""
+    try:
+        model = catalog.model(scenario.model)
+    except UnknownIdError as err:
+        raise CatalogError(shown, "model", str(err)) from None
+    for i, name in enumerate(scenario.hardware):
+        try:
+            catalog.hardware(name)
+        except UnknownIdError as err:
+            raise CatalogError(shown, f"hardware[{i}]", str(err)) from None
+    total = scenario.input_tokens + scenario.output_tokens
+    if total > model.max_context:
+        raise CatalogError(
+            shown,
+            "isl",
+            f"ISL + OSL = {scenario.input_tokens} + {scenario.output_tokens} = {total} tokens "
+            f"exceeds {model.id}'s context window of {model.max_context}",
+        )
+    return model

@@ -1,0 +1,50 @@
+"""The `infersize` command line (Typer). Data on stdout, diagnostics on stderr."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from inferencesize import __version__
+from inferencesize.cli import catalog_cmd
+from inferencesize.cli.common import State
+
+app = typer.Typer(
+    name="infersize",
+    help=(
+        "Size LLM inference deployments: which GPUs, how many servers, with what parallelism"
+        " and precision, for a model, prompt/answer lengths, traffic and latency limits.\n\n"
+        "Exit codes: 0 ok, 1 bad input or catalog error, 2 usage error, 3 no feasible plan,"
+        " 4 plan exceeds the budget (check)."
+    ),
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+app.add_typer(catalog_cmd.app, name="catalog")
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"infersize {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def root(
+    debug: Annotated[
+        bool, typer.Option("--debug", help="Show tracebacks for errors (for bug reports).")
+    ] = False,
+    version: Annotated[
+        bool,
+        typer.Option("--version", callback=_version, is_eager=True, help="Print the version."),
+    ] = False,
+) -> None:
+    State.debug = debug
+
+
+def main() -> None:
+    """Console-script entry point."""
+    app()

@@ -1,0 +1,265 @@
+"""`infersize catalog …`: list, show, validate and import catalog entries."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from inferencesize import report
+from inferencesize.catalog import KINDS, Catalog, display_path, load_catalog, load_file, read_yaml
+from inferencesize.cli.common import (
+    CatalogOpt,
+    check_format,
+    handle_errors,
+    open_catalog,
+    stdout,
+)
+from inferencesize.errors import CatalogError, InputError, UnknownIdError
+from inferencesize.specs import GpuSpec, ModelSpec, ScenarioSpec, SystemSpec
+from inferencesize.transformer import active_params, kv_bytes_per_token, total_params
+from inferencesize.units import GB, GIB, TB, TERA
+
+app = typer.Typer(
+    help="Browse, check and extend the hardware / model / scenario catalogs.",
+    no_args_is_help=True,
+)
+
+FormatOpt = Annotated[str, typer.Option("--format", "-f", help="table | json | yaml")]
+
+
+def _summary(kind: str, spec: Any) -> dict[str, Any]:
+    if isinstance(spec, GpuSpec):
+        return {
+            "id": spec.id,
+            "name": spec.name,
+            "memory_gib": round(spec.memory_bytes / GIB, 1),
+            "hbm_tb_per_s": round(spec.hbm_bandwidth_bytes_per_s / TB, 3),
+            "bf16_tflops": _tflops(spec.dense_flops.bf16),
+            "fp8_tflops": _tflops(spec.dense_flops.fp8),
+            "fp4_tflops": _tflops(spec.dense_flops.fp4),
+            "tdp_w": spec.tdp_watts,
+        }
+    if isinstance(spec, SystemSpec):
+        return {
+            "id": spec.id,
+            "name": spec.name,
+            "gpu": spec.gpu,
+            "gpus_per_node": spec.gpus_per_node,
+            "nvlink_domain": spec.nvlink_domain_size,
+            "usd_per_gpu_hour": spec.price_usd_per_gpu_hour,
+        }
+    if isinstance(spec, ModelSpec):
+        return {
+            "id": spec.id,
+            "name": spec.name,
+            "params_b": round(total_params(spec) / 1e9, 2),
+            "active_b": round(active_params(spec) / 1e9, 2),
+            "layers": spec.num_layers,
+            "attention": spec.attention,
+            "kv_kib_per_token_16bit": round(kv_bytes_per_token(spec, 2.0, context=1) / 1024, 1),
+            "max_context": spec.max_context,
+        }
+    assert isinstance(spec, ScenarioSpec)
+    return {
+        "id": spec.id,
+        "model": spec.model,
+        "isl": spec.input_tokens,
+        "osl": spec.output_tokens,
+        "rps": spec.peak_rps if spec.peak_rps is not None else spec.mean_rps,
+        "rps_kind": "peak" if spec.peak_rps is not None else "mean",
+        "ttft_ms": spec.ttft_ms,
+        "itl_ms": spec.itl_ms,
+        "e2e_ms": spec.e2e_ms,
+    }
+
+
+def _tflops(value: float | None) -> float | None:
+    return None if value is None else round(value / TERA, 1)
+
+
+@app.command("list")
+@handle_errors
+def list_cmd(
+    kind: Annotated[
+        str | None, typer.Argument(help="gpus | systems | models | scenarios (default: all)")
+    ] = None,
+    fmt: FormatOpt = "table",
+    catalog_dirs: CatalogOpt = None,
+) -> None:
+    """List catalog entries.
+
+    Example: infersize catalog list models --format json
+    """
+    check_format(fmt, ("table", "json", "yaml"))
+    kinds = list(KINDS)
+    if kind is not None:
+        if kind not in KINDS:
+            raise typer.BadParameter(f"'{kind}' is not one of {', '.join(KINDS)}", param_hint="KIND")
+        kinds = [kind]
+    catalog = open_catalog(catalog_dirs)
+    data = {k: [_summary(k, s) for s in catalog.entries(k).values()] for k in kinds}
+    out = stdout()
+    if fmt == "json":
+        report.emit(out, report.to_json(data if kind is None else data[kind]))
+    elif fmt == "yaml":
+        report.emit(out, report.to_yaml(data if kind is None else data[kind]))
+    else:
+        for k, rows in data.items():
+            cols = list(rows[0]) if rows else ["id"]
+            out.print(report.table(f"{k} ({len(rows)})", cols, [list(r.values()) for r in rows]))
+
+
+def _find(catalog: Catalog, ident: str) -> tuple[str, Any]:
+    for kind in KINDS:
+        try:
+            return kind, getattr(catalog, kind[:-1])(ident)
+        except UnknownIdError:
+            continue
+    names = [i for k in KINDS for i in catalog.entries(k)]
+    from inferencesize.catalog import suggest
+
+    raise suggest(ident, names, "catalog id")
+
+
+def _details(kind: str, spec: Any) -> dict[str, Any]:
+    data: dict[str, Any] = spec.model_dump(exclude_none=True)
+    if isinstance(spec, ModelSpec):
+        data["computed"] = {
+            "total_params": total_params(spec),
+            "active_params": active_params(spec),
+            "kv_cache_bytes_per_token_16bit": kv_bytes_per_token(spec, 2.0, context=1),
+        }
+    return {"kind": kind[:-1], **data}
+
+
+@app.command("show")
+@handle_errors
+def show_cmd(
+    ident: Annotated[str, typer.Argument(help="a GPU, system, model or scenario id (or alias)")],
+    fmt: FormatOpt = "table",
+    catalog_dirs: CatalogOpt = None,
+) -> None:
+    """Show one entry with every field (SI units, unit in the field name) and computed values.
+
+    Example: infersize catalog show llama-3.1-70b
+    """
+    check_format(fmt, ("table", "json", "yaml"))
+    catalog = open_catalog(catalog_dirs)
+    kind, spec = _find(catalog, ident)
+    data = _details(kind, spec)
+    data["file"] = catalog.file_of(kind, spec.id)
+    out = stdout()
+    if fmt == "json":
+        report.emit(out, report.to_json(data))
+    elif fmt == "yaml":
+        report.emit(out, report.to_yaml(data))
+    else:
+        pairs = [(k, _human(k, v)) for k, v in report.flatten(data).items()]
+        out.print(report.key_value_table(f"{kind[:-1]} {spec.id}", pairs))
+
+
+def _human(key: str, value: Any) -> Any:
+    if not isinstance(value, float | int) or isinstance(value, bool):
+        return value
+    if key.endswith("_bytes_per_s"):
+        return f"{value / GB:,.1f} GB/s"
+    if key.endswith("_bytes") and value >= GIB:
+        return f"{value / GIB:,.2f} GiB ({value / GB:,.2f} GB)"
+    if key.startswith("dense_flops_"):
+        return f"{value / TERA:,.1f} TFLOPS"
+    if key.endswith("_params"):
+        return f"{value / 1e9:,.3f} B ({value:,})"
+    return value
+
+
+def _kind_of(path: Path, data: dict[str, Any]) -> str:
+    parts = set(path.resolve().parts)
+    for kind, (sub, _) in KINDS.items():
+        if sub.split("/")[-1] in parts:
+            return kind
+    if "num_layers" in data:
+        return "models"
+    if "gpus_per_node" in data:
+        return "systems"
+    if "hbm_bandwidth" in data or "dense_flops" in data:
+        return "gpus"
+    return "scenarios"
+
+
+@app.command("validate")
+@handle_errors
+def validate_cmd(
+    paths: Annotated[
+        list[Path] | None,
+        typer.Argument(help="YAML files or catalog directories (default: every catalog in use)"),
+    ] = None,
+    catalog_dirs: CatalogOpt = None,
+) -> None:
+    """Check catalog files: YAML syntax, fields, units, cross-references.
+
+    Exit 0 when everything is valid, 1 with a one-line located error otherwise.
+
+    Example: infersize catalog validate my-catalog/models/my-model.yaml
+    """
+    out = stdout()
+    if not paths:
+        catalog = open_catalog(catalog_dirs)
+        count = sum(len(catalog.entries(k)) for k in KINDS)
+        out.print(f"ok: {count} entries in {len(catalog.roots)} catalog root(s) are valid")
+        return
+    checked = 0
+    for path in paths:
+        if path.is_dir() and any((path / sub).is_dir() for sub, _ in KINDS.values()):
+            catalog = load_catalog([path])
+            checked += sum(len(catalog.entries(k)) for k in KINDS)
+            continue
+        if not path.exists():
+            raise CatalogError(display_path(path), "", "file not found")
+        data = read_yaml(path)
+        kind = _kind_of(path, data)
+        load_file(path, KINDS[kind][1])
+        checked += 1
+    out.print(f"ok: {checked} entr{'y' if checked == 1 else 'ies'} valid")
+
+
+@app.command("import-hf")
+@handle_errors
+def import_hf_cmd(
+    config: Annotated[Path, typer.Argument(help="a HuggingFace config.json (read offline)")],
+    ident: Annotated[str, typer.Option("--id", help="catalog id for the new model, e.g. my-llama")],
+    out_file: Annotated[
+        Path | None, typer.Option("--out", help="write the YAML here (never overwrites)")
+    ] = None,
+    name: Annotated[str | None, typer.Option("--name", help="display name")] = None,
+    source: Annotated[
+        str | None, typer.Option("--source", help="where the config came from (URL)")
+    ] = None,
+) -> None:
+    """Turn a HuggingFace config.json into a model catalog entry (Llama, Mistral/Mixtral,
+    Qwen2/3 and Qwen-MoE, DeepSeek-V3 MLA+MoE, gpt-oss, Gemma).
+
+    Example: infersize catalog import-hf config.json --id my-llama --out models/my-llama.yaml
+    """
+    from inferencesize.io_hf import import_hf_yaml
+
+    text = import_hf_yaml(config, ident, name=name, source=source)
+    if out_file is None:
+        report.emit(stdout(), text)
+        return
+    write_new_file(out_file, text)
+    typer.echo(f"wrote {out_file}", err=True)
+
+
+def write_new_file(path: Path, text: str) -> None:
+    """Write a file atomically, refusing to replace an existing one."""
+    if path.exists():
+        raise InputError(f"{path}: already exists; choose another --out or remove it first")
+    tmp = path.with_name(f".{path.name}.tmp")
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        tmp.replace(path)
+    except OSError as err:
+        tmp.unlink(missing_ok=True)
+        raise InputError(f"{path}: cannot write ({err.strerror})") from None

@@ -1,0 +1,93 @@
+"""Shared CLI plumbing: consoles, error handling and exit codes, common options."""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Any, ParamSpec, TypeVar
+
+import typer
+from rich.console import Console
+
+from inferencesize.catalog import Catalog, load_catalog
+from inferencesize.errors import EXIT_USAGE, InfersizeError
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+class State:
+    debug: bool = False
+
+
+def stdout() -> Console:
+    return Console(file=sys.stdout, soft_wrap=True, no_color="NO_COLOR" in os.environ)
+
+
+def stderr() -> Console:
+    return Console(file=sys.stderr, soft_wrap=True, no_color="NO_COLOR" in os.environ)
+
+
+def fail(message: str, code: int) -> typer.Exit:
+    """Print a one-line error to stderr and return the Exit to raise."""
+    sys.stderr.write(f"error: {message}\n")
+    return typer.Exit(code)
+
+
+def handle_errors(func: Callable[P, R]) -> Callable[P, R]:
+    """Turn InfersizeError into a one-line message and its exit code (no traceback)."""
+
+    @functools.wraps(func)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return func(*args, **kwargs)
+        except InfersizeError as err:
+            if State.debug:
+                raise
+            raise fail(str(err), err.exit_code) from None
+        except (typer.Exit, typer.Abort):
+            raise
+        except KeyboardInterrupt:
+            raise fail("interrupted", 130) from None
+        except Exception as err:
+            if State.debug:
+                raise
+            raise fail(
+                f"internal error: {type(err).__name__}: {err} (rerun with --debug for a traceback)",
+                70,
+            ) from None
+
+    return wrapper
+
+
+CatalogOpt = Annotated[
+    list[Path] | None,
+    typer.Option(
+        "--catalog",
+        help="Extra catalog directory (hardware/, models/, scenarios/) overriding built-ins by id;"
+        " repeatable. Also INFERSIZE_CATALOG (path list).",
+        show_default=False,
+    ),
+]
+
+
+def open_catalog(dirs: list[Path] | None) -> Catalog:
+    return load_catalog(dirs or [])
+
+
+def check_format(value: str, allowed: tuple[str, ...]) -> str:
+    if value not in allowed:
+        raise typer.BadParameter(f"'{value}' is not one of {', '.join(allowed)}", param_hint="--format")
+    return value
+
+
+def usage_error(message: str) -> typer.Exit:
+    return fail(message, EXIT_USAGE)
+
+
+def as_dict(obj: Any) -> dict[str, Any]:
+    dumped: dict[str, Any] = obj.model_dump(by_alias=True, exclude_none=True)
+    return dumped

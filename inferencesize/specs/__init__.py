@@ -1,0 +1,17 @@
+"""Frozen pydantic models of catalogs and scenarios (domain types; no I/O)."""
+
+from inferencesize.specs.hardware import DenseFlops, GpuSpec, SystemSpec
+from inferencesize.specs.model import MLA, ModelSpec, MoE, SlidingWindow
+from inferencesize.specs.scenario import Budget, ScenarioSpec
+
+__all__ = [
+    "MLA",
+    "Budget",
+    "DenseFlops",
+    "GpuSpec",
+    "ModelSpec",
+    "MoE",
+    "ScenarioSpec",
+    "SlidingWindow",
+    "SystemSpec",
+]

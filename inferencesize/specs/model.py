@@ -1,0 +1,142 @@
+"""Model architecture schema: every hyper-parameter the analytic model needs, from config.json."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import Field, model_validator
+
+from inferencesize.specs.common import Id, NonNegativeInt, PositiveInt, Source, Spec
+
+AttentionKind = Literal["MHA", "GQA", "MQA", "MLA"]
+Activation = Literal["swiglu", "geglu", "gelu", "relu", "relu2"]
+GATED_ACTIVATIONS: frozenset[str] = frozenset({"swiglu", "geglu"})
+
+
+class SlidingWindow(Spec):
+    """Local attention on some layers: in every group of ``every`` layers, ``local_layers`` are
+    local (the rest global). Mistral v0.1: 1 of 1; Gemma 2 / gpt-oss: 1 of 2; Gemma 3: 5 of 6;
+    Llama 4 chunked attention: 3 of 4 (``kind: chunked``)."""
+
+    tokens: PositiveInt
+    local_layers: PositiveInt = 1
+    every: PositiveInt = 1
+    kind: Literal["sliding", "chunked"] = "sliding"
+
+    @model_validator(mode="after")
+    def _fits(self) -> SlidingWindow:
+        if self.local_layers > self.every:
+            raise ValueError(
+                f"local_layers: cannot exceed every (got {self.local_layers} > {self.every})"
+            )
+        return self
+
+
+class MoE(Spec):
+    """Mixture of experts. Layer i (0-based) is MoE when i >= first_k_dense_layers and
+    (i - first_k_dense_layers + 1) % layer_step == 0 (HF's interleave rule for layer_step > 1)."""
+
+    num_experts: PositiveInt
+    top_k: PositiveInt
+    shared_experts: NonNegativeInt = 0
+    expert_intermediate_size: PositiveInt
+    shared_expert_intermediate_size: PositiveInt | None = None
+    first_k_dense_layers: NonNegativeInt = 0
+    layer_step: PositiveInt = 1
+    router_bias: bool = False
+    expert_bias: bool = False
+
+    @model_validator(mode="after")
+    def _top_k(self) -> MoE:
+        if self.top_k > self.num_experts:
+            raise ValueError(
+                f"top_k: cannot exceed num_experts (got {self.top_k} > {self.num_experts})"
+            )
+        return self
+
+
+class MLA(Spec):
+    """DeepSeek multi-head latent attention ranks (config.json names)."""
+
+    kv_lora_rank: PositiveInt
+    q_lora_rank: PositiveInt | None = None
+    qk_rope_head_dim: PositiveInt
+    qk_nope_head_dim: PositiveInt
+    v_head_dim: PositiveInt
+
+
+class ModelSpec(Spec):
+    """A decoder-only transformer. Parameter counts are computed from these fields
+    (``inferencesize.transformer``); ``published_params_b`` is the vendor figure, for a check."""
+
+    id: Id
+    name: str
+    aliases: list[str] = Field(default_factory=list)
+    hf_id: str | None = None
+    num_layers: PositiveInt
+    hidden_size: PositiveInt
+    intermediate_size: PositiveInt = Field(
+        description="dense FFN width (for MoE models: width of the dense layers, if any)"
+    )
+    num_attention_heads: PositiveInt
+    num_kv_heads: PositiveInt
+    head_dim: PositiveInt = Field(description="explicit: not always hidden / heads")
+    vocab_size: PositiveInt
+    max_context: PositiveInt
+    tie_embeddings: bool
+    attention: AttentionKind
+    activation: Activation = "swiglu"
+    norm: Literal["rmsnorm", "layernorm"] = "rmsnorm"
+    norms_per_layer: Annotated[int, Field(ge=1, le=4)] = 2
+    qk_norm: bool = False
+    attention_bias: bool = Field(default=False, description="biases on Q, K, V projections")
+    attention_output_bias: bool = False
+    mlp_bias: bool = False
+    lm_head_bias: bool = False
+    attention_sinks: bool = False
+    learned_position_embeddings: NonNegativeInt = Field(
+        default=0, description="rows of a learned position table (GPT-3: 2048); 0 for RoPE/ALiBi"
+    )
+    sliding_window: SlidingWindow | None = None
+    moe: MoE | None = None
+    mla: MLA | None = None
+    published_params_b: Annotated[float, Field(gt=0)] | None = Field(
+        default=None, description="the vendor's stated total size in 1e9 parameters"
+    )
+    published_active_params_b: Annotated[float, Field(gt=0)] | None = None
+    source: Source
+
+    @model_validator(mode="after")
+    def _consistent(self) -> ModelSpec:
+        heads, kv = self.num_attention_heads, self.num_kv_heads
+        if heads % kv != 0:
+            raise ValueError(
+                f"num_kv_heads: must divide num_attention_heads (got {kv} and {heads})"
+            )
+        expected = {
+            "MHA": kv == heads,
+            "GQA": 1 < kv < heads,
+            "MQA": kv == 1,
+            "MLA": self.mla is not None,
+        }[self.attention]
+        if not expected:
+            raise ValueError(
+                (
+                    "attention: MLA needs an mla block"
+                    if self.attention == "MLA"
+                    else f"attention: {self.attention} does not fit num_kv_heads={kv} with "
+                    f"num_attention_heads={heads} (MHA: equal, GQA: between, MQA: 1)"
+                )
+            )
+        if self.mla is not None and self.attention != "MLA":
+            raise ValueError("mla: needs attention: MLA")
+        if self.moe is not None and self.moe.first_k_dense_layers >= self.num_layers:
+            raise ValueError(
+                f"moe.first_k_dense_layers: must be below num_layers "
+                f"(got {self.moe.first_k_dense_layers} >= {self.num_layers})"
+            )
+        return self
+
+    @property
+    def gated_mlp(self) -> bool:
+        return self.activation in GATED_ACTIVATIONS
