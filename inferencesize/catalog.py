@@ -206,7 +206,9 @@ class Catalog:
             return table[name]
         wanted = _norm(name)
         for key, spec in table.items():
-            if _norm(key) == wanted or any(_norm(a) == wanted for a in getattr(spec, "aliases", [])):
+            if _norm(key) == wanted or any(
+                _norm(a) == wanted for a in getattr(spec, "aliases", [])
+            ):
                 return spec
         names = list(table) + [a for s in table.values() for a in getattr(s, "aliases", [])]
         raise suggest(name, names, what)
@@ -236,7 +238,8 @@ class Catalog:
                 return self.gpu(name), None
             except UnknownIdError:
                 names = [*self.gpus, *self.systems]
-                names += [a for s in [*self.gpus.values(), *self.systems.values()] for a in s.aliases]
+                names += [a for g in self.gpus.values() for a in g.aliases]
+                names += [a for s in self.systems.values() for a in s.aliases]
                 raise suggest(name, names, "hardware (GPU or system)") from None
         return self.gpu(system.gpu), system
 

@@ -58,7 +58,9 @@ def csv_text(rows: Sequence[Mapping[str, Any]], columns: Sequence[str] | None = 
     if columns is None:
         columns = list(dict.fromkeys(k for r in flat for k in r))
     buf = io.StringIO()
-    writer = csv.DictWriter(buf, fieldnames=list(columns), extrasaction="ignore", lineterminator="\n")
+    writer = csv.DictWriter(
+        buf, fieldnames=list(columns), extrasaction="ignore", lineterminator="\n"
+    )
     writer.writeheader()
     for row in flat:
         writer.writerow({k: format_cell(row.get(k)) for k in columns})
@@ -78,7 +80,10 @@ def format_cell(value: Any) -> str:
 
 
 def table(
-    title: str | None, columns: Sequence[str], rows: Sequence[Sequence[Any]], caption: str | None = None
+    title: str | None,
+    columns: Sequence[str],
+    rows: Sequence[Sequence[Any]],
+    caption: str | None = None,
 ) -> Table:
     out = Table(title=title, caption=caption, title_justify="left", caption_justify="left")
     for col in columns:

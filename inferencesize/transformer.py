@@ -94,8 +94,9 @@ def layer_params(model: ModelSpec, layer: int) -> LayerParams:
     norms = model.norms_per_layer * _norm_params(model)
     moe = model.moe
     if moe is None or not is_moe_layer(model, layer):
-        return LayerParams(attn, norms, mlp_params(model, model.intermediate_size,
-                                                   model.mlp_bias), 0, 0, 0)
+        return LayerParams(
+            attn, norms, mlp_params(model, model.intermediate_size, model.mlp_bias), 0, 0, 0
+        )
     shared_width = moe.shared_expert_intermediate_size or moe.expert_intermediate_size
     always_on = moe.shared_experts * mlp_params(model, shared_width, moe.expert_bias)
     always_on += model.hidden_size * moe.num_experts + (moe.num_experts if moe.router_bias else 0)

@@ -8,7 +8,15 @@ from typing import Annotated, Any
 import typer
 
 from inferencesize import report
-from inferencesize.catalog import KINDS, Catalog, display_path, load_catalog, load_file, read_yaml
+from inferencesize.catalog import (
+    KINDS,
+    Catalog,
+    check_scenario,
+    display_path,
+    load_catalog,
+    load_file,
+    read_yaml,
+)
 from inferencesize.cli.common import (
     CatalogOpt,
     check_format,
@@ -96,7 +104,9 @@ def list_cmd(
     kinds = list(KINDS)
     if kind is not None:
         if kind not in KINDS:
-            raise typer.BadParameter(f"'{kind}' is not one of {', '.join(KINDS)}", param_hint="KIND")
+            raise typer.BadParameter(
+                f"'{kind}' is not one of {', '.join(KINDS)}", param_hint="KIND"
+            )
         kinds = [kind]
     catalog = open_catalog(catalog_dirs)
     data = {k: [_summary(k, s) for s in catalog.entries(k).values()] for k in kinds}
@@ -219,7 +229,9 @@ def validate_cmd(
             raise CatalogError(display_path(path), "", "file not found")
         data = read_yaml(path)
         kind = _kind_of(path, data)
-        load_file(path, KINDS[kind][1])
+        spec = load_file(path, KINDS[kind][1])
+        if isinstance(spec, ScenarioSpec):
+            check_scenario(open_catalog(catalog_dirs), spec, display_path(path))
         checked += 1
     out.print(f"ok: {checked} entr{'y' if checked == 1 else 'ies'} valid")
 

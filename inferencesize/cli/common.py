@@ -80,7 +80,9 @@ def open_catalog(dirs: list[Path] | None) -> Catalog:
 
 def check_format(value: str, allowed: tuple[str, ...]) -> str:
     if value not in allowed:
-        raise typer.BadParameter(f"'{value}' is not one of {', '.join(allowed)}", param_hint="--format")
+        raise typer.BadParameter(
+            f"'{value}' is not one of {', '.join(allowed)}", param_hint="--format"
+        )
     return value
 
 

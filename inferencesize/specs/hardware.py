@@ -67,7 +67,9 @@ class GpuSpec(Spec):
         if all(self.dense_flops.get(p) is None for p in ("bf16", "fp16", "fp8", "int8")):
             raise ValueError("dense_flops: needs at least one of bf16, fp16, fp8, int8")
         if self.price_usd_per_gpu_hour is not None and not self.price_source:
-            raise ValueError("price_source: price_usd_per_gpu_hour needs price_source (where and when)")
+            raise ValueError(
+                "price_source: price_usd_per_gpu_hour needs price_source (where and when)"
+            )
         return self
 
 

@@ -121,12 +121,10 @@ class ModelSpec(Spec):
         }[self.attention]
         if not expected:
             raise ValueError(
-                (
-                    "attention: MLA needs an mla block"
-                    if self.attention == "MLA"
-                    else f"attention: {self.attention} does not fit num_kv_heads={kv} with "
-                    f"num_attention_heads={heads} (MHA: equal, GQA: between, MQA: 1)"
-                )
+                "attention: MLA needs an mla block"
+                if self.attention == "MLA"
+                else f"attention: {self.attention} does not fit num_kv_heads={kv} with "
+                f"num_attention_heads={heads} (MHA: equal, GQA: between, MQA: 1)"
             )
         if self.mla is not None and self.attention != "MLA":
             raise ValueError("mla: needs attention: MLA")

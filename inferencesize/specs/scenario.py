@@ -55,14 +55,18 @@ class ScenarioSpec(Spec):
     def _known_precisions(cls, value: list[str]) -> list[str]:
         for p in value:
             if p not in PRECISIONS:
-                raise ValueError(f"unknown precision {p!r}; expected one of {', '.join(PRECISIONS)}")
+                raise ValueError(
+                    f"unknown precision {p!r}; expected one of {', '.join(PRECISIONS)}"
+                )
         return value
 
     @field_validator("kv_precision")
     @classmethod
     def _known_kv(cls, value: str | None) -> str | None:
         if value is not None and value not in PRECISIONS:
-            raise ValueError(f"unknown precision {value!r}; expected one of {', '.join(PRECISIONS)}")
+            raise ValueError(
+                f"unknown precision {value!r}; expected one of {', '.join(PRECISIONS)}"
+            )
         return value
 
     @model_validator(mode="after")
@@ -73,11 +77,17 @@ class ScenarioSpec(Spec):
             raise ValueError("osl: give exactly one of osl (tokens) or osl_words")
         if (self.mean_rps is None) == (self.peak_rps is None):
             raise ValueError("mean_rps: give exactly one of mean_rps or peak_rps")
-        if self.mode == "streaming" and self.ttft_ms is None and self.itl_ms is None \
-                and self.e2e_ms is None:
+        if (
+            self.mode == "streaming"
+            and self.ttft_ms is None
+            and self.itl_ms is None
+            and self.e2e_ms is None
+        ):
             raise ValueError("ttft_ms: give at least one latency limit (ttft_ms, itl_ms or e2e_ms)")
         if self.mode == "sequential" and self.e2e_ms is None:
-            raise ValueError("e2e_ms: mode sequential needs e2e_ms (the whole answer is what counts)")
+            raise ValueError(
+                "e2e_ms: mode sequential needs e2e_ms (the whole answer is what counts)"
+            )
         return self
 
     @property
