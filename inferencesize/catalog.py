@@ -107,8 +107,12 @@ def _field_path(loc: Sequence[int | str]) -> str:
 
 
 def format_validation_error(err: ValidationError, model: type[BaseModel]) -> tuple[str, str]:
-    """The first error of a pydantic ValidationError as (field path, problem)."""
-    first = err.errors()[0]
+    """The first error of a pydantic ValidationError as (field path, problem).
+
+    Unknown keys come first: a misspelt key also makes its real name "missing", and the
+    did-you-mean hint is the useful message.
+    """
+    first = sorted(err.errors(), key=lambda e: e["type"] != "extra_forbidden")[0]
     loc = [p for p in first["loc"] if not (isinstance(p, str) and p.startswith("function-"))]
     # Drop union branch tags that pydantic puts in loc (e.g. 'list[...]', "literal['auto']").
     loc = [p for p in loc if not (isinstance(p, str) and ("[" in p or p.startswith("literal")))]
@@ -128,14 +132,23 @@ def format_validation_error(err: ValidationError, model: type[BaseModel]) -> tup
         msg += f"; allowed: {', '.join(allowed)}" if not guess else ""
     elif kind == "missing":
         msg = "required field is missing"
-    else:
-        got = first.get("input")
-        if kind.endswith("_type") or kind.endswith("_parsing") or kind == "literal_error":
-            msg = f"{msg[0].lower()}{msg[1:]} (got {got!r})"
+    elif kind == "string_pattern_mismatch":
+        pattern = str((first.get("ctx") or {}).get("pattern", ""))
+        hint = _PATTERN_HINTS.get(pattern, f"must match {pattern}")
+        msg = f"{hint} (got {first.get('input')!r})"
+    elif kind != "value_error":
+        # pydantic's own wording ("Input should be greater than 0"): lower-case, show the value
+        msg = f"{msg[0].lower()}{msg[1:]} (got {first.get('input')!r})"
     more = len(err.errors()) - 1
     if more:
         msg += f" (+{more} more error{'s' if more > 1 else ''})"
     return path, msg
+
+
+_PATTERN_HINTS = {
+    "^[a-z0-9][a-z0-9._-]*$": "must be lowercase letters, digits, '.', '_' or '-',"
+    " starting with a letter or digit",
+}
 
 
 def _allowed_keys(model: type[BaseModel], loc: Sequence[int | str]) -> list[str]:
@@ -175,12 +188,18 @@ def load_file(path: Path, model: type[S]) -> S:
     return parse_spec(model, read_yaml(path), display_path(path))
 
 
-def suggest(name: str, choices: Iterable[str], what: str) -> UnknownIdError:
-    """An UnknownIdError naming the closest ids."""
-    pool = sorted(set(choices))
-    close = difflib.get_close_matches(name.lower(), pool, n=3, cutoff=0.5)
-    hint = f"; did you mean {', '.join(close)}?" if close else f"; known: {', '.join(pool[:12])}"
-    if not close and len(pool) > 12:
+def suggest(name: str, choices: Iterable[str] | dict[str, str], what: str) -> UnknownIdError:
+    """An UnknownIdError naming the closest ids.
+
+    ``choices`` is a list of ids, or a mapping of searchable names (ids and aliases) to ids.
+    """
+    names = dict(choices) if isinstance(choices, dict) else {c: c for c in choices}
+    by_lower = {k.lower(): v for k, v in names.items()}
+    close = difflib.get_close_matches(name.lower(), list(by_lower), n=6, cutoff=0.5)
+    ids = list(dict.fromkeys(by_lower[c] for c in close))[:3]
+    pool = sorted(set(names.values()))
+    hint = f"; did you mean {', '.join(ids)}?" if ids else f"; known: {', '.join(pool[:12])}"
+    if not ids and len(pool) > 12:
         hint += ", … (infersize catalog list)"
     return UnknownIdError(f"unknown {what} '{name}'{hint}")
 
@@ -210,8 +229,7 @@ class Catalog:
                 _norm(a) == wanted for a in getattr(spec, "aliases", [])
             ):
                 return spec
-        names = list(table) + [a for s in table.values() for a in getattr(s, "aliases", [])]
-        raise suggest(name, names, what)
+        raise suggest(name, _names(table), what)
 
     def gpu(self, name: str) -> GpuSpec:
         spec: GpuSpec = self._lookup("gpus", name, "GPU")
@@ -237,14 +255,20 @@ class Catalog:
             try:
                 return self.gpu(name), None
             except UnknownIdError:
-                names = [*self.gpus, *self.systems]
-                names += [a for g in self.gpus.values() for a in g.aliases]
-                names += [a for s in self.systems.values() for a in s.aliases]
+                names = {**_names(self.gpus), **_names(self.systems)}
                 raise suggest(name, names, "hardware (GPU or system)") from None
         return self.gpu(system.gpu), system
 
     def file_of(self, kind: str, ident: str) -> str:
         return self.files.get((kind, ident), f"<{kind}:{ident}>")
+
+
+def _names(table: dict[str, Any]) -> dict[str, str]:
+    """Searchable names (ids and aliases) -> id."""
+    names = {ident: ident for ident in table}
+    for ident, spec in table.items():
+        names.update({alias: ident for alias in getattr(spec, "aliases", [])})
+    return names
 
 
 def _norm(name: str) -> str:
@@ -295,7 +319,7 @@ def _load_root(catalog: Catalog, root: Path) -> None:
 def _check_references(catalog: Catalog) -> None:
     for ident, system in catalog.systems.items():
         if system.gpu not in catalog.gpus:
-            err = suggest(system.gpu, catalog.gpus, "GPU")
+            err = suggest(system.gpu, _names(catalog.gpus), "GPU")
             raise CatalogError(catalog.file_of("systems", ident), "gpu", str(err))
 
 

@@ -157,3 +157,122 @@ def kv_cache_bytes(model: ModelSpec, kv_bytes_per_element: float, seq_len: float
 def kv_bytes_per_token(model: ModelSpec, kv_bytes_per_element: float, context: float) -> float:
     """Average KV bytes per token for a sequence of ``context`` tokens (full size at context 1)."""
     return kv_cache_bytes(model, kv_bytes_per_element, context) / context
+
+
+# ---------------------------------------------------------------------------------------------
+# Aggregated per-token costs used by the step-time model
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ModelCosts:
+    """Whole-model (unsharded) quantities the step-time model needs, computed once per model.
+
+    Linear parameters exclude the input embedding (a table lookup) and the lm_head (applied to
+    one token per sequence in prefill and to every token in decode).
+    """
+
+    num_layers: int
+    hidden_size: int
+    dense_linear_params: int  # attention + dense MLPs + shared experts + routers, all layers
+    expert_params: int  # one routed expert in one layer
+    moe_layers: int
+    num_experts: int
+    top_k: int
+    embedding_params: int  # input table
+    lm_head_params: int  # output projection (equal to the table when tied)
+    attention_flops_per_pair: int  # per layer per (query, key) pair: QK^T and AV
+    global_layers: int
+    local_layers: int
+    window: int  # tokens; 0 when no windowed layers
+    kv_elements_per_token_layer: int
+    num_kv_heads: int  # 1 for MLA (latent shared by all heads)
+    num_attention_heads: int
+
+    @property
+    def total_linear_params(self) -> int:
+        return self.dense_linear_params + self.moe_layers * self.num_experts * self.expert_params
+
+    @property
+    def active_linear_params(self) -> int:
+        return self.dense_linear_params + self.moe_layers * self.top_k * self.expert_params
+
+
+def model_costs(model: ModelSpec) -> ModelCosts:
+    dense = 0
+    expert = 0
+    for i in range(model.num_layers):
+        lp = layer_params(model, i)
+        dense += lp.attention + lp.dense_mlp
+        expert = expert or lp.expert_each
+    table = model.vocab_size * model.hidden_size
+    if model.mla is not None:
+        qk = model.mla.qk_nope_head_dim + model.mla.qk_rope_head_dim
+        per_pair = 2 * model.num_attention_heads * (qk + model.mla.v_head_dim)
+        kv_heads = 1
+    else:
+        per_pair = 4 * model.num_attention_heads * model.head_dim
+        kv_heads = model.num_kv_heads
+    local = local_attention_layers(model)
+    moe = model.moe
+    return ModelCosts(
+        num_layers=model.num_layers,
+        hidden_size=model.hidden_size,
+        dense_linear_params=dense,
+        expert_params=expert,
+        moe_layers=num_moe_layers(model),
+        num_experts=moe.num_experts if moe else 0,
+        top_k=moe.top_k if moe else 0,
+        embedding_params=table + model.learned_position_embeddings * model.hidden_size,
+        lm_head_params=table,
+        attention_flops_per_pair=per_pair,
+        global_layers=model.num_layers - local,
+        local_layers=local,
+        window=model.sliding_window.tokens if model.sliding_window else 0,
+        kv_elements_per_token_layer=kv_elements_per_token_per_layer(model),
+        num_kv_heads=kv_heads,
+        num_attention_heads=model.num_attention_heads,
+    )
+
+
+def causal_pairs(seq_len: float, window: float = 0.0) -> float:
+    """(query, key) pairs a causal prefill of ``seq_len`` tokens attends: sum_i min(i, window).
+
+    Without a window: L (L + 1) / 2. With a window w < L: w (w + 1) / 2 + (L - w) w.
+    """
+    if window <= 0 or seq_len <= window:
+        return seq_len * (seq_len + 1) / 2
+    return window * (window + 1) / 2 + (seq_len - window) * window
+
+
+def prefill_flops(costs: ModelCosts, isl: float, batch: float = 1.0, cached: float = 0.0) -> float:
+    """FLOPs to prefill ``batch`` prompts of ``isl`` tokens (``cached`` leading tokens reused).
+
+    Linear: 2 · active linear params per new token; lm_head on the last token of each prompt;
+    attention: flops-per-pair · causal pairs of the new tokens against all earlier ones.
+    """
+    new = isl - cached
+    linear = 2.0 * costs.active_linear_params * new + 2.0 * costs.lm_head_params
+    pairs_global = causal_pairs(isl) - causal_pairs(cached)
+    pairs_local = causal_pairs(isl, costs.window) - causal_pairs(cached, costs.window)
+    attention = costs.attention_flops_per_pair * (
+        costs.global_layers * pairs_global + costs.local_layers * pairs_local
+    )
+    return batch * (linear + attention)
+
+
+def decode_flops(costs: ModelCosts, batch: float, context: float) -> float:
+    """FLOPs of one decode step: ``batch`` sequences, each attending ``context`` earlier tokens."""
+    linear = 2.0 * (costs.active_linear_params + costs.lm_head_params)
+    attended = costs.global_layers * context + costs.local_layers * min(
+        context, costs.window or context
+    )
+    return batch * (linear + costs.attention_flops_per_pair * attended)
+
+
+def experts_touched(num_experts: int, top_k: int, tokens: float) -> float:
+    """Expected distinct experts a layer reads for ``tokens`` routed tokens (uniform routing):
+    E · (1 − (1 − k/E)^tokens). One token: k; many tokens: E."""
+    if num_experts == 0:
+        return 0.0
+    return float(num_experts * (1.0 - (1.0 - top_k / num_experts) ** tokens))

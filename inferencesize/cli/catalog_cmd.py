@@ -16,6 +16,7 @@ from inferencesize.catalog import (
     load_catalog,
     load_file,
     read_yaml,
+    suggest,
 )
 from inferencesize.cli.common import (
     CatalogOpt,
@@ -128,8 +129,6 @@ def _find(catalog: Catalog, ident: str) -> tuple[str, Any]:
         except UnknownIdError:
             continue
     names = [i for k in KINDS for i in catalog.entries(k)]
-    from inferencesize.catalog import suggest
-
     raise suggest(ident, names, "catalog id")
 
 
@@ -185,9 +184,9 @@ def _human(key: str, value: Any) -> Any:
 
 
 def _kind_of(path: Path, data: dict[str, Any]) -> str:
-    parts = set(path.resolve().parts)
+    folder = path.resolve().parent.name  # hardware/gpus/x.yaml -> gpus (not any ancestor)
     for kind, (sub, _) in KINDS.items():
-        if sub.split("/")[-1] in parts:
+        if sub.split("/")[-1] == folder:
             return kind
     if "num_layers" in data:
         return "models"
@@ -232,8 +231,15 @@ def validate_cmd(
         spec = load_file(path, KINDS[kind][1])
         if isinstance(spec, ScenarioSpec):
             check_scenario(open_catalog(catalog_dirs), spec, display_path(path))
+        elif isinstance(spec, SystemSpec):
+            _check_system_gpu(open_catalog(catalog_dirs), spec, display_path(path))
         checked += 1
     out.print(f"ok: {checked} entr{'y' if checked == 1 else 'ies'} valid")
+
+
+def _check_system_gpu(catalog: Catalog, system: SystemSpec, shown: str) -> None:
+    if system.gpu not in catalog.gpus:
+        raise CatalogError(shown, "gpu", str(suggest(system.gpu, list(catalog.gpus), "GPU")))
 
 
 @app.command("import-hf")

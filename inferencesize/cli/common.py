@@ -48,8 +48,8 @@ def handle_errors(func: Callable[P, R]) -> Callable[P, R]:
             if State.debug:
                 raise
             raise fail(str(err), err.exit_code) from None
-        except (typer.Exit, typer.Abort):
-            raise
+        except (typer.Exit, typer.Abort, typer.TyperException):
+            raise  # usage errors (BadParameter, …): Typer prints usage and exits 2
         except KeyboardInterrupt:
             raise fail("interrupted", 130) from None
         except Exception as err:

@@ -1,5 +1,6 @@
 """Frozen pydantic models of catalogs and scenarios (domain types; no I/O)."""
 
+from inferencesize.specs.efficiency import EfficiencyEntry, EfficiencySet, EfficiencyValues
 from inferencesize.specs.hardware import DenseFlops, GpuSpec, SystemSpec
 from inferencesize.specs.model import MLA, ModelSpec, MoE, SlidingWindow
 from inferencesize.specs.scenario import Budget, ScenarioSpec
@@ -8,6 +9,9 @@ __all__ = [
     "MLA",
     "Budget",
     "DenseFlops",
+    "EfficiencyEntry",
+    "EfficiencySet",
+    "EfficiencyValues",
     "GpuSpec",
     "MoE",
     "ModelSpec",

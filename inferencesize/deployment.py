@@ -1,0 +1,119 @@
+"""Resolve catalog specs into the numbers the step math needs (a ``Deployment``).
+
+Which link a collective uses: TP and PP inside the scale-up (NVLink) domain use half the
+bidirectional scale-up bandwidth per direction; PCIe-only parts use the PCIe host link;
+anything spanning domains uses the per-GPU NIC bandwidth (one direction) of the system.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from inferencesize.comm import PCIE_BYTES_PER_S, Link
+from inferencesize.latency import Deployment
+from inferencesize.parallelism import Parallelism, invalid_reason
+from inferencesize.roofline import Efficiency
+from inferencesize.specs import EfficiencySet, GpuSpec, SystemSpec
+from inferencesize.transformer import ModelCosts
+from inferencesize.units import COMPUTE_PRECISION, bytes_per_element
+
+#: Latency of one collective across nodes (NIC + switch hops + NCCL protocol), seconds.
+NETWORK_LATENCY_S = 25e-6
+#: A PCIe collective goes through host bridges: this many times the NVLink alpha.
+PCIE_LATENCY_FACTOR = 2.0
+
+
+def default_kv_precision(precision: str) -> str:
+    """FP8 and FP4 engines keep an FP8 KV cache; everything else a 16-bit one."""
+    if precision in ("fp8", "fp4"):
+        return "fp8"
+    return "bf16" if precision in ("bf16", "int4", "int8", "fp32") else precision
+
+
+def scale_up_domain(gpu: GpuSpec, system: SystemSpec | None) -> int:
+    """GPUs that share the scale-up link: the system's, else guessed from the form factor."""
+    if system is not None:
+        return system.nvlink_domain_size
+    if gpu.scale_up_bandwidth_bytes_per_s <= 0:
+        return 1
+    return 2 if (gpu.form_factor or "").upper().startswith("PCIE") else 8
+
+
+@dataclass(frozen=True)
+class Links:
+    tp: Link
+    pp: Link
+
+
+def links(gpu: GpuSpec, system: SystemSpec | None, par: Parallelism, alpha_s: float) -> Links:
+    domain = scale_up_domain(gpu, system)
+    pcie = Link("pcie", PCIE_BYTES_PER_S.get(gpu.pcie_gen or 4, 25.6e9), alpha_s * PCIE_LATENCY_FACTOR)
+    scale_up_bw = (
+        system.intra_node_bandwidth_bytes_per_s if system else gpu.scale_up_bandwidth_bytes_per_s
+    )
+    nvlink = Link("nvlink", scale_up_bw / 2, alpha_s) if scale_up_bw > 0 else pcie
+    network_bw = system.inter_node_bandwidth_bytes_per_s if system else 0.0
+    network = Link("network", network_bw or 12.5e9, NETWORK_LATENCY_S)
+    inside = nvlink if domain > 1 else pcie
+    tp_link = inside if par.tp <= max(domain, 1) or domain == 1 and par.tp <= 8 else network
+    pp_link = inside if par.gpus <= max(domain, 1) else network
+    return Links(tp_link, pp_link)
+
+
+def resolve_efficiency(eset: EfficiencySet, gpu: GpuSpec, precision: str) -> tuple[Efficiency, str]:
+    """Efficiency for a GPU × precision and where it came from."""
+    values = eset.defaults.model_dump()
+    origin = f"{eset.id} defaults (not calibrated on {gpu.id})"
+    names = {gpu.id, *gpu.aliases}
+    for entry in eset.entries:
+        if entry.gpu in names and entry.precision is None:
+            values.update({k: v for k, v in entry.model_dump().items() if k in values and v is not None})
+            origin = f"{eset.id}: {gpu.id} (all precisions)"
+    for entry in eset.entries:
+        if entry.gpu in names and entry.precision == precision:
+            values.update({k: v for k, v in entry.model_dump().items() if k in values and v is not None})
+            origin = f"{eset.id}: {gpu.id} {precision}"
+    return Efficiency(**values), origin
+
+
+def peak_flops(gpu: GpuSpec, precision: str) -> float | None:
+    """Dense peak of the tensor units a precision computes on (weight-only int4 -> fp16)."""
+    unit = COMPUTE_PRECISION[precision]
+    value = gpu.dense_flops.get(unit)
+    if value is None and unit in ("bf16", "fp16"):
+        value = gpu.dense_flops.get("fp16" if unit == "bf16" else "bf16")
+    return value
+
+
+def build_deployment(
+    costs: ModelCosts,
+    gpu: GpuSpec,
+    system: SystemSpec | None,
+    precision: str,
+    kv_precision: str,
+    par: Parallelism,
+    eff: Efficiency,
+) -> Deployment | str:
+    """A Deployment, or the reason this candidate cannot run."""
+    reason = invalid_reason(costs, par)
+    if reason:
+        return reason
+    peak = peak_flops(gpu, precision)
+    if peak is None:
+        return f"{gpu.id} has no {COMPUTE_PRECISION[precision]} tensor units for {precision}"
+    peak16 = peak_flops(gpu, "bf16") or peak
+    if system is not None and par.gpus > system.gpus_per_node and system.inter_node_bandwidth_bytes_per_s <= 0:
+        return f"{par.gpus} GPUs exceed one {system.id} node and it has no inter-node network"
+    link = links(gpu, system, par, eff.comm_latency_s)
+    return Deployment(
+        costs=costs,
+        par=par,
+        weight_bytes_per_param=bytes_per_element(precision),
+        kv_bytes_per_element=bytes_per_element(kv_precision),
+        peak_flops=peak,
+        peak_flops_attention=peak16,
+        hbm_bytes_per_s=gpu.hbm_bandwidth_bytes_per_s,
+        tp_link=link.tp,
+        pp_link=link.pp,
+        eff=eff,
+    )

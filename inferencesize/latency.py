@@ -1,0 +1,191 @@
+"""Step math: time of one forward step (prefill, decode, or a mix) on one instance.
+
+A step over M tokens = GEMMs (linear layers; roofline of 2·M·active params vs. the weights
+it must stream) + attention (prefill: FLOP-bound, FlashAttention on 16-bit units; decode:
+KV-cache reads) + TP all-reduces (2 per layer of M × hidden 16-bit activations) + fixed
+overheads. With PP, a stage holds 1/PP of the layers and a token crosses every stage, so
+latency is PP × stage time of a 1/PP micro-batch plus the stage-boundary sends.
+Works elementwise on floats or numpy arrays.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from inferencesize.comm import Link, allreduce_time, alltoall_time, p2p_time
+from inferencesize.parallelism import Parallelism, kv_share_per_gpu, layers_per_stage
+from inferencesize.roofline import Efficiency, gemm_efficiency, op_time
+from inferencesize.transformer import ModelCosts, causal_pairs
+
+ACTIVATION_BYTES = 2.0  # activations and embeddings / lm_head stay 16-bit
+
+
+@dataclass(frozen=True)
+class Deployment:
+    """Everything the step math needs about one instance: model, split, precision, hardware."""
+
+    costs: ModelCosts
+    par: Parallelism
+    weight_bytes_per_param: float  # linear layers, in the weight precision
+    kv_bytes_per_element: float
+    peak_flops: float  # dense peak of the precision's tensor units, one GPU
+    peak_flops_attention: float  # 16-bit dense peak, one GPU (attention kernels)
+    hbm_bytes_per_s: float
+    tp_link: Link
+    pp_link: Link
+    eff: Efficiency
+
+
+@dataclass(frozen=True)
+class StepTime:
+    """Seconds of one step split by cause; ``total_s`` is the latency of the step."""
+
+    gemm_s: Any
+    attention_s: Any
+    comm_s: Any
+    overhead_s: Any
+    gemm_compute_bound: Any  # True where the GEMMs are FLOP-bound
+
+    @property
+    def total_s(self) -> Any:
+        return self.gemm_s + self.attention_s + self.comm_s + self.overhead_s
+
+    @property
+    def bound(self) -> str:
+        parts = {
+            "compute" if bool(np.all(self.gemm_compute_bound)) else "memory": self.gemm_s
+            + self.attention_s,
+            "communication": self.comm_s,
+            "overhead": self.overhead_s,
+        }
+        return max(parts, key=lambda k: float(np.mean(parts[k])))
+
+
+def _touched_expert_params(costs: ModelCosts, tokens: Any) -> Any:
+    if costs.num_experts == 0:
+        return 0.0
+    k, e = costs.top_k, costs.num_experts
+    touched = e * (1.0 - (1.0 - k / e) ** np.maximum(tokens, 1e-9))
+    return costs.moe_layers * touched * costs.expert_params
+
+
+def step_time(
+    dep: Deployment,
+    decode_seqs: Any = 0.0,
+    decode_context: Any = 0.0,
+    prefill_seqs: Any = 0.0,
+    prefill_len: Any = 0.0,
+    prefill_cached: Any = 0.0,
+) -> StepTime:
+    """One step of an instance: ``decode_seqs`` sequences each generating one token at
+    ``decode_context`` and ``prefill_seqs`` prompts of ``prefill_len`` tokens (of which
+    ``prefill_cached`` leading tokens are reused from cache)."""
+    c, par, eff = dep.costs, dep.par, dep.eff
+    pp, tp = par.pp, par.tp
+    # A pipeline stage sees 1/pp of the sequences (micro-batch) and 1/pp of the layers.
+    dec = np.asarray(decode_seqs, dtype=float) / pp
+    pre = np.asarray(prefill_seqs, dtype=float) / pp
+    new_per_prompt = np.asarray(prefill_len, dtype=float) - prefill_cached
+    tokens = dec + pre * new_per_prompt
+    layer_frac = layers_per_stage(c, pp) / c.num_layers
+    shard = layer_frac / tp
+
+    # GEMMs: linear FLOPs and the weights they stream (MoE: only the experts routed to).
+    flops = 2.0 * tokens * c.active_linear_params * shard
+    flops += 2.0 * (dec + pre) * c.lm_head_params / tp  # lm_head, last stage
+    weights = (c.dense_linear_params + _touched_expert_params(c, tokens)) * shard
+    weight_bytes = weights * dep.weight_bytes_per_param
+    weight_bytes += c.lm_head_params / tp * ACTIVATION_BYTES
+    gemm_eff = gemm_efficiency(eff, np.maximum(tokens, 1.0))
+    gemm_compute = flops / (dep.peak_flops * gemm_eff)
+    gemm_memory = weight_bytes / (dep.hbm_bytes_per_s * eff.memory)
+    gemm = np.maximum(gemm_compute, gemm_memory)
+
+    # Attention. Decode: read the KV cache (memory-bound). Prefill: FLOP-bound.
+    pair_flops = c.attention_flops_per_pair / tp * layer_frac
+    ctx = np.asarray(decode_context, dtype=float)
+    window = c.window or 1e30
+    attended = c.global_layers * ctx + c.local_layers * np.minimum(ctx, window)
+    kv_layer_bytes = c.kv_elements_per_token_layer * dep.kv_bytes_per_element
+    kv_bytes = dec * attended * kv_layer_bytes * kv_share_per_gpu(c, tp) * layer_frac
+    decode_attn = op_time(
+        dec * attended * pair_flops,
+        kv_bytes,
+        dep.peak_flops_attention,
+        dep.hbm_bytes_per_s,
+        eff.attention,
+        eff.memory,
+    )
+    pairs = c.global_layers * (
+        causal_pairs_array(prefill_len) - causal_pairs_array(prefill_cached)
+    ) + c.local_layers * (
+        causal_pairs_array(prefill_len, c.window) - causal_pairs_array(prefill_cached, c.window)
+    )
+    prefill_attn = pre * pairs * pair_flops / (dep.peak_flops_attention * eff.attention)
+    attention = decode_attn + prefill_attn
+
+    # Communication: 2 all-reduces per layer on the TP group; all-to-all for EP; PP sends.
+    layers = layers_per_stage(c, pp)
+    message = tokens * c.hidden_size * ACTIVATION_BYTES
+    comm = 2 * layers * allreduce_time_array(message, tp, dep.tp_link, eff.comm)
+    if par.ep > 1 and c.moe_layers:
+        routed = message * c.top_k
+        moe_layers_stage = c.moe_layers * layer_frac
+        comm = comm + 2 * moe_layers_stage * alltoall_time_array(
+            routed / tp, par.ep, dep.tp_link, eff.comm
+        )
+    overhead = eff.step_overhead_s + eff.layer_overhead_s * layers
+    stage = StepTime(gemm, attention, comm, overhead, gemm_compute >= gemm_memory)
+    if pp == 1:
+        return stage
+    send = p2p_time_array(message, dep.pp_link, eff.comm)
+    return StepTime(
+        pp * stage.gemm_s,
+        pp * stage.attention_s,
+        pp * stage.comm_s + (pp - 1) * send,
+        pp * stage.overhead_s,
+        stage.gemm_compute_bound,
+    )
+
+
+def causal_pairs_array(seq_len: Any, window: float = 0.0) -> Any:
+    """Vectorised ``transformer.causal_pairs``."""
+    seq = np.asarray(seq_len, dtype=float)
+    if window <= 0:
+        return seq * (seq + 1) / 2
+    w = float(window)
+    return np.where(seq <= w, seq * (seq + 1) / 2, w * (w + 1) / 2 + (seq - w) * w)
+
+
+def allreduce_time_array(message: Any, n: int, link: Link, efficiency: float) -> Any:
+    if n <= 1:
+        return 0.0 * np.asarray(message, dtype=float)
+    return np.where(message > 0, allreduce_time(1.0, n, link, efficiency) - link.latency_s, 0) * (
+        message
+    ) + np.where(message > 0, link.latency_s, 0.0)
+
+
+def alltoall_time_array(message: Any, n: int, link: Link, efficiency: float) -> Any:
+    per_byte = alltoall_time(1.0, n, link, efficiency) - link.latency_s
+    return np.where(message > 0, link.latency_s + per_byte * message, 0.0)
+
+
+def p2p_time_array(message: Any, link: Link, efficiency: float) -> Any:
+    per_byte = p2p_time(1.0, link, efficiency) - link.latency_s
+    return np.where(message > 0, link.latency_s + per_byte * message, 0.0)
+
+
+def decode_step(dep: Deployment, batch: Any, context: Any) -> StepTime:
+    """One decode step of ``batch`` sequences at ``context`` tokens each."""
+    return step_time(dep, decode_seqs=batch, decode_context=context)
+
+
+def prefill(dep: Deployment, prompts: Any, isl: Any, cached: Any = 0.0) -> StepTime:
+    """Prefill of ``prompts`` prompts of ``isl`` tokens in one step (static batch)."""
+    return step_time(dep, prefill_seqs=prompts, prefill_len=isl, prefill_cached=cached)
+
+
+__all__ = ["Deployment", "StepTime", "causal_pairs", "decode_step", "prefill", "step_time"]

@@ -1,0 +1,83 @@
+"""Tensor / pipeline / expert parallelism: validity with reasons and per-GPU shards.
+
+Conventions (TensorRT-LLM's): an instance has TP × PP GPUs. Attention and dense layers are
+split TP ways within a pipeline stage; each stage holds num_layers / PP layers. Expert
+parallelism re-partitions the MoE layers of a stage over the same TP GPUs: EP groups of
+experts, each expert split TP / EP ways (EP must divide TP). DP replicas are instances.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from inferencesize.transformer import ModelCosts
+
+
+@dataclass(frozen=True)
+class Parallelism:
+    tp: int = 1
+    pp: int = 1
+    ep: int = 1
+
+    @property
+    def gpus(self) -> int:
+        return self.tp * self.pp
+
+    def label(self) -> str:
+        text = f"tp{self.tp}"
+        text += f" pp{self.pp}" if self.pp > 1 else ""
+        return text + (f" ep{self.ep}" if self.ep > 1 else "")
+
+
+def invalid_reason(costs: ModelCosts, par: Parallelism) -> str | None:
+    """Why a split cannot run this model, or None when it can."""
+    if min(par.tp, par.pp, par.ep) < 1:
+        return "tp, pp and ep must be at least 1"
+    heads, kv = costs.num_attention_heads, costs.num_kv_heads
+    if heads % par.tp:
+        return f"tp {par.tp} does not divide {heads} attention heads"
+    if par.tp <= kv and kv % par.tp:
+        return f"tp {par.tp} does not divide {kv} KV heads"
+    if par.tp > kv and par.tp % kv:
+        return f"tp {par.tp} is not a multiple of {kv} KV heads (cannot replicate them evenly)"
+    if par.pp > costs.num_layers:
+        return f"pp {par.pp} exceeds {costs.num_layers} layers"
+    if par.ep > 1:
+        if costs.num_experts == 0:
+            return f"ep {par.ep} needs a mixture-of-experts model"
+        if costs.num_experts % par.ep:
+            return f"ep {par.ep} does not divide {costs.num_experts} experts"
+        if par.tp % par.ep:
+            return f"ep {par.ep} must divide tp {par.tp} (experts share the TP GPUs)"
+    return None
+
+
+def kv_share_per_gpu(costs: ModelCosts, tp: int) -> float:
+    """Fraction of one token's KV cache a GPU holds: KV heads split over TP, replicated when
+    TP > kv_heads (each GPU keeps one head). MLA's latent is replicated on every TP rank."""
+    per_gpu = math.ceil(costs.num_kv_heads / tp)
+    return per_gpu / costs.num_kv_heads
+
+
+def layers_per_stage(costs: ModelCosts, pp: int) -> int:
+    """Layers on the largest pipeline stage."""
+    return math.ceil(costs.num_layers / pp)
+
+
+def valid_splits(
+    costs: ModelCosts, max_gpus: int, tps: list[int] | None = None,
+    pps: list[int] | None = None, eps: list[int] | None = None,
+) -> list[Parallelism]:
+    """Every valid (tp, pp, ep) with tp · pp ≤ max_gpus (powers of two unless listed)."""
+    powers = [2**i for i in range(int(math.log2(max_gpus)) + 1)]
+    out = []
+    for tp in tps or powers:
+        for pp in pps or powers:
+            if tp * pp > max_gpus:
+                continue
+            for ep in eps or ([e for e in powers if e <= tp] if costs.num_experts else [1]):
+                par = Parallelism(tp, pp, ep)
+                if invalid_reason(costs, par) is None:
+                    out.append(par)
+    return out

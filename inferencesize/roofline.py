@@ -1,0 +1,45 @@
+"""Hardware math: roofline time of an operator with efficiency parameters.
+
+An operator that does ``flops`` of math and moves ``bytes`` through HBM takes
+max(flops / (peak · compute_eff(M)), bytes / (bandwidth · memory_eff)). GEMM efficiency
+rises with the number of rows M (tokens) as M / (M + m_half): small-M GEMMs cannot fill the
+tensor cores. Works elementwise on floats or numpy arrays.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TypeVar
+
+import numpy as np
+import numpy.typing as npt
+
+Num = TypeVar("Num", float, npt.NDArray[np.float64])
+
+
+@dataclass(frozen=True)
+class Efficiency:
+    """Achieved fractions of peak and fixed overheads; fitted data, never constants in code."""
+
+    compute: float  # large-GEMM fraction of dense peak (precision's tensor units)
+    memory: float  # fraction of HBM bandwidth streaming weights / KV
+    attention: float  # prefill attention fraction of 16-bit dense peak
+    comm: float  # fraction of link bandwidth reached by collectives
+    gemm_m_half: float  # tokens at which a GEMM reaches half its large-M efficiency
+    step_overhead_s: float  # fixed cost per forward step (scheduling, sampling, launches)
+    layer_overhead_s: float  # per layer per step (kernel launches and syncs not hidden)
+    comm_latency_s: float  # alpha of one collective on NVLink / PCIe
+    prefill_sync: float = 0.5  # share of other in-flight requests whose prefill a new one waits for
+
+
+def gemm_efficiency(eff: Efficiency, tokens: Num) -> Num:
+    """Compute efficiency of a GEMM with ``tokens`` rows."""
+    return eff.compute * tokens / (tokens + eff.gemm_m_half)  # type: ignore[no-any-return]
+
+
+def op_time(flops: Num, bytes_moved: Num, peak_flops: float, bandwidth: float,
+            compute_eff: Num | float, memory_eff: float) -> Num:
+    """Roofline time of one operator class."""
+    return np.maximum(  # type: ignore[no-any-return]
+        flops / (peak_flops * compute_eff), bytes_moved / (bandwidth * memory_eff)
+    )

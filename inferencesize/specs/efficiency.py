@@ -1,0 +1,60 @@
+"""Efficiency sets: fitted fractions of peak and overheads for the performance model.
+
+An efficiency set belongs to an engine generation (say which). Entries are per GPU and
+precision (or per GPU for every precision); what no entry states comes from ``defaults``.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import Field, model_validator
+
+from inferencesize.specs.common import Source, Spec
+
+Fraction = Annotated[float, Field(gt=0, le=1)]
+Seconds = Annotated[float, Field(ge=0, le=1)]
+
+
+class EfficiencyValues(Spec):
+    compute: Fraction | None = Field(default=None, description="large-GEMM share of dense peak")
+    memory: Fraction | None = Field(default=None, description="share of HBM bandwidth")
+    attention: Fraction | None = Field(
+        default=None, description="prefill attention share of 16-bit peak"
+    )
+    comm: Fraction | None = Field(default=None, description="share of link bandwidth")
+    gemm_m_half: Annotated[float, Field(ge=0)] | None = Field(
+        default=None, description="GEMM rows (tokens) at half of the large-GEMM efficiency"
+    )
+    step_overhead_s: Seconds | None = None
+    layer_overhead_s: Seconds | None = None
+    comm_latency_s: Seconds | None = None
+    prefill_sync: Annotated[float, Field(ge=0, le=1)] | None = Field(
+        default=None,
+        description="closed-loop clients arrive in step: share of the other in-flight requests"
+        " whose prefill a new request queues behind",
+    )
+
+
+class EfficiencyEntry(EfficiencyValues):
+    gpu: str
+    precision: str | None = None
+    points: Annotated[int, Field(ge=0)] | None = Field(
+        default=None, description="measurements the fit used"
+    )
+    source: str | None = None
+
+
+class EfficiencySet(Spec):
+    id: str
+    engine: str = Field(description="the serving engine generation these numbers belong to")
+    source: Source
+    defaults: EfficiencyValues
+    entries: list[EfficiencyEntry] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _complete_defaults(self) -> EfficiencySet:
+        missing = [k for k, v in self.defaults.model_dump().items() if v is None]
+        if missing:
+            raise ValueError(f"defaults: must set every parameter (missing {', '.join(missing)})")
+        return self
