@@ -25,7 +25,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from inferencesize.errors import CatalogError, UnknownIdError
-from inferencesize.specs import GpuSpec, ModelSpec, ScenarioSpec, SystemSpec
+from inferencesize.specs import EfficiencySet, GpuSpec, ModelSpec, ScenarioSpec, SystemSpec
 
 ENV_CATALOG = "INFERSIZE_CATALOG"
 KINDS: dict[str, tuple[str, type[BaseModel]]] = {
@@ -33,6 +33,7 @@ KINDS: dict[str, tuple[str, type[BaseModel]]] = {
     "systems": ("hardware/systems", SystemSpec),
     "models": ("models", ModelSpec),
     "scenarios": ("scenarios", ScenarioSpec),
+    "efficiency": ("hardware/efficiency", EfficiencySet),
 }
 DEFAULT_SCENARIO = "default"
 
@@ -212,6 +213,7 @@ class Catalog:
     systems: dict[str, SystemSpec] = field(default_factory=dict)
     models: dict[str, ModelSpec] = field(default_factory=dict)
     scenarios: dict[str, ScenarioSpec] = field(default_factory=dict)
+    efficiency: dict[str, EfficiencySet] = field(default_factory=dict)
     files: dict[tuple[str, str], str] = field(default_factory=dict)
     roots: list[Path] = field(default_factory=list)
 
@@ -246,6 +248,18 @@ class Catalog:
     def scenario(self, name: str) -> ScenarioSpec:
         spec: ScenarioSpec = self._lookup("scenarios", name, "scenario")
         return spec
+
+    def efficiency_set(self, name: str | None = None) -> EfficiencySet:
+        """An efficiency set by id, or the default one."""
+        if name is not None:
+            spec: EfficiencySet = self._lookup("efficiency", name, "efficiency set")
+            return spec
+        defaults = [s for s in self.efficiency.values() if s.default]
+        if defaults:
+            return defaults[-1]
+        if self.efficiency:
+            return next(iter(self.efficiency.values()))
+        raise UnknownIdError("no efficiency set in the catalog (hardware/efficiency/*.yaml)")
 
     def hardware(self, name: str) -> tuple[GpuSpec, SystemSpec | None]:
         """A GPU id or a system id -> (GPU, system or None)."""

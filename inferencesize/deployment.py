@@ -47,7 +47,9 @@ class Links:
 
 def links(gpu: GpuSpec, system: SystemSpec | None, par: Parallelism, alpha_s: float) -> Links:
     domain = scale_up_domain(gpu, system)
-    pcie = Link("pcie", PCIE_BYTES_PER_S.get(gpu.pcie_gen or 4, 25.6e9), alpha_s * PCIE_LATENCY_FACTOR)
+    pcie = Link(
+        "pcie", PCIE_BYTES_PER_S.get(gpu.pcie_gen or 4, 25.6e9), alpha_s * PCIE_LATENCY_FACTOR
+    )
     scale_up_bw = (
         system.intra_node_bandwidth_bytes_per_s if system else gpu.scale_up_bandwidth_bytes_per_s
     )
@@ -55,7 +57,7 @@ def links(gpu: GpuSpec, system: SystemSpec | None, par: Parallelism, alpha_s: fl
     network_bw = system.inter_node_bandwidth_bytes_per_s if system else 0.0
     network = Link("network", network_bw or 12.5e9, NETWORK_LATENCY_S)
     inside = nvlink if domain > 1 else pcie
-    tp_link = inside if par.tp <= max(domain, 1) or domain == 1 and par.tp <= 8 else network
+    tp_link = inside if par.tp <= max(domain, 1) or (domain == 1 and par.tp <= 8) else network
     pp_link = inside if par.gpus <= max(domain, 1) else network
     return Links(tp_link, pp_link)
 
@@ -67,11 +69,15 @@ def resolve_efficiency(eset: EfficiencySet, gpu: GpuSpec, precision: str) -> tup
     names = {gpu.id, *gpu.aliases}
     for entry in eset.entries:
         if entry.gpu in names and entry.precision is None:
-            values.update({k: v for k, v in entry.model_dump().items() if k in values and v is not None})
+            values.update(
+                {k: v for k, v in entry.model_dump().items() if k in values and v is not None}
+            )
             origin = f"{eset.id}: {gpu.id} (all precisions)"
     for entry in eset.entries:
         if entry.gpu in names and entry.precision == precision:
-            values.update({k: v for k, v in entry.model_dump().items() if k in values and v is not None})
+            values.update(
+                {k: v for k, v in entry.model_dump().items() if k in values and v is not None}
+            )
             origin = f"{eset.id}: {gpu.id} {precision}"
     return Efficiency(**values), origin
 
@@ -102,7 +108,11 @@ def build_deployment(
     if peak is None:
         return f"{gpu.id} has no {COMPUTE_PRECISION[precision]} tensor units for {precision}"
     peak16 = peak_flops(gpu, "bf16") or peak
-    if system is not None and par.gpus > system.gpus_per_node and system.inter_node_bandwidth_bytes_per_s <= 0:
+    if (
+        system is not None
+        and par.gpus > system.gpus_per_node
+        and system.inter_node_bandwidth_bytes_per_s <= 0
+    ):
         return f"{par.gpus} GPUs exceed one {system.id} node and it has no inter-node network"
     link = links(gpu, system, par, eff.comm_latency_s)
     return Deployment(

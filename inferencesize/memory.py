@@ -38,7 +38,9 @@ class MemoryBudget:
 
     @property
     def free_bytes(self) -> float:
-        return self.capacity_bytes - self.weights_bytes - self.activations_bytes - self.reserve_bytes
+        return (
+            self.capacity_bytes - self.weights_bytes - self.activations_bytes - self.reserve_bytes
+        )
 
     @property
     def max_sequences(self) -> int:
@@ -57,8 +59,10 @@ def weight_bytes_per_gpu(dep: Deployment) -> float:
     c, par = dep.costs, dep.par
     stage = layers_per_stage(c, par.pp) / c.num_layers
     linear = c.total_linear_params * stage / par.tp * dep.weight_bytes_per_param
-    tables = c.embedding_params + c.lm_head_params if par.pp == 1 else max(
-        c.embedding_params, c.lm_head_params
+    tables = (
+        c.embedding_params + c.lm_head_params
+        if par.pp == 1
+        else max(c.embedding_params, c.lm_head_params)
     )
     return linear + tables / par.tp * ACTIVATION_BYTES
 

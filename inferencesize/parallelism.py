@@ -66,8 +66,11 @@ def layers_per_stage(costs: ModelCosts, pp: int) -> int:
 
 
 def valid_splits(
-    costs: ModelCosts, max_gpus: int, tps: list[int] | None = None,
-    pps: list[int] | None = None, eps: list[int] | None = None,
+    costs: ModelCosts,
+    max_gpus: int,
+    tps: list[int] | None = None,
+    pps: list[int] | None = None,
+    eps: list[int] | None = None,
 ) -> list[Parallelism]:
     """Every valid (tp, pp, ep) with tp · pp ≤ max_gpus (powers of two unless listed)."""
     powers = [2**i for i in range(int(math.log2(max_gpus)) + 1)]

@@ -30,6 +30,7 @@ class Efficiency:
     layer_overhead_s: float  # per layer per step (kernel launches and syncs not hidden)
     comm_latency_s: float  # alpha of one collective on NVLink / PCIe
     prefill_sync: float = 0.5  # share of other in-flight requests whose prefill a new one waits for
+    cohort_tokens: float = 65536.0  # largest block of prompt tokens that arrives together
 
 
 def gemm_efficiency(eff: Efficiency, tokens: Num) -> Num:
@@ -37,8 +38,14 @@ def gemm_efficiency(eff: Efficiency, tokens: Num) -> Num:
     return eff.compute * tokens / (tokens + eff.gemm_m_half)  # type: ignore[no-any-return]
 
 
-def op_time(flops: Num, bytes_moved: Num, peak_flops: float, bandwidth: float,
-            compute_eff: Num | float, memory_eff: float) -> Num:
+def op_time(
+    flops: Num,
+    bytes_moved: Num,
+    peak_flops: float,
+    bandwidth: float,
+    compute_eff: Num | float,
+    memory_eff: float,
+) -> Num:
     """Roofline time of one operator class."""
     return np.maximum(  # type: ignore[no-any-return]
         flops / (peak_flops * compute_eff), bytes_moved / (bandwidth * memory_eff)

@@ -6,9 +6,11 @@ In-flight (continuous) batching with N closed-loop clients (GenAI-Perf concurren
   for a slot (Little's law on that queue: wait = (N − B) / X).
 * Decode steps run at batch ≈ B and are stretched by the prefills interleaved with them:
   ITL = T_decode(B) / (1 − X · t_p), t_p = marginal step cost of one more prompt.
-* Prefills queue behind each other: closed-loop clients with fixed lengths arrive in step, so a
-  new request waits for the prefills of a share s (``prefill_sync``) of the other in-flight
-  requests, (B − 1) / 2 · s · t_p on average, then for its own prefill step.
+* Prefills queue behind each other: closed-loop clients with fixed lengths arrive in step (a
+  cohort), so a new request waits on average for half of the batched prefill of the other
+  B − 1 prompts (at most ``cohort_tokens`` of prompt tokens arrive together; beyond that the
+  arrivals spread out), scaled by the synchronised share s (``prefill_sync``), then for its
+  own step.
 * E2E = TTFT + (OSL − 1) · ITL; throughput X = N / E2E (Little's law), solved by fixed point.
 
 Static batching at batch B: TTFT = prefill of the whole batch; ITL = decode step at B.
@@ -17,9 +19,11 @@ Static batching at batch B: TTFT = prefill of the whole batch; ITL = decode step
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
-from inferencesize.latency import Deployment, StepTime, decode_step, prefill, step_time
+import numpy as np
+
+from inferencesize.latency import Deployment, decode_step, prefill, step_time
 
 Batching = Literal["inflight", "static"]
 
@@ -41,48 +45,73 @@ class OperatingPoint:
     decode_bound: str
 
 
-def inflight(dep: Deployment, isl: float, osl: float, concurrency: int, max_in_flight: int,
-             iterations: int = 60) -> OperatingPoint:
-    """Closed-loop in-flight batching at ``concurrency`` clients (see module docstring)."""
-    n = max(int(concurrency), 1)
-    b = max(min(n, max_in_flight), 1)
+@dataclass(frozen=True)
+class InflightArrays:
+    """Vectorised in-flight results (numpy arrays, seconds and requests/s)."""
+
+    in_flight: Any
+    ttft_s: Any
+    itl_s: Any
+    e2e_s: Any
+    requests_per_s: Any
+    queue_wait_s: Any
+    prefill_wait_s: Any
+
+
+def inflight_arrays(
+    dep: Deployment, isl: Any, osl: Any, concurrency: Any, max_in_flight: Any, iterations: int = 40
+) -> InflightArrays:
+    """Closed-loop in-flight batching, elementwise over numpy arrays (module docstring)."""
+    isl = np.asarray(isl, dtype=float)
+    osl = np.asarray(osl, dtype=float)
+    n = np.maximum(np.asarray(concurrency, dtype=float), 1.0)
+    b = np.maximum(np.minimum(n, np.asarray(max_in_flight, dtype=float)), 1.0)
     context = isl + osl / 2.0
     t_decode = decode_step(dep, b, context).total_s
-    own = step_time(dep, b - 1, context, 1, isl)
-    t_own = float(own.total_s)
-    t_marginal = max(t_own - float(decode_step(dep, b - 1, context).total_s), 0.0) if b > 1 \
-        else float(prefill(dep, 1, isl).total_s)
-    prefill_wait = dep.eff.prefill_sync * (b - 1) / 2.0 * t_marginal
-    x = b / (t_own + osl * float(t_decode))
-    itl = float(t_decode)
+    t_own = step_time(dep, b - 1, context, 1.0, isl).total_s
+    t_alone = prefill(dep, 1.0, isl).total_s
+    t_marginal = np.where(
+        b > 1, np.maximum(t_own - decode_step(dep, b - 1, context).total_s, 0.0), t_alone
+    )
+    # Closed-loop clients with fixed lengths arrive as a cohort: a new request waits, on
+    # average, for half of the cohort's other prefills (batched, so FLOP-bound).
+    cohort = np.minimum(b - 1, dep.eff.cohort_tokens / np.maximum(isl, 1.0))
+    prefill_wait = dep.eff.prefill_sync * 0.5 * prefill(dep, cohort, isl).total_s * (b > 1)
+    busy = b > 1
+    x = b / (t_own + osl * t_decode)
+    itl = t_decode
     ttft_service = t_own
     for _ in range(iterations):
-        load = min(x * t_marginal, 0.95)
-        itl = float(t_decode) / (1.0 - load)
-        residual = 0.5 * itl if b > 1 else 0.0
-        ttft_service = residual + prefill_wait + t_own
-        service = ttft_service + (osl - 1) * itl
-        x_new = b / service
-        if abs(x_new - x) <= 1e-9 * x:
-            x = x_new
-            break
-        x = 0.5 * (x + x_new)
+        load = np.minimum(x * t_marginal, 0.95)
+        itl = t_decode / (1.0 - load)
+        ttft_service = np.where(busy, 0.5 * itl, 0.0) + prefill_wait + t_own
+        x = 0.5 * x + 0.5 * b / (ttft_service + (osl - 1) * itl)
     queue_wait = (n - b) / x
     ttft = queue_wait + ttft_service
     e2e = ttft + (osl - 1) * itl
-    rate = n / e2e
+    return InflightArrays(b, ttft, itl, e2e, n / e2e, queue_wait, prefill_wait)
+
+
+def inflight(
+    dep: Deployment, isl: float, osl: float, concurrency: int, max_in_flight: int
+) -> OperatingPoint:
+    """Closed-loop in-flight batching at ``concurrency`` clients (see module docstring)."""
+    r = inflight_arrays(dep, isl, osl, concurrency, max_in_flight)
+    b = float(r.in_flight)
+    context = isl + osl / 2.0
+    rate = float(r.requests_per_s)
     return OperatingPoint(
-        concurrency=n,
-        in_flight=b,
-        ttft_s=ttft,
-        itl_s=itl,
-        e2e_s=e2e,
+        concurrency=int(max(concurrency, 1)),
+        in_flight=int(b),
+        ttft_s=float(r.ttft_s),
+        itl_s=float(r.itl_s),
+        e2e_s=float(r.e2e_s),
         requests_per_s=rate,
         output_tokens_per_s=rate * osl,
-        queue_wait_s=queue_wait,
-        prefill_wait_s=prefill_wait,
-        prefill_bound=own.bound,
-        decode_bound=_bound(decode_step(dep, b, context)),
+        queue_wait_s=float(r.queue_wait_s),
+        prefill_wait_s=float(r.prefill_wait_s),
+        prefill_bound=step_time(dep, b - 1, context, 1.0, isl).bound,
+        decode_bound=decode_step(dep, b, context).bound,
     )
 
 
@@ -108,7 +137,3 @@ def static(dep: Deployment, isl: float, osl: float, batch: int) -> OperatingPoin
         prefill_bound=pre.bound,
         decode_bound=dec.bound,
     )
-
-
-def _bound(step: StepTime) -> str:
-    return step.bound

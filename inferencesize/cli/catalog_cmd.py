@@ -26,7 +26,7 @@ from inferencesize.cli.common import (
     stdout,
 )
 from inferencesize.errors import CatalogError, InputError, UnknownIdError
-from inferencesize.specs import GpuSpec, ModelSpec, ScenarioSpec, SystemSpec
+from inferencesize.specs import EfficiencySet, GpuSpec, ModelSpec, ScenarioSpec, SystemSpec
 from inferencesize.transformer import active_params, kv_bytes_per_token, total_params
 from inferencesize.units import GB, GIB, TB, TERA
 
@@ -35,6 +35,13 @@ app = typer.Typer(
     no_args_is_help=True,
 )
 
+SINGULAR = {
+    "gpus": "gpu",
+    "systems": "system",
+    "models": "model",
+    "scenarios": "scenario",
+    "efficiency": "efficiency set",
+}
 FormatOpt = Annotated[str, typer.Option("--format", "-f", help="table | json | yaml")]
 
 
@@ -70,6 +77,13 @@ def _summary(kind: str, spec: Any) -> dict[str, Any]:
             "kv_kib_per_token_16bit": round(kv_bytes_per_token(spec, 2.0, context=1) / 1024, 1),
             "max_context": spec.max_context,
         }
+    if isinstance(spec, EfficiencySet):
+        return {
+            "id": spec.id,
+            "engine": spec.engine,
+            "default": spec.default,
+            "entries": len(spec.entries),
+        }
     assert isinstance(spec, ScenarioSpec)
     return {
         "id": spec.id,
@@ -92,7 +106,8 @@ def _tflops(value: float | None) -> float | None:
 @handle_errors
 def list_cmd(
     kind: Annotated[
-        str | None, typer.Argument(help="gpus | systems | models | scenarios (default: all)")
+        str | None,
+        typer.Argument(help="gpus | systems | models | scenarios | efficiency (default: all)"),
     ] = None,
     fmt: FormatOpt = "table",
     catalog_dirs: CatalogOpt = None,
@@ -125,7 +140,7 @@ def list_cmd(
 def _find(catalog: Catalog, ident: str) -> tuple[str, Any]:
     for kind in KINDS:
         try:
-            return kind, getattr(catalog, kind[:-1])(ident)
+            return kind, catalog._lookup(kind, ident, kind)
         except UnknownIdError:
             continue
     names = [i for k in KINDS for i in catalog.entries(k)]
@@ -140,7 +155,7 @@ def _details(kind: str, spec: Any) -> dict[str, Any]:
             "active_params": active_params(spec),
             "kv_cache_bytes_per_token_16bit": kv_bytes_per_token(spec, 2.0, context=1),
         }
-    return {"kind": kind[:-1], **data}
+    return {"kind": SINGULAR[kind], **data}
 
 
 @app.command("show")
@@ -166,7 +181,7 @@ def show_cmd(
         report.emit(out, report.to_yaml(data))
     else:
         pairs = [(k, _human(k, v)) for k, v in report.flatten(data).items()]
-        out.print(report.key_value_table(f"{kind[:-1]} {spec.id}", pairs))
+        out.print(report.key_value_table(f"{SINGULAR[kind]} {spec.id}", pairs))
 
 
 def _human(key: str, value: Any) -> Any:
@@ -255,8 +270,8 @@ def import_hf_cmd(
         str | None, typer.Option("--source", help="where the config came from (URL)")
     ] = None,
 ) -> None:
-    """Turn a HuggingFace config.json into a model catalog entry (Llama, Mistral/Mixtral,
-    Qwen2/3 and Qwen-MoE, DeepSeek-V3 MLA+MoE, gpt-oss, Gemma).
+    """Turn a HuggingFace config.json into a model catalog entry (Llama 2/3/4, Mistral/Mixtral,
+    Qwen2/3 and Qwen-MoE, DeepSeek-V2/V3 MLA+MoE, gpt-oss, Gemma 1/2/3).
 
     Example: infersize catalog import-hf config.json --id my-llama --out models/my-llama.yaml
     """

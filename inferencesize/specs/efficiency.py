@@ -34,6 +34,11 @@ class EfficiencyValues(Spec):
         description="closed-loop clients arrive in step: share of the other in-flight requests"
         " whose prefill a new request queues behind",
     )
+    cohort_tokens: Annotated[float, Field(gt=0)] | None = Field(
+        default=None,
+        description="largest block of prompt tokens that arrives together; beyond it closed-loop"
+        " arrivals spread out",
+    )
 
 
 class EfficiencyEntry(EfficiencyValues):
@@ -48,6 +53,12 @@ class EfficiencyEntry(EfficiencyValues):
 class EfficiencySet(Spec):
     id: str
     engine: str = Field(description="the serving engine generation these numbers belong to")
+    default: bool = Field(default=False, description="used when no --engine/--calibration")
+    engines: list[str] = Field(
+        default_factory=list,
+        description="case-insensitive substrings of a measurement's 'engine engine_version'"
+        " that this set describes (validate picks the set per row)",
+    )
     source: Source
     defaults: EfficiencyValues
     entries: list[EfficiencyEntry] = Field(default_factory=list)

@@ -56,7 +56,9 @@ class GpuSpec(Spec):
         description="NVLink / Infinity Fabric / ICI per GPU, bidirectional; 0 = PCIe only",
     )
     pcie_gen: Annotated[int, Field(ge=3, le=7)] | None = None
-    tdp_watts: Watts | None = Field(default=None, alias="tdp", description="board power; None = not published")
+    tdp_watts: Watts | None = Field(
+        default=None, alias="tdp", description="board power; None = not published"
+    )
     price_usd_per_gpu_hour: Annotated[float, Field(gt=0)] | None = None
     price_source: str | None = None
     launch_year: Annotated[int, Field(ge=2010, le=2035)] | None = None

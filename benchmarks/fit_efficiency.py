@@ -1,0 +1,79 @@
+"""Refit the shipped efficiency sets to the calibration data (writes hardware/efficiency/*.yaml).
+
+Usage: python benchmarks/fit_efficiency.py [SET_ID ...]
+
+Each set is fitted only to the rows of its own engine generation (the set's ``engines``), with
+a handful of parameters per GPU × precision (see inferencesize/calibration.py).
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+import yaml
+
+from inferencesize.calibration import fit
+from inferencesize.catalog import load_catalog
+from inferencesize.io_measurements import dedupe, map_measurements, read_measurements
+from inferencesize.validation import summary_table
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA = [
+    ROOT / "data/calibration/measurements.csv",
+    ROOT / "data/calibration/static_batching_sweep.csv",
+]
+SERVING_ONLY = {"prefill_sync", "cohort_tokens"}
+
+
+def main(ids: list[str]) -> None:
+    catalog = load_catalog()
+    rows = dedupe([m for path in DATA for m in read_measurements(path)])
+    mapped, _ = map_measurements(catalog, rows)
+    for set_id in ids or list(catalog.efficiency):
+        base = catalog.efficiency_set(set_id)
+        mine = [
+            r for r in mapped if any(e.lower() in r.m.engine_label.lower() for e in base.engines)
+        ]
+        if not mine:
+            print(f"{set_id}: no rows for engines {base.engines}")
+            continue
+        serving = any(r.mode == "inflight" for r in mine)
+        free = [
+            g
+            for g in (
+                "attention",
+                "gemm_m_half",
+                "step_overhead_s",
+                "layer_overhead_s",
+                "comm_latency_s",
+                "comm",
+                "prefill_sync",
+                "cohort_tokens",
+            )
+            if serving or g not in SERVING_ONLY
+        ]
+        t0 = time.perf_counter()
+        result = fit(base, mine, free)
+        dt = time.perf_counter() - t0
+        sources = sorted({r.m.source for r in mine})
+        fitted = result.efficiency.model_copy(
+            update={
+                "source": (
+                    f"fitted by benchmarks/fit_efficiency.py (scipy least_squares, soft-L1 on log error) to"
+                    f" {len(mine)} rows of data/calibration ({', '.join(sources)}; engine rows matching"
+                    f" {base.engines}); copies of shared/calibration with per-row source_detail"
+                )
+            }
+        )
+        data = fitted.model_dump(exclude_none=True)
+        path = ROOT / "hardware/efficiency" / f"{set_id}.yaml"
+        path.write_text(yaml.safe_dump(data, sort_keys=False, width=100))
+        print(f"{set_id}: {len(mine)} rows, {result.evaluations} evaluations, {dt:.0f} s")
+        for metric, s in summary_table(result.predictions, lambda p: p.mapped.m.metric).items():
+            print(f"  {metric:20s} n={s.n:5d} median {s.median_ape:6.1%} p90 {s.p90_ape:6.1%}")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

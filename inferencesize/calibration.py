@@ -1,0 +1,137 @@
+"""Fit efficiency parameters to measurements with scipy.optimize.least_squares.
+
+Per GPU × precision: ``compute`` and ``memory`` (fractions of datasheet peak). Shared by the
+whole set (the engine generation): attention efficiency, GEMM half-saturation rows, per-step
+and per-layer overheads, collective latency and bandwidth share, and (for serving data) the
+prefill synchronisation share. Residuals are log(predicted / measured), robust (soft-L1) so a
+few odd rows cannot drag the physics; each metric gets equal total weight.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.optimize import least_squares
+
+from inferencesize.estimate import Estimator
+from inferencesize.specs import EfficiencyEntry, EfficiencySet, EfficiencyValues
+from inferencesize.validation import Mapped, Prediction, predict_all
+
+#: Global parameters: name, lower bound, upper bound.
+GLOBAL_PARAMS: dict[str, tuple[float, float]] = {
+    "attention": (0.1, 1.0),
+    "gemm_m_half": (0.0, 2048.0),
+    "step_overhead_s": (0.0, 0.05),
+    "layer_overhead_s": (0.0, 2e-4),
+    "comm_latency_s": (1e-6, 1e-4),
+    "comm": (0.2, 1.0),
+    "prefill_sync": (0.0, 1.0),
+    "cohort_tokens": (1024.0, 1e6),
+}
+PER_GPU_PARAMS: dict[str, tuple[float, float]] = {"compute": (0.1, 1.0), "memory": (0.2, 1.0)}
+
+
+def precision_class(precision: str) -> str:
+    """bf16 and fp16 run on the same tensor units at the same speed: one efficiency."""
+    return "bf16" if precision in ("bf16", "fp16") else precision
+
+
+@dataclass(frozen=True)
+class FitResult:
+    efficiency: EfficiencySet
+    predictions: list[Prediction]
+    cost: float
+    evaluations: int
+
+
+def _pairs(rows: Sequence[Mapped]) -> list[tuple[str, str]]:
+    return sorted({(r.candidate.gpu.id, precision_class(r.candidate.precision)) for r in rows})
+
+
+def build_set(
+    base: EfficiencySet,
+    x: np.ndarray,
+    pairs: list[tuple[str, str]],
+    free_globals: list[str],
+    counts: Counter[tuple[str, str]],
+) -> EfficiencySet:
+    values = base.defaults.model_dump()
+    for i, name in enumerate(free_globals):
+        values[name] = float(x[i])
+    entries = []
+    off = len(free_globals)
+    for j, (gpu, prec) in enumerate(pairs):
+        fitted = {k: float(x[off + 2 * j + n]) for n, k in enumerate(PER_GPU_PARAMS)}
+        for p in ("bf16", "fp16") if prec == "bf16" else (prec,):
+            entries.append(
+                EfficiencyEntry(gpu=gpu, precision=p, points=counts[(gpu, prec)], **fitted)
+            )
+    kept = [
+        e for e in base.entries if (e.gpu, precision_class(e.precision or "")) not in set(pairs)
+    ]
+    return base.model_copy(
+        update={"defaults": EfficiencyValues(**values), "entries": kept + entries}
+    )
+
+
+def fit(
+    base: EfficiencySet,
+    rows: Sequence[Mapped],
+    free_globals: Sequence[str] = tuple(GLOBAL_PARAMS),
+    max_evaluations: int = 400,
+) -> FitResult:
+    """Fit ``base``'s parameters to ``rows`` (all predicted with the set being fitted)."""
+    pairs = _pairs(rows)
+    counts = Counter((r.candidate.gpu.id, precision_class(r.candidate.precision)) for r in rows)
+    free = list(free_globals)
+    x0, lo, hi = [], [], []
+    start = base.defaults.model_dump()
+    for name in free:
+        low, high = GLOBAL_PARAMS[name]
+        lo.append(low)
+        hi.append(high)
+        x0.append(float(np.clip(start[name], low, high)))
+    for gpu, prec in pairs:
+        entry = next(
+            (
+                e
+                for e in base.entries
+                if e.gpu == gpu and precision_class(e.precision or "") == prec
+            ),
+            None,
+        )
+        for k, (low, high) in PER_GPU_PARAMS.items():
+            value = getattr(entry, k, None) if entry else None
+            lo.append(low)
+            hi.append(high)
+            x0.append(float(np.clip(value if value is not None else start[k], low, high)))
+    metric_n = Counter(r.m.metric for r in rows)
+    weights = np.array([1.0 / np.sqrt(metric_n[r.m.metric]) for r in rows])
+    measured = np.array([r.m.value for r in rows])
+    evaluations = 0
+
+    def residuals(x: np.ndarray) -> np.ndarray:
+        nonlocal evaluations
+        evaluations += 1
+        est = Estimator(build_set(base, x, pairs, free, counts))
+        preds = predict_all(lambda _m: est, rows)
+        by_row = {id(p.mapped): p.predicted for p in preds}
+        pred = np.array([by_row.get(id(r), np.nan) for r in rows])
+        res = np.log(np.maximum(pred, 1e-12) / measured)
+        return np.where(np.isfinite(res), res, 5.0) * weights
+
+    result = least_squares(
+        residuals,
+        np.array(x0),
+        bounds=(np.array(lo), np.array(hi)),
+        loss="soft_l1",
+        f_scale=0.15 * float(np.mean(weights)),
+        x_scale="jac",
+        max_nfev=max_evaluations,
+    )
+    fitted = build_set(base, result.x, pairs, free, counts)
+    est = Estimator(fitted)
+    return FitResult(fitted, predict_all(lambda _m: est, rows), float(result.cost), evaluations)

@@ -1,0 +1,187 @@
+"""One operating point from catalog entries: resolve, check memory, predict, and report.
+
+``Estimator`` caches per-model costs and per-candidate deployments so that batch mode,
+validation, calibration and the planner can call it many times cheaply.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from inferencesize.deployment import build_deployment, default_kv_precision, resolve_efficiency
+from inferencesize.latency import Deployment
+from inferencesize.memory import MemoryBudget, memory_budget
+from inferencesize.parallelism import Parallelism
+from inferencesize.serving import OperatingPoint, inflight, static
+from inferencesize.specs import EfficiencySet, GpuSpec, ModelSpec, SystemSpec
+from inferencesize.transformer import ModelCosts, model_costs
+from inferencesize.units import GIB
+
+Batching = Literal["inflight", "static"]
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """What runs: a model on hardware with a precision and a split."""
+
+    model: ModelSpec
+    gpu: GpuSpec
+    system: SystemSpec | None
+    precision: str
+    kv_precision: str
+    par: Parallelism
+
+    @property
+    def hardware_id(self) -> str:
+        return self.system.id if self.system else self.gpu.id
+
+    def label(self) -> str:
+        kv = (
+            f" kv {self.kv_precision}"
+            if self.kv_precision != default_kv_precision(self.precision)
+            else ""
+        )
+        return f"{self.hardware_id} {self.precision}{kv} {self.par.label()}"
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """A candidate with its deployment and memory budget at one sequence length, or why not."""
+
+    candidate: Candidate
+    deployment: Deployment | None
+    memory: MemoryBudget | None
+    efficiency_source: str
+    reason: str | None
+
+    @property
+    def max_concurrency(self) -> int:
+        return self.memory.max_sequences if self.memory else 0
+
+
+@dataclass
+class Estimator:
+    """Predicts operating points with one efficiency set (an engine generation)."""
+
+    efficiency: EfficiencySet
+    _costs: dict[str, ModelCosts] = field(default_factory=dict)
+    _deps: dict[tuple[Any, ...], tuple[Deployment | str, str]] = field(default_factory=dict)
+
+    def costs(self, model: ModelSpec) -> ModelCosts:
+        if model.id not in self._costs:
+            self._costs[model.id] = model_costs(model)
+        return self._costs[model.id]
+
+    def resolve(self, cand: Candidate, seq_len: float) -> Resolved:
+        key = (cand.model.id, cand.hardware_id, cand.precision, cand.kv_precision, cand.par)
+        if key not in self._deps:
+            eff, origin = resolve_efficiency(self.efficiency, cand.gpu, cand.precision)
+            dep = build_deployment(
+                self.costs(cand.model),
+                cand.gpu,
+                cand.system,
+                cand.precision,
+                cand.kv_precision,
+                cand.par,
+                eff,
+            )
+            self._deps[key] = (dep, origin)
+        dep, origin = self._deps[key]
+        if isinstance(dep, str):
+            return Resolved(cand, None, None, origin, dep)
+        if seq_len > cand.model.max_context:
+            return Resolved(
+                cand,
+                dep,
+                None,
+                origin,
+                f"ISL + OSL = {seq_len:.0f} exceeds the context window {cand.model.max_context}",
+            )
+        mem = memory_budget(dep, cand.gpu.memory_bytes, seq_len)
+        reason = None
+        if not mem.fits:
+            need = (mem.weights_bytes + mem.activations_bytes + mem.reserve_bytes) / GIB
+            reason = (
+                f"out of memory: weights {mem.weights_bytes / GIB:.1f} GiB + runtime "
+                f"{(mem.activations_bytes + mem.reserve_bytes) / GIB:.1f} GiB per GPU leave no room"
+                f" for one {seq_len:.0f}-token sequence on {cand.gpu.memory_bytes / GIB:.0f} GiB"
+                if need < cand.gpu.memory_bytes / GIB
+                else f"out of memory: weights {mem.weights_bytes / GIB:.1f} GiB + runtime "
+                f"{(mem.activations_bytes + mem.reserve_bytes) / GIB:.1f} GiB per GPU exceed "
+                f"{cand.gpu.memory_bytes / GIB:.0f} GiB"
+            )
+        return Resolved(cand, dep, mem, origin, reason)
+
+    def point(
+        self, res: Resolved, isl: float, osl: float, concurrency: int, batching: Batching
+    ) -> OperatingPoint | None:
+        if res.deployment is None or res.reason is not None:
+            return None
+        if batching == "static":
+            return static(res.deployment, isl, osl, concurrency)
+        return inflight(res.deployment, isl, osl, concurrency, res.max_concurrency)
+
+
+def record(
+    res: Resolved,
+    isl: float,
+    osl: float,
+    concurrency: int,
+    batching: Batching,
+    op: OperatingPoint | None,
+    engine: str,
+) -> dict[str, Any]:
+    """The stable JSON record of ``infersize estimate`` (documented in the README)."""
+    cand = res.candidate
+    reason = res.reason
+    if op is not None and batching == "static" and concurrency > res.max_concurrency:
+        reason = (
+            f"static batch {concurrency} exceeds the KV capacity of {res.max_concurrency}"
+            f" sequences of {isl + osl:.0f} tokens"
+        )
+    mem = res.memory
+    memory = None
+    if mem is not None:
+        memory = {
+            "capacity": mem.capacity_bytes / GIB,
+            "weights": mem.weights_bytes / GIB,
+            "kv_cache": mem.kv_capacity_bytes / GIB,
+            "activations": mem.activations_bytes / GIB,
+            "reserve": mem.reserve_bytes / GIB,
+            "free": (
+                mem.capacity_bytes
+                - mem.weights_bytes
+                - mem.kv_capacity_bytes
+                - mem.activations_bytes
+                - mem.reserve_bytes
+            )
+            / GIB,
+        }
+    ok = op is not None and reason is None
+    return {
+        "model": cand.model.id,
+        "hardware": cand.hardware_id,
+        "precision": cand.precision,
+        "kv_precision": cand.kv_precision,
+        "tp": cand.par.tp,
+        "pp": cand.par.pp,
+        "ep": cand.par.ep,
+        "isl": isl,
+        "osl": osl,
+        "concurrency": concurrency,
+        "batching": batching,
+        "gpus": cand.par.gpus,
+        "ttft_ms": op.ttft_s * 1e3 if op else None,
+        "itl_ms": op.itl_s * 1e3 if op else None,
+        "e2e_ms": op.e2e_s * 1e3 if op else None,
+        "requests_per_s": op.requests_per_s if op else None,
+        "output_tokens_per_s": op.output_tokens_per_s if op else None,
+        "max_concurrency": res.max_concurrency if mem else None,
+        "memory": memory,
+        "bound": {"prefill": op.prefill_bound, "decode": op.decode_bound} if op else None,
+        "feasible": ok,
+        "reason": reason,
+        "engine": engine,
+        "efficiency": res.efficiency_source,
+    }

@@ -1,0 +1,204 @@
+"""Peak traffic from a mean arrival rate: Poisson and over-dispersed (gamma-Poisson) arrivals.
+
+Sizing is done for the *peak* request rate, not the mean. With independent arrivals at a mean
+rate of λ requests/s, the number of requests N in a window of w seconds is Poisson with mean
+μ = λ·w; the peak rate at percentile q is the q-quantile of N divided by w::
+
+    peak_rps = F⁻¹(q; μ = λ·w) / w        F⁻¹(q) = min{k ≥ 0 : P(N ≤ k) ≥ q}
+
+so 64 requests/s on average means at most 77 requests in 95 % of one-second windows
+(``scipy.stats.poisson.ppf(0.95, 64) == 77``; ``ppf(0.95, 7) == 12``).
+
+Real traffic is often burstier than Poisson: the rate itself drifts (hour to hour, campaign to
+campaign). Modelling the rate as gamma-distributed with mean μ and squared coefficient of
+variation D (the *dispersion*) makes N negative binomial (gamma-Poisson) with
+
+    E[N] = μ,   Var[N] = μ + D·μ²,   n = 1/D,   p = n / (n + μ)
+
+(``scipy.stats.nbinom(n, p)``); D = 0 is the Poisson case. The negative binomial quantile
+grows roughly as μ·(1 + z_q·√D) for large μ, so even a modest D matters at high traffic.
+
+The Poisson quantile is computed here in plain floating point (summing the probability mass
+function around its mode), because importing ``scipy.stats`` costs over a second of CLI start-up;
+tests check it equals ``scipy.stats.poisson.ppf``. The negative binomial quantile uses
+``scipy.stats.nbinom.ppf``, imported only when a dispersion is given.
+
+All rates are requests per second; windows are seconds. Pure functions: no I/O.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Literal
+
+SECONDS_PER_HOUR = 3600.0
+
+TrafficModel = Literal["poisson", "negative-binomial"]
+
+# Relative size (to the mode's term) below which Poisson terms are dropped: far below the double
+# precision of a probability near 1 (1 - q >= 1.1e-16), and 20 orders of magnitude below q itself
+# in the lower tail, so tiny percentiles are exact too.
+_TAIL_CUT = 1e-32
+_MIN_CUT = 1e-300
+# Above this mean count the summation (O(√μ) terms) hands over to scipy.stats.poisson.
+_SUMMATION_MAX_MEAN = 1e9
+
+
+def traffic_model(dispersion: float) -> TrafficModel:
+    """The arrival model a dispersion selects: ``poisson`` for D = 0, else ``negative-binomial``."""
+    return "poisson" if dispersion == 0 else "negative-binomial"
+
+
+def peak_rps(
+    mean_rps: float,
+    percentile: float = 0.95,
+    window_s: float = 1.0,
+    dispersion: float = 0.0,
+) -> float:
+    """Peak request rate (requests/s) that traffic stays at or below in a fraction of windows.
+
+    ``peak_rps = quantile(percentile, count in window_s seconds) / window_s`` with the count
+    Poisson of mean ``mean_rps · window_s`` (``dispersion = 0``) or negative binomial with
+    variance ``mean + dispersion · mean²`` (see the module docstring).
+
+    Args:
+        mean_rps: long-run mean arrival rate λ in requests/s (≥ 0, may be fractional).
+        percentile: fraction q of windows the peak must cover, in (0, 1); 0.95 by default.
+        window_s: window w in seconds over which requests are counted (> 0); the peak is a
+            rate averaged over one window, so longer windows smooth bursts out.
+        dispersion: squared coefficient of variation D ≥ 0 of the underlying rate;
+            0 means Poisson arrivals.
+
+    Returns:
+        The peak rate in requests/s: an integer count divided by ``window_s``
+        (``peak_rps(64) == 77.0``, ``peak_rps(7) == 12.0``).
+
+    Raises:
+        ValueError: for an argument outside its range (the message names it).
+    """
+    _check_rate(mean_rps, "mean_rps")
+    _check_percentile(percentile)
+    if not (math.isfinite(window_s) and window_s > 0):
+        raise ValueError(f"window_s must be a positive number of seconds (got {window_s})")
+    _check_dispersion(dispersion)
+    return peak_count(mean_rps * window_s, percentile, dispersion) / window_s
+
+
+def peak_count(mean_count: float, percentile: float = 0.95, dispersion: float = 0.0) -> int:
+    """The ``percentile`` quantile of a request count with mean ``mean_count`` (requests).
+
+    Smallest k ≥ 0 with P(N ≤ k) ≥ percentile, for N Poisson(mean_count) when
+    ``dispersion == 0`` and negative binomial (n = 1/D, p = n / (n + mean_count)) otherwise;
+    equal to ``scipy.stats.poisson.ppf`` / ``scipy.stats.nbinom.ppf``.
+
+    Raises:
+        ValueError: for an argument outside its range.
+    """
+    _check_rate(mean_count, "mean_count")
+    _check_percentile(percentile)
+    _check_dispersion(dispersion)
+    if mean_count == 0:
+        return 0
+    if dispersion == 0:
+        return _poisson_quantile(percentile, mean_count)
+    return _nbinom_quantile(percentile, mean_count, dispersion)
+
+
+def mean_rps_from_daily(requests_per_day: float, active_hours: float = 24.0) -> float:
+    """Mean request rate (requests/s) of a daily volume spread evenly over the active hours.
+
+    ``mean_rps = requests_per_day / (active_hours · 3600 s/h)``; e.g. 8.64e6 requests/day over
+    24 h is 100 requests/s, and the same volume in an 8-hour working day is 300 requests/s.
+
+    Args:
+        requests_per_day: requests per day (≥ 0).
+        active_hours: hours per day during which the requests arrive, in (0, 24].
+
+    Raises:
+        ValueError: for an argument outside its range.
+    """
+    _check_rate(requests_per_day, "requests_per_day")
+    if not (0 < active_hours <= 24):  # also rejects NaN
+        raise ValueError(f"active_hours must be in (0, 24] hours (got {active_hours})")
+    return requests_per_day / (active_hours * SECONDS_PER_HOUR)
+
+
+def _check_rate(value: float, name: str) -> None:
+    if not (math.isfinite(value) and value >= 0):
+        raise ValueError(f"{name} must be a finite number >= 0 (got {value})")
+
+
+def _check_percentile(percentile: float) -> None:
+    if not (0 < percentile < 1):  # also rejects NaN
+        raise ValueError(
+            f"percentile must be a fraction strictly between 0 and 1, e.g. 0.95 (got {percentile})"
+        )
+
+
+def _check_dispersion(dispersion: float) -> None:
+    if not (math.isfinite(dispersion) and dispersion >= 0):
+        raise ValueError(
+            f"dispersion must be a finite number >= 0; 0 is Poisson (got {dispersion})"
+        )
+
+
+def _poisson_quantile(q: float, mu: float) -> int:
+    """Smallest k with P(N ≤ k) ≥ q for N ~ Poisson(mu), mu > 0.
+
+    The probability mass is summed relative to the mode m = ⌊mu⌋ with the recurrences
+    t(j−1) = t(j)·j/mu and t(j+1) = t(j)·mu/(j+1), t(m) = 1, and normalised by the (correctly
+    rounded) total, so no term under- or overflows and e^(−mu) is never formed. For q ≥ 0.5 the
+    upper tail P(N > k) is summed from the far end and compared with 1 − q, which keeps full
+    relative precision for percentiles close to 1. Work is
+    O(√mu): about 25·√mu terms for q = 0.95.
+    """
+    if mu > _SUMMATION_MAX_MEAN:
+        from scipy.stats import poisson  # deferred: importing scipy.stats takes over a second
+
+        return int(poisson.ppf(q, mu))
+    mode = math.floor(mu)
+    lower_cut = max(_MIN_CUT, min(_TAIL_CUT, q * 1e-20))
+    lower: list[float] = []  # t(m−1), t(m−2), … down to lower_cut
+    t = 1.0
+    j = mode
+    while j > 0:
+        t *= j / mu
+        if t < lower_cut:
+            break
+        lower.append(t)
+        j -= 1
+    first = mode - len(lower)
+    terms = lower[::-1]
+    terms.append(1.0)
+    t = 1.0
+    j = mode
+    while True:
+        t *= mu / (j + 1)
+        j += 1
+        if t < _TAIL_CUT:
+            break
+        terms.append(t)
+    total = math.fsum(terms)
+    if q < 0.5:  # lower half: P(N ≤ k) from the bottom, smallest terms first
+        cumulative = 0.0
+        for offset, term in enumerate(terms):
+            cumulative += term
+            if cumulative / total >= q:
+                return first + offset
+    # upper half: P(N > k) ≤ 1 − q (exact for q ≥ 0.5) from the top, smallest terms first
+    tail = 1.0 - q
+    above = 0.0  # sum of the terms above the current index
+    for offset in range(len(terms) - 1, 0, -1):
+        if (above + terms[offset]) / total > tail:
+            return first + offset
+        above += terms[offset]
+    return first
+
+
+def _nbinom_quantile(q: float, mu: float, dispersion: float) -> int:
+    """Smallest k with P(N ≤ k) ≥ q for N negative binomial of mean mu, variance mu + D·mu²."""
+    from scipy.stats import nbinom  # deferred: importing scipy.stats takes over a second
+
+    n = 1.0 / dispersion
+    p = n / (n + mu)
+    return int(nbinom.ppf(q, n, p))

@@ -1,0 +1,156 @@
+"""Predict published measurements and summarise the error (median / p90 APE per metric).
+
+Each measurement row is mapped to an operating point: serving sweeps (numeric concurrency) to
+closed-loop in-flight batching, static-batch sweeps to static batching, ``offline_max``
+throughput tables to in-flight batching with every KV slot busy. Rows are grouped by
+candidate and evaluated as numpy arrays, so the fit can call this hundreds of times.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from inferencesize.estimate import Candidate, Estimator
+from inferencesize.io_measurements import Measurement
+from inferencesize.latency import Deployment, decode_step, prefill
+from inferencesize.serving import inflight_arrays
+
+METRICS = (
+    "ttft_ms_avg",
+    "prefill_ms",
+    "itl_ms_avg",
+    "e2e_ms_avg",
+    "req_per_s",
+    "output_tok_s_total",
+)
+#: Offline (max-throughput) runs: the engine's max batch size caps the KV-limited batch.
+OFFLINE_MAX_BATCH = 2048
+
+
+@dataclass(frozen=True)
+class Mapped:
+    """A measurement with the operating point it was mapped to."""
+
+    m: Measurement
+    candidate: Candidate
+    mode: str  # inflight | static | offline
+    concurrency: float
+    scale: float  # instances the measured value covers (per-DGX figures)
+
+
+@dataclass(frozen=True)
+class Prediction:
+    mapped: Mapped
+    predicted: float
+
+    @property
+    def ape(self) -> float:
+        return abs(self.predicted - self.mapped.m.value) / abs(self.mapped.m.value)
+
+
+def mode_of(m: Measurement) -> str:
+    text = f"{m.source} {m.unit} {m.engine} {m.notes}".lower()
+    if m.concurrency.lower().startswith("offline"):
+        return "offline"
+    if "static" in text or m.metric == "prefill_ms" or "decode step" in text:
+        return "static"
+    return "inflight"
+
+
+def group_key(x: Mapped) -> tuple[Any, ...]:
+    c = x.candidate
+    return (c.model.id, c.hardware_id, c.precision, c.kv_precision, c.par, x.mode)
+
+
+def predict_group(
+    dep: Deployment, max_seqs: Callable[[float], int], rows: Sequence[Mapped]
+) -> np.ndarray:
+    """Predicted value of each row (all rows share the deployment and the mode)."""
+    isl = np.array([r.m.isl or 0.0 for r in rows])
+    osl = np.array([r.m.osl or 1.0 for r in rows])
+    conc = np.array([r.concurrency for r in rows])
+    mode = rows[0].mode
+    if mode == "static":
+        pre = prefill(dep, conc, isl).total_s
+        itl = decode_step(dep, conc, isl + osl / 2).total_s
+        ttft = pre
+        e2e = pre + (osl - 1) * itl
+        rate = conc / e2e
+    else:
+        bmax = np.array([max(max_seqs(i + o), 1) for i, o in zip(isl, osl, strict=True)])
+        if mode == "offline":
+            conc = np.minimum(bmax, OFFLINE_MAX_BATCH)
+        r = inflight_arrays(dep, isl, osl, conc, bmax)
+        ttft, itl, e2e, rate = r.ttft_s, r.itl_s, r.e2e_s, r.requests_per_s
+    values = {
+        "ttft_ms_avg": ttft * 1e3,
+        "prefill_ms": ttft * 1e3,
+        "itl_ms_avg": itl * 1e3,
+        "e2e_ms_avg": e2e * 1e3,
+        "req_per_s": rate,
+        "output_tok_s_total": rate * osl,
+    }
+    scale = np.array([r.scale for r in rows])
+    out = np.array([values[r.m.metric][i] for i, r in enumerate(rows)], dtype=float)
+    per_instance = np.isin([r.m.metric for r in rows], ["req_per_s", "output_tok_s_total"])
+    return np.where(per_instance, out * scale, out)
+
+
+def predict_all(
+    estimator_for: Callable[[Measurement], Estimator], rows: Sequence[Mapped]
+) -> list[Prediction]:
+    """Predictions for mapped rows, grouped by candidate for speed."""
+    groups: dict[tuple[Any, ...], list[int]] = defaultdict(list)
+    for i, r in enumerate(rows):
+        groups[(*group_key(r), id(estimator_for(r.m)))].append(i)
+    predicted = np.full(len(rows), np.nan)
+    for idxs in groups.values():
+        first = rows[idxs[0]]
+        est = estimator_for(first.m)
+        seq = (first.m.isl or 0) + (first.m.osl or 0)
+        res = est.resolve(first.candidate, seq)
+        if res.deployment is None:
+            continue
+        dep = res.deployment
+
+        def max_seqs(seq_len: float, _r: Any = res, _e: Estimator = est) -> int:
+            return _e.resolve(_r.candidate, seq_len).max_concurrency
+
+        predicted[idxs] = predict_group(dep, max_seqs, [rows[i] for i in idxs])
+    return [Prediction(r, float(p)) for r, p in zip(rows, predicted, strict=True) if np.isfinite(p)]
+
+
+@dataclass(frozen=True)
+class Summary:
+    n: int
+    median_ape: float
+    p90_ape: float
+    within_10: float
+    within_25: float
+
+
+def summarise(preds: Sequence[Prediction]) -> Summary:
+    ape = np.array([p.ape for p in preds])
+    if ape.size == 0:
+        return Summary(0, float("nan"), float("nan"), float("nan"), float("nan"))
+    return Summary(
+        n=int(ape.size),
+        median_ape=float(np.median(ape)),
+        p90_ape=float(np.percentile(ape, 90)),
+        within_10=float(np.mean(ape <= 0.10)),
+        within_25=float(np.mean(ape <= 0.25)),
+    )
+
+
+def summary_table(
+    preds: Sequence[Prediction], by: Callable[[Prediction], str]
+) -> dict[str, Summary]:
+    groups: dict[str, list[Prediction]] = defaultdict(list)
+    for p in preds:
+        groups[by(p)].append(p)
+    return {k: summarise(v) for k, v in sorted(groups.items())}
