@@ -121,7 +121,8 @@ def fit(
         by_row = {id(p.mapped): p.predicted for p in preds}
         pred = np.array([by_row.get(id(r), np.nan) for r in rows])
         res = np.log(np.maximum(pred, 1e-12) / measured)
-        return np.where(np.isfinite(res), res, 5.0) * weights
+        out: np.ndarray = np.where(np.isfinite(res), res, 5.0) * weights
+        return out
 
     result = least_squares(
         residuals,

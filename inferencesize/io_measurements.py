@@ -18,7 +18,27 @@ if TYPE_CHECKING:
     from inferencesize.catalog import Catalog
     from inferencesize.validation import Mapped
 
-COLUMNS = ["source", "source_detail", "model", "gpu", "num_gpus", "precision", "kv_precision", "tp", "pp", "ep", "isl", "osl", "concurrency_or_batch", "metric", "value", "unit", "engine", "engine_version", "notes"]
+COLUMNS = [
+    "source",
+    "source_detail",
+    "model",
+    "gpu",
+    "num_gpus",
+    "precision",
+    "kv_precision",
+    "tp",
+    "pp",
+    "ep",
+    "isl",
+    "osl",
+    "concurrency_or_batch",
+    "metric",
+    "value",
+    "unit",
+    "engine",
+    "engine_version",
+    "notes",
+]
 REQUIRED = ("model", "gpu", "metric", "value")
 
 
@@ -241,13 +261,40 @@ def map_measurements(
     """Rows the model can predict (with their operating point) and the others with why not."""
     mapped: list[Mapped] = []
     skipped: list[tuple[Measurement, str]] = []
+    memo: dict[tuple[object, ...], Mapped | str] = {}
     for m in rows:
-        result = _map_one(catalog, m, hardware, precision)
+        key = (m.model, m.gpu, m.precision, m.kv_precision, m.tp, m.pp, m.ep, m.num_gpus)
+        if key not in memo:
+            memo[key] = _map_one(catalog, m, hardware, precision)
+        base = memo[key]
+        result = base if isinstance(base, str) else _remap(base, m)
         if isinstance(result, str):
             skipped.append((m, result))
         else:
             mapped.append(result)
     return mapped, skipped
+
+
+def _remap(base: Mapped, m: Measurement) -> Mapped | str:
+    """The memoised candidate with this row's own operating point."""
+    from inferencesize.validation import METRICS, Mapped, mode_of
+
+    if m.metric not in METRICS:
+        return f"metric {m.metric!r} is not a per-instance latency or throughput"
+    if m.value <= 0:
+        return "value is 0 (rounded in the source)"
+    mode = mode_of(m)
+    match = re.match(r"^\s*(\d+(?:\.\d+)?)", m.concurrency)
+    if mode != "offline" and match is None:
+        return f"operating point {m.concurrency!r} is not a concurrency or batch size"
+    if m.isl is None:
+        return "isl not stated"
+    scale = 1.0
+    if "per dgx" in m.unit.lower() and m.num_gpus:
+        scale = m.num_gpus / base.candidate.par.gpus
+    if m.osl is None:
+        m = replace(m, osl=1.0)
+    return Mapped(m, base.candidate, mode, float(match.group(1)) if match else 0.0, scale)
 
 
 def _map_one(

@@ -35,7 +35,7 @@ class Efficiency:
 
 def gemm_efficiency(eff: Efficiency, tokens: Num) -> Num:
     """Compute efficiency of a GEMM with ``tokens`` rows."""
-    return eff.compute * tokens / (tokens + eff.gemm_m_half)  # type: ignore[no-any-return]
+    return eff.compute * tokens / (tokens + eff.gemm_m_half)
 
 
 def op_time(

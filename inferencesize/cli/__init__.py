@@ -7,8 +7,8 @@ from typing import Annotated
 import typer
 
 from inferencesize import __version__
-from inferencesize.cli import catalog_cmd
-from inferencesize.cli.common import State
+from inferencesize.cli import catalog_cmd, peak_cmd, perf_cmd
+from inferencesize.cli.common import State, handle_errors
 
 app = typer.Typer(
     name="infersize",
@@ -24,6 +24,10 @@ app = typer.Typer(
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 app.add_typer(catalog_cmd.app, name="catalog")
+app.command("peak")(peak_cmd.peak)
+app.command("estimate")(handle_errors(perf_cmd.estimate))
+app.command("validate")(handle_errors(perf_cmd.validate))
+app.command("calibrate")(handle_errors(perf_cmd.calibrate))
 
 
 def _version(value: bool) -> None:

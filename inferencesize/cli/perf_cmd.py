@@ -1,0 +1,537 @@
+"""`infersize estimate`, `validate`, `calibrate`: the performance model at operating points."""
+
+from __future__ import annotations
+
+import csv
+import io
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+import yaml
+
+from inferencesize import report
+from inferencesize.calibration import PER_GPU_PARAMS, fit, precision_class
+from inferencesize.catalog import Catalog, load_file
+from inferencesize.cli.catalog_cmd import write_new_file
+from inferencesize.cli.common import CatalogOpt, check_format, open_catalog, stdout
+from inferencesize.deployment import default_kv_precision
+from inferencesize.errors import InputError, UnknownIdError, UsageError
+from inferencesize.estimate import Candidate, Estimator, operating_points, record
+from inferencesize.io_measurements import (
+    Measurement,
+    dedupe,
+    map_measurements,
+    read_measurements,
+)
+from inferencesize.parallelism import Parallelism
+from inferencesize.specs import EfficiencySet
+from inferencesize.units import PRECISIONS
+from inferencesize.validation import Prediction, predict_all, summary_table
+
+EngineOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--engine", help="Efficiency set id (engine generation); see catalog list efficiency."
+    ),
+]
+CalibrationOpt = Annotated[
+    Path | None,
+    typer.Option("--calibration", help="A fitted efficiency set (from infersize calibrate)."),
+]
+
+
+def efficiency_for(catalog: Catalog, engine: str | None, calibration: Path | None) -> EfficiencySet:
+    """The efficiency set a command uses: --calibration file, else --engine id, else default."""
+    if calibration is not None:
+        return load_file(calibration, EfficiencySet)
+    return catalog.efficiency_set(engine)
+
+
+def candidate(
+    catalog: Catalog,
+    model: str,
+    hardware: str,
+    precision: str,
+    kv_precision: str | None,
+    tp: int,
+    pp: int,
+    ep: int,
+) -> Candidate:
+    if precision not in PRECISIONS:
+        raise InputError(
+            f"--precision: unknown '{precision}'; expected one of {', '.join(PRECISIONS)}"
+        )
+    if kv_precision is not None and kv_precision not in PRECISIONS:
+        raise InputError(
+            f"--kv-precision: unknown '{kv_precision}'; expected one of {', '.join(PRECISIONS)}"
+        )
+    gpu, system = catalog.hardware(hardware)
+    return Candidate(
+        catalog.model(model),
+        gpu,
+        system,
+        precision,
+        kv_precision or default_kv_precision(precision),
+        Parallelism(tp, pp, ep),
+    )
+
+
+POINT_COLUMNS = (
+    "model",
+    "hardware",
+    "precision",
+    "tp",
+    "pp",
+    "ep",
+    "isl",
+    "osl",
+    "concurrency",
+    "batching",
+    "kv_precision",
+)
+RESULT_KEYS = (
+    "gpus",
+    "ttft_ms",
+    "itl_ms",
+    "e2e_ms",
+    "requests_per_s",
+    "output_tokens_per_s",
+    "max_concurrency",
+    "memory",
+    "bound",
+    "feasible",
+    "reason",
+    "engine",
+    "efficiency",
+)
+
+
+def estimate(
+    model: Annotated[str | None, typer.Option(help="Model id or alias.")] = None,
+    hardware: Annotated[str | None, typer.Option(help="GPU id or system id.")] = None,
+    precision: Annotated[str, typer.Option(help="fp32 bf16 fp16 fp8 int8 int4 fp4")] = "fp8",
+    tp: Annotated[int, typer.Option(min=1, help="Tensor-parallel GPUs.")] = 1,
+    pp: Annotated[int, typer.Option(min=1, help="Pipeline stages.")] = 1,
+    ep: Annotated[int, typer.Option(min=1, help="Expert-parallel groups (divides tp).")] = 1,
+    isl: Annotated[int, typer.Option(min=1, help="Input tokens per request.")] = 2000,
+    osl: Annotated[int, typer.Option(min=1, help="Output tokens per request.")] = 200,
+    concurrency: Annotated[
+        int, typer.Option(min=1, help="Closed-loop clients (inflight) or batch size (static).")
+    ] = 1,
+    kv_precision: Annotated[
+        str | None, typer.Option(help="KV cache precision (default: fp8 for fp8/fp4, else 16-bit).")
+    ] = None,
+    batching: Annotated[str, typer.Option(help="inflight | static")] = "inflight",
+    points: Annotated[
+        Path | None, typer.Option(help="CSV of operating points (batch mode).")
+    ] = None,
+    fmt: Annotated[
+        str, typer.Option("--format", "-f", help="table | json (one point); csv | jsonl (--points)")
+    ] = "table",
+    engine: EngineOpt = None,
+    calibration: CalibrationOpt = None,
+    catalog_dirs: CatalogOpt = None,
+) -> None:
+    """Predict TTFT, ITL, E2E, throughput and memory of one instance at one operating point.
+
+    Example: infersize estimate --model llama-3-8b --hardware h100-sxm --precision fp8 --tp 1
+    --isl 2000 --osl 200 --concurrency 25 --format json
+
+    Batch mode: infersize estimate --points points.csv --format csv  (columns: model, hardware,
+    precision, tp, pp, ep, isl, osl, concurrency, batching, kv_precision; optional ones default).
+    """
+    catalog = open_catalog(catalog_dirs)
+    eset = efficiency_for(catalog, engine, calibration)
+    est = Estimator(eset)
+    if points is not None:
+        check_format(fmt if fmt != "table" else "csv", ("csv", "jsonl"))
+        _batch(catalog, est, points, "csv" if fmt == "table" else fmt)
+        return
+    check_format(fmt, ("table", "json"))
+    if model is None or hardware is None:
+        raise UsageError("estimate needs --model and --hardware (or --points FILE)")
+    if batching not in ("inflight", "static"):
+        raise UsageError(f"--batching: '{batching}' is not one of inflight, static")
+    cand = candidate(catalog, model, hardware, precision, kv_precision, tp, pp, ep)
+    res = est.resolve(cand, isl + osl)
+    op = est.point(res, isl, osl, concurrency, batching)  # type: ignore[arg-type]
+    rec = record(res, isl, osl, concurrency, batching, op, eset.engine)  # type: ignore[arg-type]
+    out = stdout()
+    if fmt == "json":
+        report.emit(out, report.to_json(rec))
+        return
+    out.print(
+        report.key_value_table(
+            f"{cand.model.id} on {cand.label()} · ISL {isl} · OSL {osl} · {batching} "
+            f"{'batch' if batching == 'static' else 'concurrency'} {concurrency}",
+            _human_pairs(rec),
+        )
+    )
+
+
+def _human_pairs(rec: dict[str, Any]) -> list[tuple[str, Any]]:
+    def ms(v: float | None) -> str:
+        return "—" if v is None else f"{v:,.1f} ms"
+
+    pairs: list[tuple[str, Any]] = [
+        ("feasible", "yes" if rec["feasible"] else f"no: {rec['reason']}"),
+        ("GPUs per instance", rec["gpus"]),
+        ("TTFT (mean)", ms(rec["ttft_ms"])),
+        ("ITL (mean)", ms(rec["itl_ms"])),
+        ("E2E (mean)", ms(rec["e2e_ms"])),
+    ]
+    if rec["requests_per_s"] is not None:
+        pairs += [
+            ("requests/s per instance", f"{rec['requests_per_s']:,.3f}"),
+            ("output tokens/s per instance", f"{rec['output_tokens_per_s']:,.0f}"),
+        ]
+    if rec["max_concurrency"] is not None:
+        pairs.append(("max concurrent sequences (KV)", rec["max_concurrency"]))
+    if rec["memory"]:
+        m = rec["memory"]
+        pairs.append(
+            (
+                "memory per GPU (GiB)",
+                f"weights {m['weights']:.1f} · KV {m['kv_cache']:.1f} · activations "
+                f"{m['activations']:.1f} · reserve {m['reserve']:.1f} · free {m['free']:.1f}"
+                f" of {m['capacity']:.1f}",
+            )
+        )
+    if rec["bound"]:
+        pairs.append(
+            ("bound", f"prefill {rec['bound']['prefill']}, decode {rec['bound']['decode']}")
+        )
+    pairs += [
+        ("precision / KV", f"{rec['precision']} / {rec['kv_precision']}"),
+        ("engine", rec["engine"]),
+        ("efficiency", rec["efficiency"]),
+    ]
+    return pairs
+
+
+def _batch(catalog: Catalog, est: Estimator, path: Path, fmt: str) -> None:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as err:
+        raise InputError(f"{path}: cannot be read ({err.strerror})") from None
+    reader = csv.DictReader(io.StringIO(text))
+    header = reader.fieldnames or []
+    missing = [c for c in ("model", "hardware", "isl", "osl", "concurrency") if c not in header]
+    if missing:
+        raise InputError(f"{path}: missing column(s) {', '.join(missing)}")
+    rows = list(reader)
+    records: list[dict[str, Any] | None] = [None] * len(rows)
+    groups: dict[tuple[Any, ...], list[tuple[int, int, int, int]]] = defaultdict(list)
+    cands: dict[tuple[Any, ...], Candidate] = {}
+    for i, row in enumerate(rows):
+        try:
+            key, cand, isl, osl, conc, batching = _parse_point(catalog, row, i + 2)
+        except (InputError, UnknownIdError, ValueError) as err:
+            records[i] = {
+                **row,
+                **dict.fromkeys(RESULT_KEYS),
+                "feasible": False,
+                "reason": str(err),
+            }
+            continue
+        cands[key] = cand
+        groups[key].append((i, isl, osl, conc))
+    for key, items in groups.items():
+        cand, batching = cands[key], key[-1]
+        resolved = [est.resolve(cand, isl + osl) for _, isl, osl, _ in items]
+        ok = [(it, r) for it, r in zip(items, resolved, strict=True) if r.reason is None]
+        for (i, isl, osl, conc), r in zip(items, resolved, strict=True):
+            if r.reason is not None:
+                records[i] = {
+                    **rows[i],
+                    **record(r, isl, osl, conc, batching, None, est.efficiency.engine),
+                }
+        if not ok:
+            continue
+        ops = operating_points(
+            ok[0][1],
+            [it[1] for it, _ in ok],
+            [it[2] for it, _ in ok],
+            [it[3] for it, _ in ok],
+            [r.max_concurrency for _, r in ok],
+            batching,
+        )
+        for ((i, isl, osl, conc), r), op in zip(ok, ops, strict=True):
+            records[i] = {
+                **rows[i],
+                **record(r, isl, osl, conc, batching, op, est.efficiency.engine),
+            }
+    final = [r for r in records if r is not None]
+    out = stdout()
+    if fmt == "jsonl":
+        report.emit(out, report.to_jsonl(final))
+        return
+    columns = list(header) + [c for c in report.flatten(_template()) if c not in header]
+    report.emit(out, report.csv_text(final, columns))
+
+
+def _template() -> dict[str, Any]:
+    mem = dict.fromkeys(("capacity", "weights", "kv_cache", "activations", "reserve", "free"))
+    return {
+        **dict.fromkeys(POINT_COLUMNS),
+        **dict.fromkeys(RESULT_KEYS),
+        "memory": mem,
+        "bound": {"prefill": None, "decode": None},
+    }
+
+
+def _parse_point(
+    catalog: Catalog, row: dict[str, str], line: int
+) -> tuple[tuple[Any, ...], Candidate, int, int, int, Any]:
+    def num(name: str, default: int | None = None) -> int:
+        text = (row.get(name) or "").strip()
+        if not text:
+            if default is None:
+                raise InputError(f"row {line}: {name}: required")
+            return default
+        try:
+            value = int(float(text))
+        except ValueError:
+            raise InputError(f"row {line}: {name}: not a number ({text!r})") from None
+        if value < 1:
+            raise InputError(f"row {line}: {name}: must be at least 1 (got {value})")
+        return value
+
+    batching = (row.get("batching") or "inflight").strip()
+    if batching not in ("inflight", "static"):
+        raise InputError(f"row {line}: batching: '{batching}' is not inflight or static")
+    precision = (row.get("precision") or "fp8").strip()
+    kv = (row.get("kv_precision") or "").strip() or None
+    cand = candidate(
+        catalog,
+        row.get("model", ""),
+        row.get("hardware", ""),
+        precision,
+        kv,
+        num("tp", 1),
+        num("pp", 1),
+        num("ep", 1),
+    )
+    key = (cand.model.id, cand.hardware_id, cand.precision, cand.kv_precision, cand.par, batching)
+    return key, cand, num("isl"), num("osl"), num("concurrency"), batching
+
+
+# ---------------------------------------------------------------------------------------------
+
+
+def _load_rows(data: list[Path]) -> list[Measurement]:
+    return dedupe([m for path in data for m in read_measurements(path)])
+
+
+def _chooser(catalog: Catalog, fixed: EfficiencySet | None) -> Any:
+    estimators = {s.id: Estimator(s) for s in catalog.efficiency.values()}
+    default = Estimator(fixed) if fixed else estimators[catalog.efficiency_set().id]
+
+    def pick(m: Measurement) -> Estimator:
+        if fixed is not None:
+            return default
+        label = m.engine_label.lower()
+        for eset_id, est in estimators.items():
+            if any(e.lower() in label for e in catalog.efficiency[eset_id].engines):
+                return est
+        return default
+
+    return pick
+
+
+def _summary_rows(preds: list[Prediction], by: Any) -> list[dict[str, Any]]:
+    return [
+        {
+            "group": k,
+            "n": s.n,
+            "median_ape": s.median_ape,
+            "p90_ape": s.p90_ape,
+            "within_10": s.within_10,
+            "within_25": s.within_25,
+        }
+        for k, s in summary_table(preds, by).items()
+    ]
+
+
+def validate(
+    data: Annotated[list[Path], typer.Option("--data", help="Measurements CSV (repeatable).")],
+    fmt: Annotated[str, typer.Option("--format", "-f", help="table | json")] = "table",
+    engine: EngineOpt = None,
+    calibration: CalibrationOpt = None,
+    catalog_dirs: CatalogOpt = None,
+) -> None:
+    """Compare predictions with every usable row of measurement files.
+
+    Prints median and p90 absolute percentage error (APE) and the share within 10 % / 25 %,
+    per metric and per source. Each row is predicted with the efficiency set of its engine
+    (unless --engine or --calibration fixes one). Rows that cannot be mapped are counted and
+    listed, never dropped silently.
+
+    Example: infersize validate --data ../shared/calibration/measurements.csv
+    """
+    check_format(fmt, ("table", "json"))
+    catalog = open_catalog(catalog_dirs)
+    fixed = efficiency_for(catalog, engine, calibration) if (engine or calibration) else None
+    rows = _load_rows(data)
+    mapped, skipped = map_measurements(catalog, rows)
+    t0 = time.perf_counter()
+    preds = predict_all(_chooser(catalog, fixed), mapped)
+    elapsed = time.perf_counter() - t0
+    by_metric = _summary_rows(preds, lambda p: p.mapped.m.metric)
+    by_source = _summary_rows(preds, lambda p: f"{p.mapped.m.source} · {p.mapped.m.metric}")
+    unmapped = [
+        {
+            "row": m.row,
+            "source": m.source,
+            "model": m.model,
+            "gpu": m.gpu,
+            "metric": m.metric,
+            "reason": why,
+        }
+        for m, why in skipped
+    ]
+    out = stdout()
+    if fmt == "json":
+        report.emit(
+            out,
+            report.to_json(
+                {
+                    "rows": len(rows),
+                    "predicted": len(preds),
+                    "unmapped": unmapped,
+                    "by_metric": by_metric,
+                    "by_source": by_source,
+                    "seconds": elapsed,
+                }
+            ),
+        )
+        return
+    cols = ["group", "n", "median APE", "p90 APE", "≤10 %", "≤25 %"]
+
+    def fmt_rows(rs: list[dict[str, Any]]) -> list[list[Any]]:
+        return [
+            [
+                r["group"],
+                r["n"],
+                f"{r['median_ape']:.1%}",
+                f"{r['p90_ape']:.1%}",
+                f"{r['within_10']:.0%}",
+                f"{r['within_25']:.0%}",
+            ]
+            for r in rs
+        ]
+
+    out.print(report.table("accuracy by metric", cols, fmt_rows(by_metric)))
+    out.print(report.table("accuracy by source and metric", cols, fmt_rows(by_source)))
+    out.print(
+        f"{len(rows)} rows read, {len(preds)} predicted in {elapsed:.2f} s, "
+        f"{len(unmapped)} not mappable"
+    )
+    for u in unmapped[:20]:
+        out.print(f"  row {u['row']} ({u['source']}, {u['model']}, {u['metric']}): {u['reason']}")
+
+
+def calibrate(
+    data: Annotated[
+        list[Path],
+        typer.Option(
+            "--data",
+            help="Measurements CSV or GenAI-Perf export (profile_export_genai_perf.json/.csv).",
+        ),
+    ],
+    hardware: Annotated[str, typer.Option(help="GPU or system id the data was measured on.")],
+    precision: Annotated[str, typer.Option(help="Precision of the runs.")],
+    out_file: Annotated[Path, typer.Option("--out", help="Where to write the fitted set (YAML).")],
+    model: Annotated[str | None, typer.Option(help="Model (for GenAI-Perf exports).")] = None,
+    tp: Annotated[int | None, typer.Option(help="TP of the runs (for GenAI-Perf exports).")] = None,
+    isl: Annotated[int | None, typer.Option(help="ISL (for GenAI-Perf exports).")] = None,
+    osl: Annotated[int | None, typer.Option(help="OSL (for GenAI-Perf exports).")] = None,
+    concurrency: Annotated[int | None, typer.Option(help="Concurrency (GenAI-Perf).")] = None,
+    overheads: Annotated[bool, typer.Option(help="Also refit the set-wide overheads.")] = False,
+    engine: EngineOpt = None,
+    catalog_dirs: CatalogOpt = None,
+) -> None:
+    """Fit efficiency parameters (compute, memory; optionally overheads) to your measurements.
+
+    Example: infersize calibrate --data my-runs.csv --hardware h100-sxm --precision fp8
+    --out calibration.yaml    then: infersize estimate … --calibration calibration.yaml
+    """
+    catalog = open_catalog(catalog_dirs)
+    base = catalog.efficiency_set(engine)
+    gpu, _ = catalog.hardware(hardware)
+    rows = _load_rows(data)
+    fill = {"model": model, "tp": tp, "isl": isl, "osl": osl, "concurrency": concurrency}
+    rows = [_fill(m, fill, gpu.id, precision) for m in rows]
+    mapped, skipped = map_measurements(catalog, rows, hardware=hardware, precision=precision)
+    if not mapped:
+        reasons = sorted({why for _, why in skipped})
+        raise InputError(f"{data[0]}: no usable rows ({'; '.join(reasons[:3]) or 'empty'})")
+    before = predict_all(lambda _m: Estimator(base), mapped)
+    free = ["step_overhead_s", "layer_overhead_s", "gemm_m_half"] if overheads else []
+    result = fit(base, mapped, free)
+    fitted = result.efficiency.model_copy(
+        update={
+            "id": out_file.stem,
+            "default": False,
+            "source": f"infersize calibrate on {', '.join(str(d) for d in data)} ({len(mapped)} rows;"
+            f" {gpu.id} {precision}); starting from {base.id}",
+        }
+    )
+    write_new_file(out_file, yaml.safe_dump(fitted.model_dump(exclude_none=True), sort_keys=False))
+    con = stdout()
+    entry = next(
+        e
+        for e in fitted.entries
+        if e.gpu == gpu.id and precision_class(e.precision or "") == precision_class(precision)
+    )
+    con.print(
+        f"fitted {gpu.id} {precision}: "
+        + ", ".join(f"{k} {getattr(entry, k):.3f}" for k in PER_GPU_PARAMS)
+    )
+    cols = ["metric", "n", "median APE before", "after", "p90 before", "after"]
+    b = summary_table(before, lambda p: p.mapped.m.metric)
+    a = summary_table(result.predictions, lambda p: p.mapped.m.metric)
+    con.print(
+        report.table(
+            "fit quality",
+            cols,
+            [
+                [
+                    k,
+                    a[k].n,
+                    f"{b[k].median_ape:.1%}",
+                    f"{a[k].median_ape:.1%}",
+                    f"{b[k].p90_ape:.1%}",
+                    f"{a[k].p90_ape:.1%}",
+                ]
+                for k in a
+            ],
+        )
+    )
+    if skipped:
+        con.print(f"{len(skipped)} rows not used (e.g. {skipped[0][1]})")
+    typer.echo(f"wrote {out_file}", err=True)
+
+
+def _fill(m: Measurement, fill: dict[str, Any], gpu: str, precision: str) -> Measurement:
+    from dataclasses import replace
+
+    updates: dict[str, Any] = {}
+    if not m.model and fill["model"]:
+        updates["model"] = fill["model"]
+    if m.tp is None and fill["tp"]:
+        updates["tp"] = fill["tp"]
+    if m.isl is None and fill["isl"]:
+        updates["isl"] = float(fill["isl"])
+    if m.osl is None and fill["osl"]:
+        updates["osl"] = float(fill["osl"])
+    if not m.concurrency and fill["concurrency"]:
+        updates["concurrency"] = str(fill["concurrency"])
+    if not m.gpu:
+        updates["gpu"] = gpu
+    if not m.precision:
+        updates["precision"] = precision
+    return replace(m, **updates) if updates else m
