@@ -221,6 +221,19 @@ class Catalog:
         table: dict[str, Any] = getattr(self, kind)
         return table
 
+    def _find(self, kind: str, name: str) -> Any:
+        """The entry by id or alias, or None (no suggestions computed)."""
+        table = self.entries(kind)
+        if name in table:
+            return table[name]
+        wanted = _norm(name)
+        for key, spec in table.items():
+            if _norm(key) == wanted or any(
+                _norm(a) == wanted for a in getattr(spec, "aliases", [])
+            ):
+                return spec
+        return None
+
     def _lookup(self, kind: str, name: str, what: str) -> Any:
         table = self.entries(kind)
         if name in table:
@@ -263,15 +276,14 @@ class Catalog:
 
     def hardware(self, name: str) -> tuple[GpuSpec, SystemSpec | None]:
         """A GPU id or a system id -> (GPU, system or None)."""
-        try:
-            system = self.system(name)
-        except UnknownIdError:
-            try:
-                return self.gpu(name), None
-            except UnknownIdError:
-                names = {**_names(self.gpus), **_names(self.systems)}
-                raise suggest(name, names, "hardware (GPU or system)") from None
-        return self.gpu(system.gpu), system
+        system: SystemSpec | None = self._find("systems", name)
+        if system is not None:
+            return self.gpu(system.gpu), system
+        gpu: GpuSpec | None = self._find("gpus", name)
+        if gpu is not None:
+            return gpu, None
+        names = {**_names(self.gpus), **_names(self.systems)}
+        raise suggest(name, names, "hardware (GPU or system)")
 
     def file_of(self, kind: str, ident: str) -> str:
         return self.files.get((kind, ident), f"<{kind}:{ident}>")

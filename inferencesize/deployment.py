@@ -39,6 +39,19 @@ def scale_up_domain(gpu: GpuSpec, system: SystemSpec | None) -> int:
     return 2 if (gpu.form_factor or "").upper().startswith("PCIE") else 8
 
 
+#: GPUs per server assumed for a bare GPU id (no system given).
+BARE_GPU_NODE = 8
+
+
+def _link_for(gpus: int, domain: int, node: int, nvlink: Link, pcie: Link, network: Link) -> Link:
+    """NVLink inside the scale-up domain, PCIe inside the server, the NIC beyond it."""
+    if gpus <= domain:
+        return nvlink if domain > 1 else pcie
+    if gpus <= max(node, domain):
+        return pcie
+    return network
+
+
 @dataclass(frozen=True)
 class Links:
     tp: Link
@@ -56,9 +69,9 @@ def links(gpu: GpuSpec, system: SystemSpec | None, par: Parallelism, alpha_s: fl
     nvlink = Link("nvlink", scale_up_bw / 2, alpha_s) if scale_up_bw > 0 else pcie
     network_bw = system.inter_node_bandwidth_bytes_per_s if system else 0.0
     network = Link("network", network_bw or 12.5e9, NETWORK_LATENCY_S)
-    inside = nvlink if domain > 1 else pcie
-    tp_link = inside if par.tp <= max(domain, 1) or (domain == 1 and par.tp <= 8) else network
-    pp_link = inside if par.gpus <= max(domain, 1) else network
+    node = system.gpus_per_node if system else BARE_GPU_NODE
+    tp_link = _link_for(par.tp, domain, node, nvlink, pcie, network)
+    pp_link = _link_for(par.gpus, domain, node, nvlink, pcie, network)
     return Links(tp_link, pp_link)
 
 

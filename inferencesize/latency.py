@@ -3,8 +3,9 @@
 A step over M tokens = GEMMs (linear layers; roofline of 2·M·active params vs. the weights
 it must stream) + attention (prefill: FLOP-bound, FlashAttention on 16-bit units; decode:
 KV-cache reads) + TP all-reduces (2 per layer of M × hidden 16-bit activations) + fixed
-overheads. With PP, a stage holds 1/PP of the layers and a token crosses every stage, so
-latency is PP × stage time of a 1/PP micro-batch plus the stage-boundary sends.
+overheads. With PP, a stage holds 1/PP of the layers and a token crosses every stage: decode
+latency is PP × stage time of a 1/PP micro-batch, prefill latency PP × stage time of the whole
+prompt batch, plus the stage-boundary sends.
 Works elementwise on floats or numpy arrays.
 """
 
@@ -85,9 +86,11 @@ def step_time(
     ``prefill_cached`` leading tokens are reused from cache)."""
     c, par, eff = dep.costs, dep.par, dep.eff
     pp, tp = par.pp, par.tp
-    # A pipeline stage sees 1/pp of the sequences (micro-batch) and 1/pp of the layers.
+    # Decode: a stage holds 1/pp of the layers and works on a 1/pp micro-batch while the other
+    # stages work on the others; a token crosses all pp stages. Prefill: a prompt crosses the
+    # stages one after another, so its latency is pp stages of the whole prompt (no speed-up).
     dec = np.asarray(decode_seqs, dtype=float) / pp
-    pre = np.asarray(prefill_seqs, dtype=float) / pp
+    pre = np.asarray(prefill_seqs, dtype=float)
     new_per_prompt = np.asarray(prefill_len, dtype=float) - prefill_cached
     tokens = dec + pre * new_per_prompt
     layer_frac = layers_per_stage(c, pp) / c.num_layers

@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 
 from inferencesize import __version__
-from inferencesize.cli import catalog_cmd, peak_cmd, perf_cmd
+from inferencesize.cli import catalog_cmd, peak_cmd, perf_cmd, plan_cmd
 from inferencesize.cli.common import State, handle_errors
 
 app = typer.Typer(
@@ -28,6 +28,8 @@ app.command("peak")(peak_cmd.peak)
 app.command("estimate")(handle_errors(perf_cmd.estimate))
 app.command("validate")(handle_errors(perf_cmd.validate))
 app.command("calibrate")(handle_errors(perf_cmd.calibrate))
+app.command("plan")(handle_errors(plan_cmd.plan_command))
+app.command("check")(handle_errors(plan_cmd.check_command))
 
 
 def _version(value: bool) -> None:

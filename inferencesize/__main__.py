@@ -1,0 +1,5 @@
+"""`python -m inferencesize` runs the CLI."""
+
+from inferencesize.cli import main
+
+main()

@@ -1,0 +1,522 @@
+"""`infersize plan` and `infersize check`: size a scenario, and hold a plan to a budget."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from inferencesize import report
+from inferencesize.catalog import Catalog, check_scenario, display_path, parse_spec, read_yaml
+from inferencesize.cli.common import CatalogOpt, check_format, open_catalog, stdout
+from inferencesize.cli.perf_cmd import CalibrationOpt, EngineOpt, efficiency_for
+from inferencesize.errors import InfeasibleError, InputError, OverBudgetError
+from inferencesize.estimate import Estimator
+from inferencesize.planner import Limits, Plan, PlanResult, fmt_seconds, plan
+from inferencesize.specs.scenario import ScenarioSpec
+from inferencesize.traffic import peak_rps
+
+SCHEMA_VERSION = 1
+FORMATS = ("table", "json", "yaml", "csv")
+
+ScenarioArg = Annotated[
+    str | None,
+    typer.Argument(
+        help="Scenario YAML file or shipped scenario id (default: the shipped 'default').",
+        show_default=False,
+    ),
+]
+ModelOpt = Annotated[str | None, typer.Option("--model", help="Model id or alias.")]
+IslOpt = Annotated[int | None, typer.Option("--isl", min=1, help="Input tokens per request.")]
+OslOpt = Annotated[int | None, typer.Option("--osl", min=1, help="Output tokens per request.")]
+MeanOpt = Annotated[
+    float | None, typer.Option("--mean-rps", help="Mean requests/s (peak = its percentile).")
+]
+PeakOpt = Annotated[float | None, typer.Option("--peak-rps", help="Peak requests/s to size for.")]
+PercentileOpt = Annotated[
+    float | None, typer.Option("--percentile", help="Peak percentile of --mean-rps (0.95).")
+]
+TtftOpt = Annotated[float | None, typer.Option("--ttft-ms", help="Mean TTFT limit, ms.")]
+ItlOpt = Annotated[float | None, typer.Option("--itl-ms", help="Mean ITL limit, ms.")]
+E2eOpt = Annotated[float | None, typer.Option("--e2e-ms", help="Mean end-to-end limit, ms.")]
+HardwareOpt = Annotated[
+    list[str] | None,
+    typer.Option("--hardware", help="GPU or system id (repeatable).", show_default=False),
+]
+PrecisionOpt = Annotated[
+    list[str] | None,
+    typer.Option("--precision", help="Weight precision (repeatable).", show_default=False),
+]
+TpOpt = Annotated[str | None, typer.Option("--tp", help="Tensor parallel: N, N,M or auto.")]
+PpOpt = Annotated[str | None, typer.Option("--pp", help="Pipeline stages: N, N,M or auto.")]
+EpOpt = Annotated[str | None, typer.Option("--ep", help="Expert parallel: N, N,M or auto.")]
+ModeOpt = Annotated[
+    str | None,
+    typer.Option("--mode", help="streaming (TTFT/ITL/E2E) | sequential (E2E only)."),
+]
+BatchingOpt = Annotated[str | None, typer.Option("--batching", help="inflight | static")]
+
+
+def _split(value: str, flag: str) -> str | list[int]:
+    if value.strip().lower() == "auto":
+        return "auto"
+    try:
+        out = [int(v) for v in value.split(",") if v.strip()]
+    except ValueError:
+        raise InputError(
+            f"{flag}: expected an integer, a comma list or 'auto' (got {value!r})"
+        ) from None
+    if not out or min(out) < 1:
+        raise InputError(f"{flag}: expected integers >= 1 or 'auto' (got {value!r})")
+    return out
+
+
+def load_scenario(
+    catalog: Catalog, name: str | None, flags: dict[str, Any]
+) -> tuple[ScenarioSpec, str]:
+    """The scenario (file or shipped id) with flags applied, validated; and its display name."""
+    if name is None:
+        name = "default"
+    path = Path(name)
+    if path.suffix in (".yaml", ".yml") or path.is_file():
+        data = read_yaml(path)
+        shown = display_path(path)
+    else:
+        spec = catalog.scenario(name)
+        data = spec.model_dump(by_alias=True, exclude_none=True)
+        shown = catalog.file_of("scenarios", spec.id or name)
+    given = {k: v for k, v in flags.items() if v is not None}
+    pairs = {"isl": "isl_words", "osl": "osl_words", "mean_rps": "peak_rps", "peak_rps": "mean_rps"}
+    for key, other in pairs.items():
+        if key in given and other not in given:
+            data.pop(other, None)
+    for key in ("tp", "pp", "ep"):
+        if key in given:
+            given[key] = _split(given[key], f"--{key}")
+    data.update(given)
+    shown_flags = f"{shown} (with flags)" if given else shown
+    scenario = parse_spec(ScenarioSpec, data, shown_flags)
+    check_scenario(catalog, scenario, shown_flags)
+    return scenario, shown
+
+
+def scenario_peak(scenario: ScenarioSpec) -> float:
+    if scenario.peak_rps is not None:
+        return scenario.peak_rps
+    assert scenario.mean_rps is not None
+    try:
+        return peak_rps(scenario.mean_rps, scenario.percentile, dispersion=scenario.dispersion)
+    except ValueError as err:
+        raise InputError(f"scenario: {err}") from None
+
+
+def solve(
+    scenario: ScenarioSpec, catalog: Catalog, est: Estimator, top: int
+) -> tuple[PlanResult, float]:
+    model = catalog.model(scenario.model)
+    hardware = [catalog.hardware(h) for h in dict.fromkeys(scenario.hardware)]
+    limits = Limits(
+        ttft_s=scenario.ttft_ms / 1e3 if scenario.ttft_ms is not None else None,
+        itl_s=scenario.itl_ms / 1e3 if scenario.itl_ms is not None else None,
+        e2e_s=scenario.e2e_ms / 1e3 if scenario.e2e_ms is not None else None,
+        mode=scenario.mode,
+    )
+    peak = scenario_peak(scenario)
+    result = plan(
+        model,
+        hardware,
+        scenario.precision,
+        scenario.input_tokens,
+        scenario.output_tokens,
+        peak,
+        limits,
+        est,
+        kv_precision=scenario.kv_precision,
+        tps=None if scenario.tp == "auto" else scenario.tp,
+        pps=None if scenario.pp == "auto" else scenario.pp,
+        eps=None if scenario.ep == "auto" else scenario.ep,
+        batching=scenario.batching,
+        top=top,
+    )
+    return result, peak
+
+
+def plan_record(p: Plan, engine: str) -> dict[str, Any]:
+    """One plan in the JSON schema (``plan`` and each of ``alternatives``)."""
+    c, op = p.candidate, p.point
+    return {
+        "hardware": c.hardware_id,
+        "gpu": c.gpu.id,
+        "system": c.system.id if c.system else None,
+        "precision": c.precision,
+        "kv_precision": c.kv_precision,
+        "tp": c.par.tp,
+        "pp": c.par.pp,
+        "ep": c.par.ep,
+        "instances": p.instances,
+        "gpus_per_instance": p.gpus_per_instance,
+        "gpus": p.gpus,
+        "servers": p.servers,
+        "gpus_per_server": p.gpus_per_node,
+        "servers_are": "systems" if c.system else f"{p.gpus_per_node}-GPU nodes (assumed)",
+        "multi_node": p.multi_node,
+        "per_instance": {
+            "concurrency": op.concurrency,
+            "requests_per_s": op.requests_per_s,
+            "ttft_ms": op.ttft_s * 1e3,
+            "itl_ms": op.itl_s * 1e3,
+            "e2e_ms": op.e2e_s * 1e3,
+            "output_tokens_per_s": op.output_tokens_per_s,
+        },
+        "capacity_rps": p.capacity_rps,
+        "headroom": p.headroom,
+        "binding_constraint": p.binding,
+        "tokens_per_day": p.tokens_per_day,
+        "power_kw": p.power_watts / 1e3 if p.power_watts is not None else None,
+        "cost_per_hour_usd": p.cost_per_hour_usd,
+        "cost_per_million_output_tokens_usd": p.cost_per_million_output_tokens_usd,
+        "engine": engine,
+        "efficiency": p.efficiency_source,
+    }
+
+
+def result_record(
+    scenario: ScenarioSpec, result: PlanResult, peak: float, engine: str
+) -> dict[str, Any]:
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "scenario": scenario.id,
+        "model": scenario.model,
+        "isl": scenario.input_tokens,
+        "osl": scenario.output_tokens,
+        "mode": scenario.mode,
+        "batching": scenario.batching,
+        "limits": {
+            "ttft_ms": scenario.ttft_ms,
+            "itl_ms": scenario.itl_ms,
+            "e2e_ms": scenario.e2e_ms,
+        },
+        "mean_rps": scenario.mean_rps,
+        "percentile": scenario.percentile if scenario.mean_rps is not None else None,
+        "peak_rps": peak,
+        "binding_constraint": result.binding_constraint,
+        "plan": plan_record(result.chosen, engine) if result.chosen else None,
+        "alternatives": [plan_record(a, engine) for a in result.alternatives],
+        "rejected": [{"candidate": r.candidate, "reason": r.reason} for r in result.rejected],
+        "nearest_miss": result.nearest_miss,
+        "engine": engine,
+    }
+
+
+def _limit_text(scenario: ScenarioSpec, binding: str | None) -> str:
+    limits = {"ttft": scenario.ttft_ms, "itl": scenario.itl_ms, "e2e": scenario.e2e_ms}
+    if binding == "memory":
+        return "memory (KV-cache capacity caps the concurrency)"
+    value = limits.get(binding or "")
+    name = {"ttft": "TTFT", "itl": "ITL", "e2e": "E2E"}.get(binding or "", str(binding))
+    return f"{name} ≤ {fmt_seconds(value / 1e3)}" if value is not None else name
+
+
+def _money(value: float | None, digits: int = 2) -> str:
+    return "— (no price in the catalog)" if value is None else f"${value:,.{digits}f}"
+
+
+def _print_table(scenario: ScenarioSpec, rec: dict[str, Any], explain: bool) -> None:
+    out = stdout()
+    p = rec["plan"]
+    title = (
+        f"{scenario.model} · ISL {rec['isl']} · OSL {rec['osl']} · {scenario.mode}"
+        f" · {scenario.batching} · peak {rec['peak_rps']:,.4g} req/s"
+    )
+    if p is not None:
+        op = p["per_instance"]
+        unit = "servers" if p["system"] else "8-GPU nodes"
+        pairs: list[tuple[str, Any]] = [
+            (
+                "plan",
+                f"{p['servers']} × {p['hardware']} ({unit}) · {p['gpus']} GPUs · "
+                f"{p['instances']} instances",
+            ),
+            (
+                "per instance",
+                f"{p['precision']} (KV {p['kv_precision']}) · tp{p['tp']} "
+                f"pp{p['pp']} ep{p['ep']} · {p['gpus_per_instance']} GPU(s)",
+            ),
+            ("binding constraint", _limit_text(scenario, p["binding_constraint"])),
+            (
+                "operating point",
+                f"concurrency {op['concurrency']} · {op['requests_per_s']:,.3f} req/s per instance",
+            ),
+            (
+                "latency (mean)",
+                f"TTFT {op['ttft_ms']:,.1f} ms · ITL {op['itl_ms']:,.2f} ms · "
+                f"E2E {op['e2e_ms']:,.0f} ms",
+            ),
+            (
+                "capacity",
+                f"{p['capacity_rps']:,.1f} req/s · headroom {p['headroom']:+.1%} at "
+                f"peak · {p['tokens_per_day'] / 1e9:,.3f} B output tokens/day",
+            ),
+            ("power", "—" if p["power_kw"] is None else f"{p['power_kw']:,.1f} kW"),
+            (
+                "cost",
+                f"{_money(p['cost_per_hour_usd'])}/hour · "
+                f"{_money(p['cost_per_million_output_tokens_usd'], 3)}/M output tokens"
+                if p["cost_per_hour_usd"] is not None
+                else _money(None),
+            ),
+            ("engine", f"{p['engine']} ({p['efficiency']})"),
+        ]
+        out.print(report.key_value_table(title, pairs))
+        if rec["alternatives"]:
+            rows = [
+                [
+                    f"{a['hardware']} {a['precision']} tp{a['tp']}"
+                    + (f" pp{a['pp']}" if a["pp"] > 1 else "")
+                    + (f" ep{a['ep']}" if a["ep"] > 1 else ""),
+                    a["servers"],
+                    a["gpus"],
+                    a["instances"],
+                    a["per_instance"]["concurrency"],
+                    f"{a['per_instance']['requests_per_s']:,.2f}",
+                    f"{a['per_instance']['ttft_ms']:,.0f}",
+                    f"{a['per_instance']['itl_ms']:,.1f}",
+                    f"{a['headroom']:+.0%}",
+                    a["binding_constraint"],
+                    "—" if a["cost_per_hour_usd"] is None else f"{a['cost_per_hour_usd']:,.0f}",
+                ]
+                for a in rec["alternatives"]
+            ]
+            out.print(
+                report.table(
+                    "alternatives",
+                    [
+                        "candidate",
+                        "servers",
+                        "GPUs",
+                        "inst.",
+                        "conc.",
+                        "req/s/inst",
+                        "TTFT ms",
+                        "ITL ms",
+                        "headroom",
+                        "binding",
+                        "$/h",
+                    ],
+                    rows,
+                )
+            )
+    else:
+        out.print(f"{title}: no feasible plan")
+    if explain and rec["rejected"]:
+        out.print(
+            report.table(
+                "rejected candidates",
+                ["candidate", "reason"],
+                [[r["candidate"], r["reason"]] for r in rec["rejected"]],
+            )
+        )
+    elif rec["rejected"]:
+        out.print(f"{len(rec['rejected'])} candidates rejected (--explain lists them)")
+
+
+def _emit(scenario: ScenarioSpec, rec: dict[str, Any], fmt: str, explain: bool) -> None:
+    out = stdout()
+    if fmt == "json":
+        report.emit(out, report.to_json(rec))
+    elif fmt == "yaml":
+        report.emit(out, report.to_yaml(rec))
+    elif fmt == "csv":
+        rows = [
+            {"rank": i, **p}
+            for i, p in enumerate(([rec["plan"]] if rec["plan"] else []) + rec["alternatives"], 1)
+        ]
+        report.emit(out, report.csv_text(rows))
+    else:
+        _print_table(scenario, rec, explain)
+
+
+def _prepare(
+    scenario_name: str | None,
+    flags: dict[str, Any],
+    top: int,
+    engine: str | None,
+    calibration: Path | None,
+    catalog_dirs: list[Path] | None,
+) -> tuple[ScenarioSpec, dict[str, Any], PlanResult]:
+    for key, allowed in (
+        ("mode", ("streaming", "sequential")),
+        ("batching", ("inflight", "static")),
+    ):
+        if flags.get(key) is not None and flags[key] not in allowed:
+            raise InputError(f"--{key}: '{flags[key]}' is not one of {', '.join(allowed)}")
+    catalog = open_catalog(catalog_dirs)
+    scenario, _ = load_scenario(catalog, scenario_name, flags)
+    eset = efficiency_for(catalog, engine, calibration)
+    est = Estimator(eset)
+    result, peak = solve(scenario, catalog, est, top)
+    return scenario, result_record(scenario, result, peak, eset.engine), result
+
+
+def plan_command(
+    scenario: ScenarioArg = None,
+    model: ModelOpt = None,
+    isl: IslOpt = None,
+    osl: OslOpt = None,
+    mean_rps: MeanOpt = None,
+    peak_rps_: PeakOpt = None,
+    percentile: PercentileOpt = None,
+    ttft_ms: TtftOpt = None,
+    itl_ms: ItlOpt = None,
+    e2e_ms: E2eOpt = None,
+    hardware: HardwareOpt = None,
+    precision: PrecisionOpt = None,
+    tp: TpOpt = None,
+    pp: PpOpt = None,
+    ep: EpOpt = None,
+    mode: ModeOpt = None,
+    batching: BatchingOpt = None,
+    top: Annotated[int, typer.Option("--top", min=0, help="Alternatives to show.")] = 3,
+    explain: Annotated[bool, typer.Option("--explain", help="List rejected candidates.")] = False,
+    fmt: Annotated[str, typer.Option("--format", "-f", help="table | json | yaml | csv")] = "table",
+    engine: EngineOpt = None,
+    calibration: CalibrationOpt = None,
+    catalog_dirs: CatalogOpt = None,
+) -> None:
+    """The fewest servers and GPUs that serve the peak within the latency limits.
+
+    Tries every hardware × precision × TP/PP/EP split, finds each one's largest concurrency
+    meeting TTFT/ITL/E2E (exact search), and ranks plans by servers, GPUs, then cost.
+    Exit 3 when nothing meets the limits (with the nearest miss).
+
+    Example: infersize plan --model llama-3-8b --hardware dgx-h100 --precision fp8 --tp 1
+    --isl 2000 --osl 200 --peak-rps 200 --ttft-ms 500 --format json
+    """
+    check_format(fmt, FORMATS)
+    flags = _flags(locals())
+    scen, rec, result = _prepare(scenario, flags, top, engine, calibration, catalog_dirs)
+    _emit(scen, rec, fmt, explain)
+    if result.chosen is None:
+        raise InfeasibleError(f"no feasible plan: {result.nearest_miss}")
+
+
+def _flags(values: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "model": values["model"],
+        "isl": values["isl"],
+        "osl": values["osl"],
+        "mean_rps": values["mean_rps"],
+        "peak_rps": values["peak_rps_"],
+        "percentile": values["percentile"],
+        "ttft_ms": values["ttft_ms"],
+        "itl_ms": values["itl_ms"],
+        "e2e_ms": values["e2e_ms"],
+        "hardware": values["hardware"] or None,
+        "precision": values["precision"] or None,
+        "tp": values["tp"],
+        "pp": values["pp"],
+        "ep": values["ep"],
+        "mode": values["mode"],
+        "batching": values["batching"],
+    }
+
+
+def check_command(
+    scenario: ScenarioArg = None,
+    max_gpus: Annotated[int | None, typer.Option("--max-gpus", min=1, help="GPU budget.")] = None,
+    max_servers: Annotated[
+        int | None, typer.Option("--max-servers", min=1, help="Server budget.")
+    ] = None,
+    max_cost_per_hour: Annotated[
+        float | None, typer.Option("--max-cost-per-hour", help="Budget in USD per hour.")
+    ] = None,
+    model: ModelOpt = None,
+    isl: IslOpt = None,
+    osl: OslOpt = None,
+    mean_rps: MeanOpt = None,
+    peak_rps_: PeakOpt = None,
+    percentile: PercentileOpt = None,
+    ttft_ms: TtftOpt = None,
+    itl_ms: ItlOpt = None,
+    e2e_ms: E2eOpt = None,
+    hardware: HardwareOpt = None,
+    precision: PrecisionOpt = None,
+    tp: TpOpt = None,
+    pp: PpOpt = None,
+    ep: EpOpt = None,
+    mode: ModeOpt = None,
+    batching: BatchingOpt = None,
+    fmt: Annotated[
+        str, typer.Option("--format", "-f", help="text (stderr line only) | json")
+    ] = "text",
+    engine: EngineOpt = None,
+    calibration: CalibrationOpt = None,
+    catalog_dirs: CatalogOpt = None,
+) -> None:
+    """For CI: plan the scenario and hold it to a budget (flags or the scenario's budget:).
+
+    Exit 0 within budget, 4 over budget, 3 infeasible, 1 bad input. One summary line on
+    stderr; --format json also prints the plan and the budget check on stdout.
+
+    Example: infersize check scenarios/default.yaml --max-servers 3
+    """
+    check_format(fmt, ("text", "json"))
+    flags = _flags(locals())
+    scen, rec, result = _prepare(scenario, flags, 0, engine, calibration, catalog_dirs)
+    budget = scen.budget
+    limits = {
+        "max_gpus": max_gpus if max_gpus is not None else (budget.max_gpus if budget else None),
+        "max_servers": max_servers
+        if max_servers is not None
+        else (budget.max_servers if budget else None),
+        "max_cost_per_hour_usd": max_cost_per_hour
+        if max_cost_per_hour is not None
+        else (budget.max_cost_per_hour_usd if budget else None),
+    }
+    if max_cost_per_hour is not None and max_cost_per_hour <= 0:
+        raise InputError("--max-cost-per-hour: must be > 0")
+    if all(v is None for v in limits.values()):
+        raise InputError(
+            "check needs a budget: --max-gpus, --max-servers, --max-cost-per-hour"
+            " or budget: in the scenario"
+        )
+    p = result.chosen
+    over: list[str] = []
+    if p is not None:
+        actual = {
+            "max_gpus": float(p.gpus),
+            "max_servers": float(p.servers),
+            "max_cost_per_hour_usd": p.cost_per_hour_usd,
+        }
+        names = {"max_gpus": "GPUs", "max_servers": "servers", "max_cost_per_hour_usd": "$/hour"}
+        for key, cap in limits.items():
+            if cap is None:
+                continue
+            have = actual[key]
+            if have is None:
+                raise InputError(
+                    f"{p.candidate.hardware_id}: no price in the catalog, cannot"
+                    " check --max-cost-per-hour"
+                )
+            if have > cap:
+                over.append(f"{names[key]} {have:,.4g} > {cap:,.4g} (over by {have - cap:,.4g})")
+    out = {
+        "schema_version": SCHEMA_VERSION,
+        "budget": limits,
+        "within_budget": p is not None and not over,
+        "over": over,
+        **rec,
+    }
+    if fmt == "json":
+        report.emit(stdout(), report.to_json(out))
+    if p is None:
+        raise InfeasibleError(f"no feasible plan: {result.nearest_miss}")
+    summary = (
+        f"{p.servers} × {p.candidate.hardware_id}, {p.gpus} GPUs "
+        f"({p.candidate.precision} {p.candidate.par.label()}, {p.instances} instances)"
+    )
+    if over:
+        raise OverBudgetError(f"over budget: {summary}: {'; '.join(over)}")
+    sys.stderr.write(f"ok: {summary} within budget\n")

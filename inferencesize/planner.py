@@ -1,0 +1,384 @@
+"""Sizing: the fewest servers and GPUs that serve the peak request rate within the limits.
+
+For every candidate (hardware × precision × valid TP/PP/EP split) the planner resolves the
+deployment at ``seq = ISL + OSL`` (memory, split validity) and then searches the operating
+point: the largest per-instance concurrency N (in-flight batching) or batch size B (static
+batching) in ``[1, max_concurrency]`` whose predicted TTFT, ITL and E2E meet the limits.
+Latency is monotone non-decreasing in N, so an exact integer binary search finds it (no fixed
+grid). The per-instance rate is the throughput at that point (Little's law: N / E2E), and
+
+* ``instances = ceil(peak / rate)``, ``gpus = instances · tp · pp``;
+* instances are packed onto nodes without splitting an instance across NVLink domains:
+  ``servers = ceil(instances / floor(gpus_per_node / gpus_per_instance))``. A bare GPU (no
+  system) is packed onto nodes of :data:`BARE_GPU_NODE` (8) GPUs, so ``servers`` then counts
+  8-GPU nodes. Instances larger than a node (multi-node) are only considered when no
+  single-node split works; each then takes ``ceil(gpus_per_instance / gpus_per_node)`` nodes;
+* candidates are ranked by servers, then GPUs, then cost per hour.
+
+Limits: streaming mode checks every given limit (TTFT, ITL, E2E); sequential mode only E2E
+(the whole answer is what counts). Pure: no I/O, no printing.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+from inferencesize.deployment import default_kv_precision
+from inferencesize.estimate import Batching, Candidate, Estimator, Resolved
+from inferencesize.parallelism import Parallelism, valid_splits
+from inferencesize.serving import OperatingPoint
+from inferencesize.specs import GpuSpec, ModelSpec, SystemSpec
+
+#: GPUs per node assumed for a bare GPU id (no system): HGX/DGX-style 8-GPU servers.
+BARE_GPU_NODE = 8
+#: Largest multi-node instance considered (in nodes) when nothing fits in one node.
+MAX_NODES_PER_INSTANCE = 8
+SECONDS_PER_DAY = 86400.0
+
+Mode = Literal["streaming", "sequential"]
+Binding = Literal["ttft", "itl", "e2e", "memory"]
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Latency limits in seconds (None = no limit)."""
+
+    ttft_s: float | None = None
+    itl_s: float | None = None
+    e2e_s: float | None = None
+    mode: Mode = "streaming"
+
+    def active(self) -> list[tuple[Binding, float]]:
+        """The (name, limit) pairs that apply in this mode."""
+        if self.mode == "sequential":
+            return [("e2e", self.e2e_s)] if self.e2e_s is not None else []
+        pairs: list[tuple[Binding, float | None]] = [
+            ("ttft", self.ttft_s),
+            ("itl", self.itl_s),
+            ("e2e", self.e2e_s),
+        ]
+        return [(k, v) for k, v in pairs if v is not None]
+
+    def miss(self, op: OperatingPoint) -> tuple[Binding, float, float] | None:
+        """The first limit ``op`` misses as (name, value, limit), or None when it meets all."""
+        for name, limit in self.active():
+            value = _metric(op, name)
+            if value > limit:
+                return name, value, limit
+        return None
+
+    def worst_ratio(self, op: OperatingPoint) -> tuple[Binding, float, float, float]:
+        """The limit ``op`` misses by the largest factor: (name, value, limit, value/limit)."""
+        worst: tuple[Binding, float, float, float] | None = None
+        for name, limit in self.active():
+            value = _metric(op, name)
+            ratio = value / limit
+            if worst is None or ratio > worst[3]:
+                worst = (name, value, limit, ratio)
+        assert worst is not None
+        return worst
+
+
+@dataclass(frozen=True)
+class HardwareOption:
+    """A hardware choice: a GPU, alone or in a system."""
+
+    gpu: GpuSpec
+    system: SystemSpec | None = None
+
+    @property
+    def gpus_per_node(self) -> int:
+        return self.system.gpus_per_node if self.system else BARE_GPU_NODE
+
+
+@dataclass(frozen=True)
+class Plan:
+    """One feasible deployment for the peak."""
+
+    candidate: Candidate
+    point: OperatingPoint
+    binding: Binding
+    peak_rps: float
+    instances: int
+    gpus_per_instance: int
+    gpus: int
+    servers: int
+    gpus_per_node: int
+    multi_node: bool
+    headroom: float
+    tokens_per_day: float
+    power_watts: float | None
+    cost_per_hour_usd: float | None
+    cost_per_million_output_tokens_usd: float | None
+    efficiency_source: str
+
+    @property
+    def rate(self) -> float:
+        """Requests/s one instance serves at its operating point."""
+        return self.point.requests_per_s
+
+    @property
+    def capacity_rps(self) -> float:
+        return self.instances * self.rate
+
+    def sort_key(self) -> tuple[float, float, float, float, str]:
+        cost = self.cost_per_hour_usd if self.cost_per_hour_usd is not None else math.inf
+        return (self.servers, self.gpus, cost, -self.headroom, self.candidate.label())
+
+
+@dataclass(frozen=True)
+class Rejected:
+    """A candidate that cannot serve the scenario, and why."""
+
+    candidate: str
+    reason: str
+    kind: str  # invalid | memory | ttft | itl | e2e
+    miss_ratio: float = math.inf  # worst value / limit at concurrency 1 (latency misses)
+    miss_message: str | None = None
+
+
+@dataclass(frozen=True)
+class PlanResult:
+    chosen: Plan | None
+    alternatives: list[Plan]
+    rejected: list[Rejected]
+    feasible: list[Plan] = field(default_factory=list)
+    nearest_miss: str | None = None
+
+    @property
+    def binding_constraint(self) -> str | None:
+        """The limit that stopped the chosen plan's operating point from growing; when
+        infeasible, the kind of the nearest miss."""
+        if self.chosen is not None:
+            return self.chosen.binding
+        if not self.rejected:
+            return None
+        best = min(self.rejected, key=lambda r: r.miss_ratio)
+        return best.kind
+
+
+def fmt_seconds(value: float) -> str:
+    """3.4 s, 480 ms: a latency for messages."""
+    if value >= 1.0:
+        return f"{value:.3g} s"
+    return f"{value * 1e3:.3g} ms"
+
+
+def _metric(op: OperatingPoint, name: Binding) -> float:
+    if name == "ttft":
+        return op.ttft_s
+    if name == "itl":
+        return op.itl_s
+    return op.e2e_s
+
+
+_NAMES = {"ttft": "TTFT", "itl": "ITL", "e2e": "E2E"}
+
+
+def search_point(
+    est: Estimator,
+    res: Resolved,
+    isl: float,
+    osl: float,
+    limits: Limits,
+    batching: Batching,
+) -> tuple[OperatingPoint, Binding] | tuple[None, str]:
+    """The largest concurrency (batch) meeting the limits, by binary search on integers.
+
+    Returns (point, binding limit) or (None, reason) when concurrency 1 already misses.
+    """
+    top = res.max_concurrency
+    if top < 1:
+        return None, "out of memory: no room for one sequence"
+
+    def at(n: int) -> OperatingPoint:
+        op = est.point(res, isl, osl, n, batching)
+        assert op is not None
+        return op
+
+    first = at(1)
+    miss = limits.miss(first)
+    if miss is not None:
+        name, value, limit = miss
+        unit = "batch size" if batching == "static" else "concurrency"
+        return None, (
+            f"{_NAMES[name]} {fmt_seconds(value)} > limit {fmt_seconds(limit)} at {unit} 1"
+        )
+    last = at(top)
+    if limits.miss(last) is None:
+        return last, "memory"
+    lo, lo_op, hi = 1, first, top  # lo meets, hi misses
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        op = at(mid)
+        if limits.miss(op) is None:
+            lo, lo_op = mid, op
+        else:
+            hi = mid
+    stop = limits.miss(at(hi))
+    binding: Binding = stop[0] if stop else "memory"
+    return lo_op, binding
+
+
+def _plan_for(
+    cand: Candidate,
+    res: Resolved,
+    op: OperatingPoint,
+    binding: Binding,
+    hw: HardwareOption,
+    peak: float,
+    osl: float,
+) -> Plan:
+    per = cand.par.gpus
+    rate = op.requests_per_s
+    instances = max(1, math.ceil(peak / rate - 1e-9))
+    gpus = instances * per
+    node = hw.gpus_per_node
+    multi = per > node
+    # a multi-node instance takes whole nodes; otherwise pack floor(node / per) per node
+    servers = instances * math.ceil(per / node) if multi else math.ceil(instances / (node // per))
+    power: float | None = None
+    if hw.system is not None and hw.system.power_watts is not None:
+        power = hw.system.power_watts * servers
+    elif hw.gpu.tdp_watts is not None:
+        power = hw.gpu.tdp_watts * gpus
+    price = (
+        hw.system.price_usd_per_gpu_hour
+        if hw.system is not None and hw.system.price_usd_per_gpu_hour is not None
+        else hw.gpu.price_usd_per_gpu_hour
+    )
+    cost = price * gpus if price is not None else None
+    capacity = instances * rate
+    tokens_per_hour = capacity * osl * 3600.0
+    per_million = cost / tokens_per_hour * 1e6 if cost is not None and tokens_per_hour else None
+    return Plan(
+        candidate=cand,
+        point=op,
+        binding=binding,
+        peak_rps=peak,
+        instances=instances,
+        gpus_per_instance=per,
+        gpus=gpus,
+        servers=servers,
+        gpus_per_node=node,
+        multi_node=multi,
+        headroom=capacity / peak - 1.0,
+        tokens_per_day=capacity * osl * SECONDS_PER_DAY,
+        power_watts=power,
+        cost_per_hour_usd=cost,
+        cost_per_million_output_tokens_usd=per_million,
+        efficiency_source=res.efficiency_source,
+    )
+
+
+def _splits(
+    est: Estimator,
+    model: ModelSpec,
+    max_gpus: int,
+    min_gpus: int,
+    tps: Sequence[int] | None,
+    pps: Sequence[int] | None,
+    eps: Sequence[int] | None,
+) -> list[Parallelism]:
+    costs = est.costs(model)
+    out = valid_splits(
+        costs,
+        max_gpus,
+        list(tps) if tps else None,
+        list(pps) if pps else None,
+        list(eps) if eps else None,
+    )
+    return [p for p in out if min_gpus < p.gpus <= max_gpus]
+
+
+def plan(
+    model: ModelSpec,
+    hardware: Sequence[tuple[GpuSpec, SystemSpec | None]],
+    precisions: Sequence[str],
+    isl: float,
+    osl: float,
+    peak_rps: float,
+    limits: Limits,
+    est: Estimator,
+    *,
+    kv_precision: str | None = None,
+    tps: Sequence[int] | None = None,
+    pps: Sequence[int] | None = None,
+    eps: Sequence[int] | None = None,
+    batching: Batching = "inflight",
+    top: int = 3,
+) -> PlanResult:
+    """Size a deployment: every candidate, its best operating point, ranked plans.
+
+    ``tps``/``pps``/``eps`` None means "auto" (every valid power of two), else the listed
+    values. Splits with tp · pp above a node (multi-node) are tried only when no single-node
+    candidate is feasible.
+    """
+    if peak_rps <= 0:
+        raise ValueError(f"peak_rps must be > 0 (got {peak_rps})")
+    options = [HardwareOption(g, s) for g, s in hardware]
+    feasible: list[Plan] = []
+    rejected: list[Rejected] = []
+
+    def run(multi_node: bool) -> None:
+        for hw in options:
+            node = hw.gpus_per_node
+            if multi_node:
+                splits = _splits(est, model, node * MAX_NODES_PER_INSTANCE, node, tps, pps, eps)
+            else:
+                splits = _splits(est, model, node, 0, tps, pps, eps)
+            for precision in precisions:
+                kv = kv_precision or default_kv_precision(precision)
+                for par in splits:
+                    cand = Candidate(model, hw.gpu, hw.system, precision, kv, par)
+                    _evaluate(cand, hw)
+
+    def _evaluate(cand: Candidate, hw: HardwareOption) -> None:
+        res = est.resolve(cand, isl + osl)
+        if res.reason is not None or res.deployment is None:
+            reason = res.reason or "cannot be deployed"
+            kind = "memory" if reason.startswith("out of memory") else "invalid"
+            rejected.append(Rejected(cand.label(), reason, kind))
+            return
+        op, why = search_point(est, res, isl, osl, limits, batching)
+        if op is None:
+            first = est.point(res, isl, osl, 1, batching)
+            ratio, message, kind = math.inf, None, "memory"
+            if first is not None and limits.active() and res.max_concurrency >= 1:
+                name, value, limit, ratio = limits.worst_ratio(first)
+                kind = name
+                message = (
+                    f"best {_NAMES[name]} is {fmt_seconds(value)} on {cand.label()}"
+                    f" > limit {fmt_seconds(limit)}"
+                )
+            rejected.append(Rejected(cand.label(), why, kind, ratio, message))
+            return
+        assert why in ("ttft", "itl", "e2e", "memory")
+        binding: Binding = why  # type: ignore[assignment]
+        feasible.append(_plan_for(cand, res, op, binding, hw, peak_rps, osl))
+
+    run(multi_node=False)
+    if not feasible:
+        run(multi_node=True)
+    feasible.sort(key=Plan.sort_key)
+    chosen = feasible[0] if feasible else None
+    alternatives = feasible[1 : 1 + max(top, 0)]
+    nearest = None if chosen else _nearest_miss(rejected, limits)
+    return PlanResult(chosen, alternatives, rejected, feasible, nearest)
+
+
+def _nearest_miss(rejected: list[Rejected], limits: Limits) -> str:
+    latency = [r for r in rejected if r.miss_message is not None]
+    if latency:
+        best = min(latency, key=lambda r: r.miss_ratio)
+        assert best.miss_message is not None
+        return best.miss_message
+    if rejected:
+        first = rejected[0]
+        return f"no candidate can run it: {first.candidate}: {first.reason}"
+    if not limits.active():
+        return "no latency limit applies"
+    return "no candidates (no hardware, precision or split to try)"

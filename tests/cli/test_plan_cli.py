@@ -1,0 +1,128 @@
+"""`infersize plan` and `check` in-process: JSON keys, exit codes."""
+
+from __future__ import annotations
+
+import json
+
+from typer.testing import CliRunner
+
+from inferencesize.cli import app
+
+runner = CliRunner()
+
+PLAN_KEYS = {
+    "hardware",
+    "system",
+    "precision",
+    "kv_precision",
+    "tp",
+    "pp",
+    "ep",
+    "instances",
+    "gpus",
+    "servers",
+    "per_instance",
+    "headroom",
+    "tokens_per_day",
+    "power_kw",
+    "cost_per_hour_usd",
+    "cost_per_million_output_tokens_usd",
+    "engine",
+    "efficiency",
+}
+
+
+def test_plan_json_keys() -> None:
+    result = runner.invoke(app, ["plan", "--pp", "1", "--format", "json", "--top", "2"])
+    assert result.exit_code == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert data["schema_version"] == 1
+    for key in (
+        "peak_rps",
+        "mean_rps",
+        "percentile",
+        "binding_constraint",
+        "plan",
+        "alternatives",
+        "rejected",
+        "model",
+        "isl",
+        "osl",
+        "limits",
+    ):
+        assert key in data
+    assert PLAN_KEYS <= set(data["plan"])
+    assert set(data["plan"]["per_instance"]) >= {
+        "concurrency",
+        "requests_per_s",
+        "ttft_ms",
+        "itl_ms",
+        "e2e_ms",
+    }
+    assert data["plan"]["hardware"] == "dgx-h100" and data["plan"]["tp"] == 1
+    assert data["peak_rps"] == 200
+    assert data["binding_constraint"] == "ttft"
+
+
+def test_plan_flags_without_yaml_mean_rps() -> None:
+    result = runner.invoke(
+        app,
+        [
+            "plan",
+            "--model",
+            "llama-3-8b",
+            "--hardware",
+            "h100-sxm",
+            "--precision",
+            "fp8",
+            "--tp",
+            "auto",
+            "--mean-rps",
+            "64",
+            "--ttft-ms",
+            "800",
+            "--format",
+            "json",
+            "--explain",
+        ],
+    )
+    assert result.exit_code == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert data["peak_rps"] == 77 and data["mean_rps"] == 64
+    for alt in data["alternatives"]:
+        assert set(alt) == set(data["plan"])
+
+
+def test_plan_table_and_explain() -> None:
+    result = runner.invoke(app, ["plan", "--explain", "--tp", "1,2"])
+    assert result.exit_code == 0, result.stderr
+    assert "binding constraint" in result.stdout
+
+
+def test_impossible_limit_exits_3_with_nearest_miss() -> None:
+    result = runner.invoke(app, ["plan", "--ttft-ms", "1"])
+    assert result.exit_code == 3
+    assert "best TTFT is" in result.stderr and "> limit 1 ms" in result.stderr
+
+
+def test_bad_flag_exits_1() -> None:
+    result = runner.invoke(app, ["plan", "--tp", "x"])
+    assert result.exit_code == 1
+    result = runner.invoke(app, ["plan", "--model", "no-such-model"])
+    assert result.exit_code == 1 and "model" in result.stderr
+
+
+def test_check_within_and_over_budget() -> None:
+    ok = runner.invoke(app, ["check", "--pp", "1", "--max-servers", "4", "--format", "json"])
+    assert ok.exit_code == 0, ok.stderr
+    assert json.loads(ok.stdout)["within_budget"] is True
+    assert ok.stderr.startswith("ok: ")
+    over = runner.invoke(app, ["check", "--pp", "1", "--max-servers", "2", "--max-gpus", "100"])
+    assert over.exit_code == 4
+    assert "servers 4 > 2 (over by 2)" in over.stderr
+    assert over.stdout == ""
+
+
+def test_check_infeasible_exits_3_and_needs_budget() -> None:
+    assert runner.invoke(app, ["check", "--ttft-ms", "1", "--max-gpus", "8"]).exit_code == 3
+    assert runner.invoke(app, ["check"]).exit_code == 1

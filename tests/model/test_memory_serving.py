@@ -1,0 +1,260 @@
+"""Memory budget of one GPU and the serving formulas (static and in-flight batching).
+
+Memory numbers are worked out by hand from the Llama-3-8B config; serving tests check the
+identities the model promises (Little's law, E2E = TTFT + (OSL − 1) · ITL, static TTFT = batch
+prefill, queue wait = (N − B) / X) rather than fitted latencies.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from inferencesize.catalog import Catalog, load_catalog
+from inferencesize.deployment import default_kv_precision
+from inferencesize.estimate import Candidate, Estimator, Resolved, record
+from inferencesize.latency import Deployment, decode_step, prefill
+from inferencesize.memory import (
+    COMM_BUFFER_BYTES,
+    KV_FRACTION,
+    RUNTIME_RESERVE_BYTES,
+    activation_bytes_per_gpu,
+    kv_bytes_per_sequence_per_gpu,
+    weight_bytes_per_gpu,
+)
+from inferencesize.parallelism import Parallelism
+from inferencesize.serving import inflight, static
+from inferencesize.transformer import total_params
+from inferencesize.units import GIB
+
+
+@pytest.fixture(scope="module")
+def catalog() -> Catalog:
+    return load_catalog()
+
+
+@pytest.fixture(scope="module")
+def estimator(catalog: Catalog) -> Estimator:
+    return Estimator(catalog.efficiency_set("nim-2024"))
+
+
+def resolve(
+    catalog: Catalog,
+    estimator: Estimator,
+    model: str,
+    hardware: str,
+    precision: str,
+    par: Parallelism,
+    seq_len: float,
+) -> Resolved:
+    gpu, system = catalog.hardware(hardware)
+    cand = Candidate(
+        catalog.model(model), gpu, system, precision, default_kv_precision(precision), par
+    )
+    return estimator.resolve(cand, seq_len)
+
+
+@pytest.fixture(scope="module")
+def llama8b_fp8(catalog: Catalog, estimator: Estimator) -> Resolved:
+    """Llama-3-8B FP8 (FP8 KV) on one H100 SXM, ISL 2000 + OSL 200."""
+    return resolve(catalog, estimator, "llama-3-8b", "h100-sxm", "fp8", Parallelism(1), 2200)
+
+
+def dep_of(res: Resolved) -> Deployment:
+    assert res.deployment is not None, res.reason
+    return res.deployment
+
+
+# ---------------------------------------------------------------------------------------------
+# Memory
+# ---------------------------------------------------------------------------------------------
+
+
+def test_default_kv_precision() -> None:
+    assert default_kv_precision("fp8") == "fp8"
+    assert default_kv_precision("fp4") == "fp8"
+    assert default_kv_precision("bf16") == "bf16"
+    assert default_kv_precision("fp16") == "fp16"
+    assert default_kv_precision("int4") == "bf16"
+    assert default_kv_precision("fp32") == "bf16"
+
+
+def test_llama3_8b_fp8_weights_per_gpu(llama8b_fp8: Resolved) -> None:
+    dep = dep_of(llama8b_fp8)
+    c = dep.costs
+    # linear layers: 32 · (attention 41,943,040 + MLP 176,160,768) = 6,979,321,856 params
+    assert c.total_linear_params == 6_979_321_856
+    # embedding table and untied lm_head: 128,256 · 4096 = 525,336,576 each
+    assert c.embedding_params == c.lm_head_params == 525_336_576
+    # fp8 linear (1 B) + both 16-bit tables (2 B):
+    # 6,979,321,856 + 2 · 525,336,576 · 2 = 6,979,321,856 + 2,101,346,304 = 9,080,668,160 B
+    expected = 6_979_321_856 * 1 + 2 * 525_336_576 * 2
+    assert expected == 9_080_668_160
+    assert weight_bytes_per_gpu(dep) == expected
+    assert c.total_linear_params * 1 + (c.embedding_params + c.lm_head_params) * 2 == expected
+    assert llama8b_fp8.memory is not None
+    assert llama8b_fp8.memory.weights_bytes == expected
+
+
+def test_llama3_8b_fp8_memory_budget_hand_computed(llama8b_fp8: Resolved) -> None:
+    dep = dep_of(llama8b_fp8)
+    mem = llama8b_fp8.memory
+    assert mem is not None
+    # activations for 8192 tokens: widest intermediate = 218,103,808 / 4096 = 53,248 per token
+    # per token (4 · 4096 + 2 · 53,248) · 2 B = 245,760 B; · 8192 = 2,013,265,920
+    # fp32 logits of 256 sequences: 256 · 128,256 · 4 B = 131,334,144 -> 2,144,600,064 B
+    assert activation_bytes_per_gpu(dep) == 2_144_600_064
+    # one GPU: runtime reserve 3.5 GiB, no communication buffers
+    assert mem.reserve_bytes == RUNTIME_RESERVE_BYTES == 3.5 * GIB
+    # free = 80 GiB − 9,080,668,160 − 2,144,600,064 − 3,758,096,384 = 70,915,981,312 B
+    free = 80 * GIB - 9_080_668_160 - 2_144_600_064 - 3_758_096_384
+    assert free == 70_915_981_312
+    assert mem.free_bytes == free
+    assert mem.kv_capacity_bytes == pytest.approx(KV_FRACTION * free, rel=1e-12)
+    # KV of one 2200-token sequence, FP8: 32 · 2 · 8 · 128 · 1 B · 2200 = 144,179,200 B
+    assert mem.kv_bytes_per_sequence == 144_179_200
+    # 0.9 · 70,915,981,312 / 144,179,200 = 442.67 -> 442 sequences
+    assert mem.max_sequences == 442
+    assert llama8b_fp8.max_concurrency == 442
+    assert mem.fits
+
+
+def test_max_sequences_positive_and_decreasing_with_length(
+    catalog: Catalog, estimator: Estimator
+) -> None:
+    counts = [
+        resolve(
+            catalog, estimator, "llama-3-8b", "h100-sxm", "fp8", Parallelism(1), s
+        ).max_concurrency
+        for s in (256, 1000, 2200, 4000, 8192)
+    ]
+    assert all(n > 0 for n in counts)
+    assert counts == sorted(counts, reverse=True)
+    assert len(set(counts)) == len(counts)  # strictly decreasing here
+    # 256 tokens: 0.9 · 70,915,981,312 / (65,536 · 256) = 3804.2 -> 3804
+    assert counts[0] == 3804
+
+
+def test_tensor_parallel_shards_weights_and_adds_comm_buffers(
+    catalog: Catalog, estimator: Estimator
+) -> None:
+    res = resolve(catalog, estimator, "llama-3.1-70b", "h100-sxm", "bf16", Parallelism(4), 4096)
+    dep = dep_of(res)
+    # (68,451,041,280 linear · 2 B + 2 · 1,050,673,152 tables · 2 B) / 4 GPUs
+    # = (136,902,082,560 + 4,202,692,608) / 4 = 35,276,193,792 B per GPU
+    assert weight_bytes_per_gpu(dep) == 35_276_193_792
+    assert res.memory is not None
+    assert res.memory.reserve_bytes == RUNTIME_RESERVE_BYTES + COMM_BUFFER_BYTES == 4 * GIB
+    # KV: 8 heads over 4 GPUs = 2 heads each: 80 · 2 · 2 · 128 · 2 B = 81,920 B per token
+    assert kv_bytes_per_sequence_per_gpu(dep, 1) == 81_920
+    assert res.memory.kv_bytes_per_sequence == 81_920 * 4096
+
+
+def test_pipeline_stage_holds_half_the_layers_and_one_table(
+    catalog: Catalog, estimator: Estimator
+) -> None:
+    res = resolve(catalog, estimator, "llama-3.1-70b", "h100-sxm", "bf16", Parallelism(1, 2), 4096)
+    dep = dep_of(res)
+    # 40 of 80 layers: 68,451,041,280 · 2 B / 2 = 68,451,041,280 B; plus the larger of the
+    # input table / lm_head (first / last stage): 1,050,673,152 · 2 B = 2,101,346,304 B
+    assert weight_bytes_per_gpu(dep) == 68_451_041_280 + 2_101_346_304
+    # KV of 40 layers: 40 · 2 · 8 · 128 · 2 B = 163,840 B per token
+    assert kv_bytes_per_sequence_per_gpu(dep, 1) == 163_840
+
+
+def test_tp16_replicates_kv_heads(catalog: Catalog, estimator: Estimator) -> None:
+    r8 = resolve(catalog, estimator, "llama-3.1-405b", "dgx-h100", "fp8", Parallelism(8), 4096)
+    # TP 8 (one node): one of 8 KV heads per GPU: 126 · 2 · 1 · 128 · 1 B = 32,256 B per token
+    assert kv_bytes_per_sequence_per_gpu(dep_of(r8), 1) == 32_256
+    # 16 GPUs > 8 heads: each GPU still holds a whole head, the same bytes as TP 8
+    r16 = resolve(catalog, estimator, "llama-3.1-405b", "h100-sxm", "fp8", Parallelism(16), 4096)
+    assert kv_bytes_per_sequence_per_gpu(dep_of(r16), 1) == 32_256
+
+
+def test_405b_bf16_on_one_h100_is_out_of_memory(catalog: Catalog, estimator: Estimator) -> None:
+    res = resolve(catalog, estimator, "llama-3.1-405b", "h100-sxm", "bf16", Parallelism(1), 2200)
+    assert res.reason is not None
+    assert res.reason.startswith("out of memory")
+    assert "exceed 80 GiB" in res.reason
+    assert res.max_concurrency == 0
+    # weights = every parameter but the norms at 2 B: norms 126 · 2 · 16,384 + 16,384
+    # = 4,145,152 params, so weights = 2 · (total − 4,145,152)
+    assert res.memory is not None
+    assert res.memory.weights_bytes == 2 * (total_params(res.candidate.model) - 4_145_152)
+    assert estimator.point(res, 2000, 200, 1, "inflight") is None
+    rec = record(res, 2000, 200, 1, "inflight", None, "nim-2024")
+    assert rec["feasible"] is False
+    assert rec["reason"] == res.reason
+
+
+def test_context_longer_than_the_model_window(catalog: Catalog, estimator: Estimator) -> None:
+    res = resolve(catalog, estimator, "llama-3-8b", "h100-sxm", "fp8", Parallelism(1), 9000)
+    assert res.reason == "ISL + OSL = 9000 exceeds the context window 8192"
+
+
+# ---------------------------------------------------------------------------------------------
+# Static batching
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("batch", [1, 8, 64])
+def test_static_ttft_is_the_batch_prefill(llama8b_fp8: Resolved, batch: int) -> None:
+    dep = dep_of(llama8b_fp8)
+    op = static(dep, 2000, 200, batch)
+    assert op.ttft_s == pytest.approx(float(prefill(dep, batch, 2000).total_s), rel=1e-12)
+    # decode steps at the batch, at the mean context ISL + OSL / 2 = 2100
+    assert op.itl_s == pytest.approx(float(decode_step(dep, batch, 2100).total_s), rel=1e-12)
+    assert op.e2e_s == pytest.approx(op.ttft_s + 199 * op.itl_s, rel=1e-12)
+    assert op.requests_per_s == pytest.approx(batch / op.e2e_s, rel=1e-12)
+    assert op.output_tokens_per_s == pytest.approx(op.requests_per_s * 200, rel=1e-12)
+    assert (op.in_flight, op.concurrency, op.queue_wait_s) == (batch, batch, 0.0)
+
+
+def test_static_batch_beyond_kv_capacity_is_flagged(llama8b_fp8: Resolved) -> None:
+    op = static(dep_of(llama8b_fp8), 2000, 200, 500)
+    rec = record(llama8b_fp8, 2000, 200, 500, "static", op, "nim-2024")
+    assert rec["feasible"] is False
+    assert rec["reason"] == (
+        "static batch 500 exceeds the KV capacity of 442 sequences of 2200 tokens"
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# In-flight batching
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("concurrency", [1, 10, 25, 100])
+def test_inflight_littles_law_and_e2e(llama8b_fp8: Resolved, concurrency: int) -> None:
+    dep = dep_of(llama8b_fp8)
+    op = inflight(dep, 2000, 200, concurrency, llama8b_fp8.max_concurrency)
+    assert op.requests_per_s == pytest.approx(concurrency / op.e2e_s, rel=1e-9)
+    assert op.output_tokens_per_s == pytest.approx(op.requests_per_s * 200, rel=1e-12)
+    assert op.e2e_s == pytest.approx(op.ttft_s + 199 * op.itl_s, rel=1e-12)
+    # below the KV capacity every client is in flight and nobody queues for a slot
+    assert op.in_flight == concurrency
+    assert op.queue_wait_s == 0.0
+    # decode steps are at least the bare decode step at this batch
+    assert op.itl_s >= float(decode_step(dep, concurrency, 2100).total_s)
+
+
+def test_inflight_single_client_ttft_is_its_own_prefill(llama8b_fp8: Resolved) -> None:
+    dep = dep_of(llama8b_fp8)
+    op = inflight(dep, 2000, 200, 1, llama8b_fp8.max_concurrency)
+    # nobody else in flight: no queue, no other prefills, no decode step to wait for
+    assert op.queue_wait_s == op.prefill_wait_s == 0.0
+    assert op.ttft_s == pytest.approx(float(prefill(dep, 1, 2000).total_s), rel=1e-12)
+
+
+def test_inflight_queue_wait_beyond_capacity(llama8b_fp8: Resolved) -> None:
+    dep = dep_of(llama8b_fp8)
+    b = llama8b_fp8.max_concurrency  # 442
+    full = inflight(dep, 2000, 200, b, b)
+    over = inflight(dep, 2000, 200, b + 50, b)
+    assert over.in_flight == full.in_flight == 442
+    # the 442 in flight run exactly as before: same decode and throughput
+    assert over.itl_s == full.itl_s
+    assert over.requests_per_s == pytest.approx(full.requests_per_s, rel=1e-9)
+    # the 50 extra clients queue for a slot: Little's law on the queue, wait = (N − B) / X
+    assert over.queue_wait_s == pytest.approx(50 / over.requests_per_s, rel=1e-9)
+    assert over.ttft_s == pytest.approx(full.ttft_s + 50 / full.requests_per_s, rel=1e-9)
+    assert over.requests_per_s == pytest.approx((b + 50) / over.e2e_s, rel=1e-9)
