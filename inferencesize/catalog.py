@@ -235,16 +235,10 @@ class Catalog:
         return None
 
     def _lookup(self, kind: str, name: str, what: str) -> Any:
-        table = self.entries(kind)
-        if name in table:
-            return table[name]
-        wanted = _norm(name)
-        for key, spec in table.items():
-            if _norm(key) == wanted or any(
-                _norm(a) == wanted for a in getattr(spec, "aliases", [])
-            ):
-                return spec
-        raise suggest(name, _names(table), what)
+        found = self._find(kind, name)
+        if found is None:
+            raise suggest(name, _names(self.entries(kind)), what)
+        return found
 
     def gpu(self, name: str) -> GpuSpec:
         spec: GpuSpec = self._lookup("gpus", name, "GPU")

@@ -16,6 +16,7 @@ from inferencesize.units import PRECISIONS
 
 if TYPE_CHECKING:
     from inferencesize.catalog import Catalog
+    from inferencesize.estimate import Candidate
     from inferencesize.validation import Mapped
 
 COLUMNS = [
@@ -261,13 +262,13 @@ def map_measurements(
     """Rows the model can predict (with their operating point) and the others with why not."""
     mapped: list[Mapped] = []
     skipped: list[tuple[Measurement, str]] = []
-    memo: dict[tuple[object, ...], Mapped | str] = {}
+    memo: dict[tuple[object, ...], Candidate | str] = {}
     for m in rows:
         key = (m.model, m.gpu, m.precision, m.kv_precision, m.tp, m.pp, m.ep, m.num_gpus)
         if key not in memo:
-            memo[key] = _map_one(catalog, m, hardware, precision)
-        base = memo[key]
-        result = base if isinstance(base, str) else _remap(base, m)
+            memo[key] = _candidate(catalog, m, hardware, precision)
+        cand = memo[key]
+        result = cand if isinstance(cand, str) else _operating_point(cand, m)
         if isinstance(result, str):
             skipped.append((m, result))
         else:
@@ -275,8 +276,8 @@ def map_measurements(
     return mapped, skipped
 
 
-def _remap(base: Mapped, m: Measurement) -> Mapped | str:
-    """The memoised candidate with this row's own operating point."""
+def _operating_point(cand: Candidate, m: Measurement) -> Mapped | str:
+    """The row's operating point on its candidate, or why it cannot be predicted."""
     from inferencesize.validation import METRICS, Mapped, mode_of
 
     if m.metric not in METRICS:
@@ -291,22 +292,18 @@ def _remap(base: Mapped, m: Measurement) -> Mapped | str:
         return "isl not stated"
     scale = 1.0
     if "per dgx" in m.unit.lower() and m.num_gpus:
-        scale = m.num_gpus / base.candidate.par.gpus
+        scale = m.num_gpus / cand.par.gpus
     if m.osl is None:
         m = replace(m, osl=1.0)
-    return Mapped(m, base.candidate, mode, float(match.group(1)) if match else 0.0, scale)
+    return Mapped(m, cand, mode, float(match.group(1)) if match else 0.0, scale)
 
 
-def _map_one(
+def _candidate(
     catalog: Catalog, m: Measurement, hardware: str | None, precision: str | None
-) -> Mapped | str:
+) -> Candidate | str:
+    """The catalog candidate a row was measured on, or why it has none."""
     from inferencesize.estimate import Candidate
-    from inferencesize.validation import METRICS, Mapped, mode_of
 
-    if m.metric not in METRICS:
-        return f"metric {m.metric!r} is not a per-instance latency or throughput"
-    if m.value <= 0:
-        return "value is 0 (rounded in the source)"
     try:
         model = catalog.model(m.model)
     except UnknownIdError:
@@ -321,18 +318,4 @@ def _map_one(
         return f"precision {m.precision!r} not stated or unknown"
     kv = m.kv_precision if m.kv_precision in PRECISIONS else default_kv_precision(prec)
     tp = m.tp or m.num_gpus or 1
-    par = Parallelism(tp, m.pp or 1, m.ep or 1)
-    mode = mode_of(m)
-    match = re.match(r"^\s*(\d+(?:\.\d+)?)", m.concurrency)
-    if mode != "offline" and match is None:
-        return f"operating point {m.concurrency!r} is not a concurrency or batch size"
-    if m.isl is None:
-        return "isl not stated"
-    concurrency = float(match.group(1)) if match else 0.0
-    scale = 1.0
-    if "per dgx" in m.unit.lower() and m.num_gpus:
-        scale = m.num_gpus / par.gpus
-    cand = Candidate(model, gpu, system, prec, kv, par)
-    if m.osl is None:
-        m = replace(m, osl=1.0)
-    return Mapped(m, cand, mode, concurrency, scale)
+    return Candidate(model, gpu, system, prec, kv, Parallelism(tp, m.pp or 1, m.ep or 1))
