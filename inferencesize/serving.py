@@ -5,7 +5,8 @@ In-flight (continuous) batching with N closed-loop clients (GenAI-Perf concurren
 * At most B_max = KV capacity / KV(ISL + OSL) requests are in flight; the other N − B wait
   for a slot (Little's law on that queue: wait = (N − B) / X).
 * Decode steps run at batch ≈ B and are stretched by the prefills interleaved with them:
-  ITL = T_decode(B) / (1 − X · t_p), t_p = marginal step cost of one more prompt.
+  ITL = T_decode(B) / (1 − X · t_p · (B − 1) / B), t_p = marginal step cost of one more
+  prompt (a client's decode steps interleave only with the other clients' prefills).
 * Prefills queue behind each other: closed-loop clients with fixed lengths arrive in step (a
   cohort), so a new request waits on average for half of the batched prefill of the other
   B − 1 prompts (at most ``cohort_tokens`` of prompt tokens arrive together; beyond that the
@@ -26,6 +27,8 @@ import numpy as np
 from inferencesize.latency import Deployment, decode_step, prefill, step_time
 
 Batching = Literal["inflight", "static"]
+#: Prefill work may take at most this share of the decode steps' time (keeps ITL finite).
+LOAD_CAP = 0.95
 
 
 @dataclass(frozen=True)
@@ -59,7 +62,7 @@ class InflightArrays:
 
 
 def inflight_arrays(
-    dep: Deployment, isl: Any, osl: Any, concurrency: Any, max_in_flight: Any, iterations: int = 40
+    dep: Deployment, isl: Any, osl: Any, concurrency: Any, max_in_flight: Any, iterations: int = 60
 ) -> InflightArrays:
     """Closed-loop in-flight batching, elementwise over numpy arrays (module docstring)."""
     isl = np.asarray(isl, dtype=float)
@@ -78,14 +81,24 @@ def inflight_arrays(
     cohort = np.minimum(b - 1, dep.eff.cohort_tokens / np.maximum(isl, 1.0))
     prefill_wait = dep.eff.prefill_sync * 0.5 * prefill(dep, cohort, isl).total_s * (b > 1)
     busy = b > 1
-    x = b / (t_own + osl * t_decode)
-    itl = t_decode
-    ttft_service = t_own
+    others = (b - 1) / b  # a client's decode steps interleave with the others' prefills only
+
+    def service(x: Any) -> tuple[Any, Any]:
+        itl = t_decode / (1.0 - np.minimum(x * t_marginal * others, LOAD_CAP))
+        ttft = np.where(busy, 0.5 * itl, 0.0) + prefill_wait + t_own
+        return ttft, itl
+
+    # X = B / S(X) with S increasing in X: bisection on [0, B / S(0)] is exact and monotone.
+    lo = np.zeros_like(b)
+    hi = b / (t_own + (osl - 1) * t_decode)
     for _ in range(iterations):
-        load = np.minimum(x * t_marginal, 0.95)
-        itl = t_decode / (1.0 - load)
-        ttft_service = np.where(busy, 0.5 * itl, 0.0) + prefill_wait + t_own
-        x = 0.5 * x + 0.5 * b / (ttft_service + (osl - 1) * itl)
+        mid = 0.5 * (lo + hi)
+        ttft_m, itl_m = service(mid)
+        too_low = b / (ttft_m + (osl - 1) * itl_m) > mid
+        lo = np.where(too_low, mid, lo)
+        hi = np.where(too_low, hi, mid)
+    x = 0.5 * (lo + hi)
+    ttft_service, itl = service(x)
     queue_wait = (n - b) / x
     ttft = queue_wait + ttft_service
     e2e = ttft + (osl - 1) * itl

@@ -275,15 +275,8 @@ def itl_from_fixed_point(dep: Deployment, isl: float, osl: float, b: int, rate: 
         t_p = max(float(with_prompt - decode_step(dep, b - 1, context).total_s), 0.0)
     else:
         t_p = float(prefill(dep, 1, isl).total_s)
-    return t_decode / (1 - min(rate * t_p, 0.95))
-
-
-NOT_CONVERGED = pytest.mark.xfail(
-    strict=True,
-    reason="BUG serving.inflight_arrays: the 0.5-damped fixed-point iteration (40 steps) "
-    "oscillates when X · t_p nears the 0.95 cap (long prompts, short outputs), so the "
-    "returned ITL / throughput / queue wait are not a solution of the model's equations",
-)
+    # a client's decode steps interleave with the prefills of the other B - 1 clients only
+    return t_decode / (1 - min(rate * t_p * (b - 1) / b, 0.95))
 
 
 @pytest.mark.parametrize(
@@ -297,14 +290,18 @@ NOT_CONVERGED = pytest.mark.xfail(
         # equations (scipy brentq) is ITL 507 ms and 1.91 req/s. 8 of the 426 DLI NIM
         # operating points are off this way (ITL errors up to 49 %).
         pytest.param(
-            "llama-3-70b", "a100-sxm-80gb", "fp16", 4, 2000, 200, 250, marks=NOT_CONVERGED
+            "llama-3-70b",
+            "a100-sxm-80gb",
+            "fp16",
+            4,
+            2000,
+            200,
+            250,
         ),
         # ISL 7000 / OSL 200, 50 clients: ITL 1.317 s returned vs 0.373 s at the fixed point
-        pytest.param(
-            "llama-3-70b", "a100-sxm-80gb", "bf16", 4, 7000, 200, 50, marks=NOT_CONVERGED
-        ),
+        ("llama-3-70b", "a100-sxm-80gb", "bf16", 4, 7000, 200, 50),
         # KV-limited (B = 109 < N = 527): ITL 1.306 s returned vs 0.689 s at the fixed point
-        pytest.param("mistral-7b", "a100-sxm-80gb", "bf16", 1, 4096, 48, 527, marks=NOT_CONVERGED),
+        ("mistral-7b", "a100-sxm-80gb", "bf16", 1, 4096, 48, 527),
     ],
 )
 def test_inflight_result_solves_its_fixed_point(
@@ -329,12 +326,6 @@ def test_inflight_result_solves_its_fixed_point(
         assert op.queue_wait_s == pytest.approx(waiting / op.requests_per_s, rel=1e-6)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG serving.inflight_arrays: at B = 1 t_p is the client's own standalone prefill, "
-    "so its ITL is stretched by a prefill that never interleaves with its decode steps; "
-    "with a 1-token prompt ITL(concurrency 1) = 6.1819 ms > ITL(concurrency 2) = 6.1792 ms",
-)
 def test_inflight_itl_does_not_drop_from_one_to_two_clients(llama8b_fp8: Resolved) -> None:
     dep = dep_of(llama8b_fp8)
     one = inflight(dep, 1, 512, 1, 1000)

@@ -1,0 +1,146 @@
+"""Accuracy regression guards against the published measurements in data/calibration.
+
+Every row is predicted with the efficiency set of its engine generation (the set whose
+``engines`` substrings occur in the row's engine label, else the catalog default), exactly as
+benchmarks/fit_efficiency.py selects rows. The bounds sit well above today's errors: they catch
+a model or refit that gets clearly worse, not noise. Measured values are in the comments.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from inferencesize.catalog import Catalog, load_catalog
+from inferencesize.estimate import Candidate, Estimator
+from inferencesize.io_measurements import Measurement, dedupe, map_measurements, read_measurements
+from inferencesize.parallelism import Parallelism
+from inferencesize.serving import inflight, static
+from inferencesize.validation import Prediction, Summary, predict_all, summary_table
+
+REPO = Path(__file__).resolve().parents[2]
+DATA = [
+    REPO / "data/calibration/measurements.csv",
+    REPO / "data/calibration/static_batching_sweep.csv",
+]
+
+
+@pytest.fixture(scope="module")
+def catalog() -> Catalog:
+    return load_catalog()
+
+
+def estimator_picker(catalog: Catalog) -> Callable[[Measurement], Estimator]:
+    estimators = {ident: Estimator(s) for ident, s in catalog.efficiency.items()}
+    default = estimators[catalog.efficiency_set().id]
+
+    def pick(m: Measurement) -> Estimator:
+        label = m.engine_label.lower()
+        for ident, eset in catalog.efficiency.items():
+            if any(e.lower() in label for e in eset.engines):
+                return estimators[ident]
+        return default
+
+    return pick
+
+
+@pytest.fixture(scope="module")
+def predictions(catalog: Catalog) -> tuple[list[Prediction], int, int]:
+    rows = dedupe([m for path in DATA for m in read_measurements(path)])
+    mapped, skipped = map_measurements(catalog, rows)
+    preds = predict_all(estimator_picker(catalog), mapped)
+    return preds, len(rows), len(skipped)
+
+
+@pytest.fixture(scope="module")
+def table(predictions: tuple[list[Prediction], int, int]) -> dict[str, Summary]:
+    preds = predictions[0]
+    return summary_table(preds, lambda p: f"{p.mapped.m.source} {p.mapped.m.metric}")
+
+
+def test_engine_selection(catalog: Catalog) -> None:
+    pick = estimator_picker(catalog)
+    rows = dedupe([m for path in DATA for m in read_measurements(path)])
+    by_source = {m.source: pick(m).efficiency.id for m in rows}
+    assert by_source["nvidia_dli_nim"] == "nim-2024"
+    assert by_source["nvidia_dli_trtllm_static"] == "trtllm-0.9-static"
+    # no set claims TensorRT-LLM 0.14 / 0.17: the default set predicts them
+    assert by_source["trtllm_perf_overview"] == catalog.efficiency_set().id == "nim-2024"
+
+
+def test_nearly_every_row_is_predicted(predictions: tuple[list[Prediction], int, int]) -> None:
+    preds, rows, skipped = predictions
+    # today: 10,739 rows after dedupe, 8 skipped (no GPU stated, non-latency metrics), all
+    # 10,731 mapped rows predicted
+    assert rows > 10_000
+    assert skipped <= 0.01 * rows
+    assert len(preds) == rows - skipped
+
+
+# (group, metric) -> (minimum rows, median APE bound, p90 APE bound); today's values in comments
+BOUNDS = {
+    # NIM in-flight serving (nim-2024), 469 rows per metric
+    ("nvidia_dli_nim", "itl_ms_avg"): (400, 0.15, 0.40),  # median 10.3 %, p90 28.1 %
+    ("nvidia_dli_nim", "e2e_ms_avg"): (400, 0.15, 0.40),  # median 9.5 %, p90 25.1 %
+    ("nvidia_dli_nim", "req_per_s"): (400, 0.15, 0.40),  # median 9.4 %, p90 24.4 %
+    ("nvidia_dli_nim", "output_tok_s_total"): (400, 0.15, 0.40),  # median 9.4 %, p90 24.4 %
+    ("nvidia_dli_nim", "ttft_ms_avg"): (400, 0.25, 0.60),  # median 16.6 %, p90 45.5 %
+    # TRT-LLM 0.9 static batching (trtllm-0.9-static), ~1,800-1,950 rows per metric
+    ("nvidia_dli_trtllm_static", "prefill_ms"): (1500, 0.15, 0.45),  # median 7.6 %, p90 27.4 %
+    ("nvidia_dli_trtllm_static", "itl_ms_avg"): (1500, 0.15, 0.50),  # median 6.1 %, p90 35.1 %
+    ("nvidia_dli_trtllm_static", "e2e_ms_avg"): (1500, 0.15, 0.50),  # median 5.6 %, p90 31.2 %
+    ("nvidia_dli_trtllm_static", "output_tok_s_total"): (1500, 0.15, 0.50),  # 5.5 %, 31.1 %
+    # TRT-LLM 0.14 / 0.17 max-throughput tables, 848 rows, predicted with the default set
+    ("trtllm_perf_overview", "output_tok_s_total"): (700, 0.30, 0.80),  # median 16.1 %, p90 58.9 %
+}
+
+
+@pytest.mark.parametrize(("source", "metric"), list(BOUNDS))
+def test_accuracy_bounds(table: dict[str, Summary], source: str, metric: str) -> None:
+    min_rows, median_bound, p90_bound = BOUNDS[(source, metric)]
+    summary = table[f"{source} {metric}"]
+    assert summary.n >= min_rows
+    assert summary.median_ape <= median_bound, f"median APE {summary.median_ape:.3f}"
+    assert summary.p90_ape <= p90_bound, f"p90 APE {summary.p90_ape:.3f}"
+
+
+# ---------------------------------------------------------------------------------------------
+# Seed examples from the sizing talks
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "set_id",
+    [
+        # prefill 2.783 s (+7.0 %), decode 22.72 ms/token (−15.2 %)
+        "nim-2024",
+        # prefill 2.181 s (−16.1 %), decode 19.90 ms/token (−25.8 %: the thinner margin)
+        "trtllm-0.9-static",
+    ],
+)
+def test_seed_llama2_70b_tp4_fp16_static_batch_8(catalog: Catalog, set_id: str) -> None:
+    # Llama 70B, H100 SXM, TP4 FP16, static batch 8 of 3500-token prompts:
+    # prefill of the batch 2.6 s, decode 26.8 ms per token (data/calibration seed rows)
+    gpu, system = catalog.hardware("H100-SXM-80GB")
+    cand = Candidate(catalog.model("Llama-2-70B"), gpu, system, "fp16", "fp16", Parallelism(4))
+    res = Estimator(catalog.efficiency_set(set_id)).resolve(cand, 3500 + 1)
+    assert res.deployment is not None and res.reason is None
+    op = static(res.deployment, 3500, 1, 8)
+    assert op.ttft_s == pytest.approx(2.6, rel=0.30)
+    assert op.itl_s == pytest.approx(26.8e-3, rel=0.30)
+
+
+def test_seed_llama3_8b_fp8_h100_at_25_clients(catalog: Catalog) -> None:
+    # DLI nim.csv: Llama-3-8B FP8 TP1 on H100, 2000/200, 25 clients -> TTFT 489.5 ms,
+    # 8.843 req/s per instance (70.7 req/s per DGX H100 of 8 instances).
+    # Predicted today: TTFT 530.7 ms (+8.4 %), 8.552 req/s (−3.3 %).
+    gpu, system = catalog.hardware("h100-sxm")
+    cand = Candidate(catalog.model("llama-3-8b"), gpu, system, "fp8", "fp8", Parallelism(1))
+    res = Estimator(catalog.efficiency_set("nim-2024")).resolve(cand, 2200)
+    assert res.deployment is not None and res.reason is None
+    op = inflight(res.deployment, 2000, 200, 25, res.max_concurrency)
+    assert op.ttft_s == pytest.approx(0.4895, rel=0.20)
+    assert op.requests_per_s == pytest.approx(8.843, rel=0.15)
+    assert 8 * op.requests_per_s == pytest.approx(70.7, rel=0.15)
