@@ -59,19 +59,24 @@ def display_path(path: Path) -> str:
     return str(path)
 
 
-def read_yaml(path: Path) -> dict[str, Any]:
-    """Read one YAML mapping with ``yaml.safe_load``; every failure is a located CatalogError."""
+def read_text(path: Path, expected: str) -> tuple[str, str]:
+    """(shown path, UTF-8 text) of a file; every failure is a located CatalogError."""
     shown = display_path(path)
     if path.is_dir():
-        raise CatalogError(shown, "", "is a directory, expected a YAML file")
+        raise CatalogError(shown, "", f"is a directory, expected {expected}")
     try:
-        text = path.read_text(encoding="utf-8")
+        return shown, path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise CatalogError(shown, "", "file not found") from None
     except UnicodeDecodeError:
         raise CatalogError(shown, "", "is not UTF-8 text") from None
     except OSError as err:
         raise CatalogError(shown, "", f"cannot be read ({err.strerror})") from None
+
+
+def read_yaml(path: Path) -> dict[str, Any]:
+    """Read one YAML mapping with ``yaml.safe_load``; every failure is a located CatalogError."""
+    shown, text = read_text(path, "a YAML file")
     try:
         data = yaml.safe_load(text)
     except yaml.MarkedYAMLError as err:

@@ -9,13 +9,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-import numpy as np
-
 from inferencesize.deployment import build_deployment, default_kv_precision, resolve_efficiency
-from inferencesize.latency import Deployment, decode_step, prefill, step_time
+from inferencesize.latency import Deployment
 from inferencesize.memory import MemoryBudget, memory_budget
 from inferencesize.parallelism import Parallelism
-from inferencesize.serving import OperatingPoint, inflight, inflight_arrays, static
+from inferencesize.serving import OperatingPoint, inflight, points, static
 from inferencesize.specs import EfficiencySet, GpuSpec, ModelSpec, SystemSpec
 from inferencesize.transformer import ModelCosts, model_costs
 from inferencesize.units import GIB
@@ -189,60 +187,9 @@ def record(
     }
 
 
-def _bounds(step: Any) -> Any:
-    """Elementwise bound label of a StepTime: the largest share of the step time."""
-    work = step.gemm_s + step.attention_s
-    kind = np.where(np.asarray(step.gemm_compute_bound), "compute", "memory")
-    comm = np.broadcast_to(np.asarray(step.comm_s, dtype=float), np.shape(work))
-    over = np.broadcast_to(np.asarray(step.overhead_s, dtype=float), np.shape(work))
-    out = np.where(comm > np.maximum(work, over), "communication", kind)
-    return np.where(over > np.maximum(work, comm), "overhead", out)
-
-
 def operating_points(
     res: Resolved, isl: Any, osl: Any, concurrency: Any, max_in_flight: Any, batching: Batching
 ) -> list[OperatingPoint]:
     """Vectorised predictions for many operating points of one resolved candidate."""
-    dep = res.deployment
-    assert dep is not None
-    isl = np.asarray(isl, dtype=float)
-    osl = np.asarray(osl, dtype=float)
-    n = np.maximum(np.asarray(concurrency, dtype=float), 1.0)
-    ctx = isl + osl / 2.0
-    if batching == "static":
-        pre = prefill(dep, n, isl)
-        dec = decode_step(dep, n, ctx)
-        ttft, itl = np.asarray(pre.total_s, float), np.asarray(dec.total_s, float)
-        e2e = ttft + (osl - 1) * itl
-        rate = n / e2e
-        inflight_now = n
-        queue = prefill_wait = np.zeros_like(n)
-        pre_b, dec_b = _bounds(pre), _bounds(dec)
-    else:
-        r = inflight_arrays(dep, isl, osl, n, max_in_flight)
-        ttft, itl, e2e, rate = r.ttft_s, r.itl_s, r.e2e_s, r.requests_per_s
-        inflight_now, queue, prefill_wait = r.in_flight, r.queue_wait_s, r.prefill_wait_s
-        b = np.asarray(r.in_flight, dtype=float)
-        pre_b = _bounds(step_time(dep, b - 1, ctx, 1.0, isl))
-        dec_b = _bounds(decode_step(dep, b, ctx))
-    shape = np.shape(n)
-    cols = [
-        np.broadcast_to(np.asarray(a), shape)
-        for a in (n, inflight_now, ttft, itl, e2e, rate, osl, queue, prefill_wait, pre_b, dec_b)
-    ]
-    return [
-        OperatingPoint(
-            int(c),
-            int(b),
-            float(t),
-            float(i),
-            float(e),
-            float(x),
-            float(x * o),
-            float(q),
-            float(w),
-            str(pb),
-            str(db),
-        )
-        for c, b, t, i, e, x, o, q, w, pb, db in zip(*cols, strict=True)
-    ]
+    assert res.deployment is not None
+    return points(res.deployment, isl, osl, concurrency, max_in_flight, batching)

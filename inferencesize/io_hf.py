@@ -32,7 +32,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from inferencesize.catalog import display_path, format_validation_error
+from inferencesize.catalog import display_path, format_validation_error, read_text
 from inferencesize.errors import CatalogError, InputError
 from inferencesize.specs import ModelSpec
 
@@ -600,17 +600,7 @@ def validate_entry(entry: dict[str, Any], shown: str, prefix: str = "") -> Model
 
 def read_config(path: Path) -> dict[str, Any]:
     """Read a config.json object; every failure is a located CatalogError."""
-    shown = display_path(path)
-    if path.is_dir():
-        raise CatalogError(shown, "", "is a directory, expected a config.json file")
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise CatalogError(shown, "", "file not found") from None
-    except UnicodeDecodeError:
-        raise CatalogError(shown, "", "is not UTF-8 text") from None
-    except OSError as err:
-        raise CatalogError(shown, "", f"cannot be read ({err.strerror})") from None
+    shown, text = read_text(path, "a config.json file")
     if not text.strip():
         raise CatalogError(shown, "", "is empty, expected a JSON object of fields")
     try:

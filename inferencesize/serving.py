@@ -105,48 +105,70 @@ def inflight_arrays(
     return InflightArrays(b, ttft, itl, e2e, n / e2e, queue_wait, prefill_wait)
 
 
+def _bounds(step: Any) -> Any:
+    """Elementwise bound label of a StepTime: the largest share of the step time."""
+    work = step.gemm_s + step.attention_s
+    kind = np.where(np.asarray(step.gemm_compute_bound), "compute", "memory")
+    comm = np.broadcast_to(np.asarray(step.comm_s, dtype=float), np.shape(work))
+    over = np.broadcast_to(np.asarray(step.overhead_s, dtype=float), np.shape(work))
+    out = np.where(comm > np.maximum(work, over), "communication", kind)
+    return np.where(over > np.maximum(work, comm), "overhead", out)
+
+
+def points(
+    dep: Deployment, isl: Any, osl: Any, concurrency: Any, max_in_flight: Any, batching: Batching
+) -> list[OperatingPoint]:
+    """Operating points elementwise over arrays (static: batch = ``concurrency``)."""
+    isl = np.asarray(isl, dtype=float)
+    osl = np.asarray(osl, dtype=float)
+    n = np.atleast_1d(np.maximum(np.asarray(concurrency, dtype=float), 1.0))
+    ctx = isl + osl / 2.0
+    if batching == "static":
+        pre = prefill(dep, n, isl)
+        dec = decode_step(dep, n, ctx)
+        ttft, itl = np.asarray(pre.total_s, float), np.asarray(dec.total_s, float)
+        e2e = ttft + (osl - 1) * itl
+        rate = n / e2e
+        inflight_now = n
+        queue = prefill_wait = np.zeros_like(n)
+        pre_b, dec_b = _bounds(pre), _bounds(dec)
+    else:
+        r = inflight_arrays(dep, isl, osl, n, max_in_flight)
+        ttft, itl, e2e, rate = r.ttft_s, r.itl_s, r.e2e_s, r.requests_per_s
+        inflight_now, queue, prefill_wait = r.in_flight, r.queue_wait_s, r.prefill_wait_s
+        b = np.asarray(r.in_flight, dtype=float)
+        pre_b = _bounds(step_time(dep, b - 1, ctx, 1.0, isl))
+        dec_b = _bounds(decode_step(dep, b, ctx))
+    shape = np.shape(n)
+    cols = [
+        np.broadcast_to(np.asarray(a), shape)
+        for a in (n, inflight_now, ttft, itl, e2e, rate, osl, queue, prefill_wait, pre_b, dec_b)
+    ]
+    return [
+        OperatingPoint(
+            int(c),
+            int(b),
+            float(t),
+            float(i),
+            float(e),
+            float(x),
+            float(x * o),
+            float(q),
+            float(w),
+            str(pb),
+            str(db),
+        )
+        for c, b, t, i, e, x, o, q, w, pb, db in zip(*cols, strict=True)
+    ]
+
+
 def inflight(
     dep: Deployment, isl: float, osl: float, concurrency: int, max_in_flight: int
 ) -> OperatingPoint:
     """Closed-loop in-flight batching at ``concurrency`` clients (see module docstring)."""
-    r = inflight_arrays(dep, isl, osl, concurrency, max_in_flight)
-    b = float(r.in_flight)
-    context = isl + osl / 2.0
-    rate = float(r.requests_per_s)
-    return OperatingPoint(
-        concurrency=int(max(concurrency, 1)),
-        in_flight=int(b),
-        ttft_s=float(r.ttft_s),
-        itl_s=float(r.itl_s),
-        e2e_s=float(r.e2e_s),
-        requests_per_s=rate,
-        output_tokens_per_s=rate * osl,
-        queue_wait_s=float(r.queue_wait_s),
-        prefill_wait_s=float(r.prefill_wait_s),
-        prefill_bound=step_time(dep, b - 1, context, 1.0, isl).bound,
-        decode_bound=decode_step(dep, b, context).bound,
-    )
+    return points(dep, isl, osl, concurrency, max_in_flight, "inflight")[0]
 
 
 def static(dep: Deployment, isl: float, osl: float, batch: int) -> OperatingPoint:
     """Static batching: the whole batch is prefilled together, then decoded together."""
-    b = max(int(batch), 1)
-    pre = prefill(dep, b, isl)
-    dec = decode_step(dep, b, isl + osl / 2.0)
-    ttft = float(pre.total_s)
-    itl = float(dec.total_s)
-    e2e = ttft + (osl - 1) * itl
-    rate = b / e2e
-    return OperatingPoint(
-        concurrency=b,
-        in_flight=b,
-        ttft_s=ttft,
-        itl_s=itl,
-        e2e_s=e2e,
-        requests_per_s=rate,
-        output_tokens_per_s=rate * osl,
-        queue_wait_s=0.0,
-        prefill_wait_s=0.0,
-        prefill_bound=pre.bound,
-        decode_bound=dec.bound,
-    )
+    return points(dep, isl, osl, batch, batch, "static")[0]

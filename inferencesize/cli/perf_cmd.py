@@ -13,7 +13,6 @@ import typer
 import yaml
 
 from inferencesize import report
-from inferencesize.calibration import PER_GPU_PARAMS, fit, precision_class
 from inferencesize.catalog import Catalog, load_file
 from inferencesize.cli.catalog_cmd import write_new_file
 from inferencesize.cli.common import CatalogOpt, check_format, open_catalog, stdout
@@ -459,6 +458,9 @@ def calibrate(
     Example: infersize calibrate --data my-runs.csv --hardware h100-sxm --precision fp8
     --out calibration.yaml    then: infersize estimate … --calibration calibration.yaml
     """
+    # scipy.optimize is imported here, not at start-up, so every other command stays fast.
+    from inferencesize.calibration import PER_GPU_PARAMS, fit, precision_class
+
     catalog = open_catalog(catalog_dirs)
     base = catalog.efficiency_set(engine)
     gpu, _ = catalog.hardware(hardware)
