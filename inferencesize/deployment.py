@@ -92,7 +92,7 @@ def resolve_efficiency(eset: EfficiencySet, gpu: GpuSpec, precision: str) -> tup
                 {k: v for k, v in entry.model_dump().items() if k in values and v is not None}
             )
             origin = f"{eset.id}: {gpu.id} {precision}"
-    return Efficiency(**values), origin
+    return Efficiency(**{k: v for k, v in values.items() if v is not None}), origin
 
 
 def peak_flops(gpu: GpuSpec, precision: str) -> float | None:

@@ -112,7 +112,9 @@ def step_time(
     ctx = np.asarray(decode_context, dtype=float)
     window = c.window or 1e30
     attended = c.global_layers * ctx + c.local_layers * np.minimum(ctx, window)
-    kv_layer_bytes = c.kv_elements_per_token_layer * dep.kv_bytes_per_element
+    kv_layer_bytes = c.kv_elements_per_token_layer * max(
+        dep.kv_bytes_per_element, eff.kv_read_min_bytes
+    )
     kv_bytes = dec * attended * kv_layer_bytes * kv_share_per_gpu(c, tp) * layer_frac
     decode_attn = op_time(
         dec * attended * pair_flops,

@@ -26,8 +26,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
+import numpy as np
+
 from inferencesize.deployment import default_kv_precision
-from inferencesize.estimate import Batching, Candidate, Estimator, Resolved
+from inferencesize.estimate import Batching, Candidate, Estimator, Resolved, operating_points
 from inferencesize.parallelism import Parallelism, valid_splits
 from inferencesize.serving import OperatingPoint
 from inferencesize.specs import GpuSpec, ModelSpec, SystemSpec
@@ -178,6 +180,10 @@ def _metric(op: OperatingPoint, name: Binding) -> float:
 _NAMES = {"ttft": "TTFT", "itl": "ITL", "e2e": "E2E"}
 
 
+#: Concurrencies evaluated in one vectorised call when searching.
+SCAN_BLOCK = 2048
+
+
 def search_point(
     est: Estimator,
     res: Resolved,
@@ -186,41 +192,46 @@ def search_point(
     limits: Limits,
     batching: Batching,
 ) -> tuple[OperatingPoint, Binding] | tuple[None, str]:
-    """The largest concurrency (batch) meeting the limits, by binary search on integers.
+    """The largest concurrency (batch) meeting the limits, exact over the integers.
 
+    Up to :data:`SCAN_BLOCK` concurrencies every integer 1…max_concurrency is evaluated in
+    one vectorised call. Beyond that a geometric probe brackets the answer (latency is
+    monotone non-decreasing in N) and every integer inside the bracket is evaluated.
     Returns (point, binding limit) or (None, reason) when concurrency 1 already misses.
     """
+    del est  # the resolved candidate carries its deployment
     top = res.max_concurrency
     if top < 1:
         return None, "out of memory: no room for one sequence"
 
-    def at(n: int) -> OperatingPoint:
-        op = est.point(res, isl, osl, n, batching)
-        assert op is not None
-        return op
+    def evaluate(ns: np.ndarray) -> tuple[list[OperatingPoint], np.ndarray]:
+        cap = ns if batching == "static" else np.full_like(ns, float(top))
+        ops = operating_points(res, isl, osl, ns, cap, batching)
+        return ops, np.array([limits.miss(op) is None for op in ops])
 
-    first = at(1)
-    miss = limits.miss(first)
-    if miss is not None:
-        name, value, limit = miss
+    if top <= SCAN_BLOCK:
+        ns = np.arange(1, top + 1, dtype=float)
+    else:
+        probe = np.unique(np.round(np.geomspace(1, top, SCAN_BLOCK // 4)))
+        _, ok = evaluate(probe)
+        good = np.flatnonzero(ok)
+        if good.size == 0:
+            ns = probe[:1]
+        elif good[-1] == probe.size - 1:
+            ns = probe[-1:]
+        else:
+            ns = np.arange(probe[good[-1]], probe[good[-1] + 1] + 1, dtype=float)
+    ops, ok = evaluate(ns)
+    good = np.flatnonzero(ok)
+    if good.size == 0:
+        name, value, limit = limits.miss(ops[0]) or ("ttft", 0.0, 0.0)
         unit = "batch size" if batching == "static" else "concurrency"
         return None, (
             f"{_NAMES[name]} {fmt_seconds(value)} > limit {fmt_seconds(limit)} at {unit} 1"
         )
-    last = at(top)
-    if limits.miss(last) is None:
-        return last, "memory"
-    lo, lo_op, hi = 1, first, top  # lo meets, hi misses
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        op = at(mid)
-        if limits.miss(op) is None:
-            lo, lo_op = mid, op
-        else:
-            hi = mid
-    stop = limits.miss(at(hi))
-    binding: Binding = stop[0] if stop else "memory"
-    return lo_op, binding
+    best = int(good[-1])
+    stop = limits.miss(ops[best + 1]) if best + 1 < len(ops) else None
+    return ops[best], (stop[0] if stop else "memory")
 
 
 def _plan_for(

@@ -31,6 +31,10 @@ class Efficiency:
     comm_latency_s: float  # alpha of one collective on NVLink / PCIe
     prefill_sync: float = 0.5  # share of other in-flight requests whose prefill a new one waits for
     cohort_tokens: float = 65536.0  # largest block of prompt tokens that arrives together
+    # Decode attention streams the KV cache at no fewer than this many bytes per element's worth
+    # of time: kernels that dequantise an 8-bit cache to 16-bit run at the 16-bit element rate
+    # (the 8-bit cache then halves the memory held, not the attention time). 0 = stored bytes.
+    kv_read_min_bytes: float = 0.0
 
 
 def gemm_efficiency(eff: Efficiency, tokens: Num) -> Num:

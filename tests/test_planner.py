@@ -54,17 +54,11 @@ def test_seed1_per_dgx_capacity_within_15_percent() -> None:
     assert p.point.ttft_s <= 0.5
 
 
-@pytest.mark.xfail(
-    reason="model predicts 65.9 req/s per DGX (-7 %): 200 / 65.9 -> 4 DGX, not 3", strict=False
-)
 def test_seed1_plan_is_3_dgx() -> None:
     p = _seed().chosen
     assert p is not None and p.servers == 3
 
 
-@pytest.mark.xfail(
-    reason="model predicts 38.4 req/s per DGX at TTFT 220 ms: 6 DGX, not 5", strict=False
-)
 def test_seed1_ttft_220_is_5_dgx() -> None:
     p = _seed(ttft_s=0.22).chosen
     assert p is not None and p.servers == 5

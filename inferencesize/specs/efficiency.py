@@ -39,6 +39,16 @@ class EfficiencyValues(Spec):
         description="largest block of prompt tokens that arrives together; beyond it closed-loop"
         " arrivals spread out",
     )
+    kv_read_min_bytes: Annotated[float, Field(ge=0, le=4)] | None = Field(
+        default=None,
+        description="decode attention reads the KV cache at no fewer than this many bytes per"
+        " element's worth of time (2: an 8-bit cache is dequantised at the 16-bit rate);"
+        " optional, default 0 (stored bytes)",
+    )
+
+
+#: Parameters a set's defaults may leave out (the model then uses its neutral default).
+OPTIONAL_PARAMS = frozenset({"kv_read_min_bytes"})
 
 
 class EfficiencyEntry(EfficiencyValues):
@@ -65,7 +75,11 @@ class EfficiencySet(Spec):
 
     @model_validator(mode="after")
     def _complete_defaults(self) -> EfficiencySet:
-        missing = [k for k, v in self.defaults.model_dump().items() if v is None]
+        missing = [
+            k
+            for k, v in self.defaults.model_dump().items()
+            if v is None and k not in OPTIONAL_PARAMS
+        ]
         if missing:
             raise ValueError(f"defaults: must set every parameter (missing {', '.join(missing)})")
         return self

@@ -119,7 +119,7 @@ def test_check_within_and_over_budget() -> None:
     assert ok.stderr.startswith("ok: ")
     over = runner.invoke(app, ["check", "--pp", "1", "--max-servers", "2", "--max-gpus", "100"])
     assert over.exit_code == 4
-    assert "servers 4 > 2 (over by 2)" in over.stderr
+    assert "servers 3 > 2 (over by 1)" in over.stderr
     assert over.stdout == ""
 
 

@@ -7,6 +7,8 @@ prefill, queue wait = (N − B) / X) rather than fitted latencies.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from inferencesize.catalog import Catalog, load_catalog
@@ -331,3 +333,27 @@ def test_inflight_itl_does_not_drop_from_one_to_two_clients(llama8b_fp8: Resolve
     one = inflight(dep, 1, 512, 1, 1000)
     two = inflight(dep, 1, 512, 2, 1000)
     assert one.itl_s <= two.itl_s
+
+
+def test_kv_read_min_bytes_floors_decode_attention_time(llama8b_fp8: Resolved) -> None:
+    """With kv_read_min_bytes = 2, an FP8 (1-byte) KV cache is read in the time of 16-bit
+    elements: decode attention time doubles against the stored-bytes model (memory-bound), the
+    GEMMs and the KV memory held do not change. Hand check: 64 sequences × 2200 tokens × 32 layers
+    × 2 × 8 × 128 elements × 2 bytes / (HBM bandwidth × memory efficiency)."""
+    dep = dep_of(llama8b_fp8)
+    assert dep.kv_bytes_per_element == 1.0
+    floored = replace(dep, eff=replace(dep.eff, kv_read_min_bytes=2.0))
+    stored = replace(dep, eff=replace(dep.eff, kv_read_min_bytes=0.0))
+    a = decode_step(floored, 64, 2200.0)
+    b = decode_step(stored, 64, 2200.0)
+    elements = 64 * 2200 * 32 * 2 * 8 * 128
+    expected = elements * 2.0 / (dep.hbm_bytes_per_s * dep.eff.memory)
+    assert float(a.attention_s) == pytest.approx(expected, rel=1e-9)
+    assert float(a.attention_s) == pytest.approx(2 * float(b.attention_s), rel=1e-9)
+    assert float(a.gemm_s) == float(b.gemm_s)
+    # A 16-bit cache is unaffected by a floor of 2 bytes.
+    wide = replace(floored, kv_bytes_per_element=2.0)
+    wide0 = replace(stored, kv_bytes_per_element=2.0)
+    assert float(decode_step(wide, 64, 2200.0).attention_s) == float(
+        decode_step(wide0, 64, 2200.0).attention_s
+    )
