@@ -410,7 +410,9 @@ def plan_command(
 
     Tries every hardware × precision × TP/PP/EP split, finds each one's largest concurrency
     meeting TTFT/ITL/E2E (exact search), and ranks plans by servers, GPUs, then cost.
-    Exit 3 when nothing meets the limits (with the nearest miss).
+    Exit 3 when nothing meets the limits (with the nearest miss). --objective cost|power|gpus
+    ranks by $/hour, kW or GPUs instead; a scenario with daily: (or --requests-per-day) adds
+    fixed-fleet vs autoscaled cost per day; one with pipeline: sizes every stage.
 
     Example: infersize plan --model llama-3-8b --hardware dgx-h100 --precision fp8 --tp 1
     --isl 2000 --osl 200 --peak-rps 200 --ttft-ms 500 --format json
