@@ -362,7 +362,11 @@ def _check_references(catalog: Catalog) -> None:
 
 
 def check_scenario(catalog: Catalog, scenario: ScenarioSpec, shown: str) -> ModelSpec:
-    """Cross-field checks that need the catalog; returns the scenario's model."""
+    """Cross-field checks that need the catalog; returns the scenario's model (a pipeline's:
+    the first stage's)."""
+    if scenario.pipeline is not None:
+        return _check_pipeline(catalog, scenario, shown)
+    assert scenario.model is not None  # the schema requires it without a pipeline
     try:
         model = catalog.model(scenario.model)
     except UnknownIdError as err:
@@ -381,3 +385,29 @@ def check_scenario(catalog: Catalog, scenario: ScenarioSpec, shown: str) -> Mode
             f"exceeds {model.id}'s context window of {model.max_context}",
         )
     return model
+
+
+def _check_pipeline(catalog: Catalog, scenario: ScenarioSpec, shown: str) -> ModelSpec:
+    """Every stage's model and hardware exist and its ISL + OSL fits the model's window."""
+    models: list[ModelSpec] = []
+    for i, stage in enumerate(scenario.pipeline or []):
+        where = f"pipeline[{i}]"
+        try:
+            model = catalog.model(stage.model)
+        except UnknownIdError as err:
+            raise CatalogError(shown, f"{where}.model", str(err)) from None
+        for j, name in enumerate(stage.hardware or scenario.hardware):
+            try:
+                catalog.hardware(name)
+            except UnknownIdError as err:
+                field = f"{where}.hardware[{j}]" if stage.hardware else f"hardware[{j}]"
+                raise CatalogError(shown, field, str(err)) from None
+        if stage.isl + stage.osl > model.max_context:
+            raise CatalogError(
+                shown,
+                f"{where}.isl",
+                f"ISL + OSL = {stage.isl} + {stage.osl} = {stage.isl + stage.osl} tokens "
+                f"exceeds {model.id}'s context window of {model.max_context}",
+            )
+        models.append(model)
+    return models[0]

@@ -13,7 +13,8 @@ grid). The per-instance rate is the throughput at that point (Little's law: N / 
   system) is packed onto nodes of :data:`BARE_GPU_NODE` (8) GPUs, so ``servers`` then counts
   8-GPU nodes. Instances larger than a node (multi-node) are only considered when no
   single-node split works; each then takes ``ceil(gpus_per_instance / gpus_per_node)`` nodes;
-* candidates are ranked by servers, then GPUs, then cost per hour.
+* candidates are ranked by servers, then GPUs, then cost per hour (or, with another
+  ``objective``, by GPUs, cost per hour or power first).
 
 Limits: streaming mode checks every given limit (TTFT, ITL, E2E); sequential mode only E2E
 (the whole answer is what counts). Pure: no I/O, no printing.
@@ -29,7 +30,10 @@ from typing import Literal
 import numpy as np
 
 from inferencesize.deployment import default_kv_precision
+from inferencesize.economics import Objective, PlanEconomics, Pricing, input_share, objective_key
+from inferencesize.economics import plan_economics as _plan_economics
 from inferencesize.estimate import Batching, Candidate, Estimator, Resolved, operating_points
+from inferencesize.latency import prefill
 from inferencesize.parallelism import Parallelism, valid_splits
 from inferencesize.serving import OperatingPoint
 from inferencesize.specs import GpuSpec, ModelSpec, SystemSpec
@@ -116,6 +120,7 @@ class Plan:
     cost_per_hour_usd: float | None
     cost_per_million_output_tokens_usd: float | None
     efficiency_source: str
+    economics: PlanEconomics | None = None
 
     @property
     def rate(self) -> float:
@@ -129,6 +134,13 @@ class Plan:
     def sort_key(self) -> tuple[float, float, float, float, str]:
         cost = self.cost_per_hour_usd if self.cost_per_hour_usd is not None else math.inf
         return (self.servers, self.gpus, cost, -self.headroom, self.candidate.label())
+
+    def objective_key(self, objective: Objective) -> tuple[float, ...]:
+        """Sort key under ``objective`` (servers | gpus | cost | power), then headroom."""
+        key = objective_key(
+            objective, self.servers, self.gpus, self.cost_per_hour_usd, self.power_watts
+        )
+        return (*key, -self.headroom)
 
 
 @dataclass(frozen=True)
@@ -234,6 +246,15 @@ def search_point(
     return ops[best], (stop[0] if stop else "memory")
 
 
+def pack_servers(instances: int, gpus_per_instance: int, gpus_per_node: int) -> int:
+    """Nodes for ``instances``: a multi-node instance takes whole nodes; otherwise
+    ``floor(gpus_per_node / gpus_per_instance)`` instances share a node."""
+    per, node = gpus_per_instance, gpus_per_node
+    if per > node:
+        return instances * math.ceil(per / node)
+    return math.ceil(instances / (node // per))
+
+
 def _plan_for(
     cand: Candidate,
     res: Resolved,
@@ -241,7 +262,9 @@ def _plan_for(
     binding: Binding,
     hw: HardwareOption,
     peak: float,
+    isl: float,
     osl: float,
+    pricing: Pricing | None = None,
 ) -> Plan:
     per = cand.par.gpus
     rate = op.requests_per_s
@@ -249,20 +272,15 @@ def _plan_for(
     gpus = instances * per
     node = hw.gpus_per_node
     multi = per > node
-    # a multi-node instance takes whole nodes; otherwise pack floor(node / per) per node
-    servers = instances * math.ceil(per / node) if multi else math.ceil(instances / (node // per))
-    power: float | None = None
-    if hw.system is not None and hw.system.power_watts is not None:
-        power = hw.system.power_watts * servers
-    elif hw.gpu.tdp_watts is not None:
-        power = hw.gpu.tdp_watts * gpus
-    price = (
-        hw.system.price_usd_per_gpu_hour
-        if hw.system is not None and hw.system.price_usd_per_gpu_hour is not None
-        else hw.gpu.price_usd_per_gpu_hour
-    )
-    cost = price * gpus if price is not None else None
+    servers = pack_servers(instances, per, node)
     capacity = instances * rate
+    assert res.deployment is not None
+    share = input_share(rate, float(prefill(res.deployment, 1, isl).total_s))
+    econ = _plan_economics(
+        pricing or Pricing(), hw.gpu, hw.system, gpus, servers, node, capacity, isl, osl, share
+    )
+    power = econ.it_watts
+    cost = econ.cost.usd_per_hour if econ.cost is not None else None
     tokens_per_hour = capacity * osl * 3600.0
     per_million = cost / tokens_per_hour * 1e6 if cost is not None and tokens_per_hour else None
     return Plan(
@@ -282,6 +300,7 @@ def _plan_for(
         cost_per_hour_usd=cost,
         cost_per_million_output_tokens_usd=per_million,
         efficiency_source=res.efficiency_source,
+        economics=econ,
     )
 
 
@@ -321,12 +340,16 @@ def plan(
     eps: Sequence[int] | None = None,
     batching: Batching = "inflight",
     top: int = 3,
+    objective: Objective = "servers",
+    pricing: Pricing | None = None,
 ) -> PlanResult:
     """Size a deployment: every candidate, its best operating point, ranked plans.
 
     ``tps``/``pps``/``eps`` None means "auto" (every valid power of two), else the listed
     values. Splits with tp · pp above a node (multi-node) are tried only when no single-node
-    candidate is feasible.
+    candidate is feasible. ``objective`` ranks feasible plans by servers (default), GPUs,
+    cost per hour or power (unknown cost/power last); ``pricing`` prices them
+    (:mod:`inferencesize.economics`).
     """
     if peak_rps <= 0:
         raise ValueError(f"peak_rps must be > 0 (got {peak_rps})")
@@ -369,12 +392,15 @@ def plan(
             return
         assert why in ("ttft", "itl", "e2e", "memory")
         binding: Binding = why  # type: ignore[assignment]
-        feasible.append(_plan_for(cand, res, op, binding, hw, peak_rps, osl))
+        feasible.append(_plan_for(cand, res, op, binding, hw, peak_rps, isl, osl, pricing))
 
     run(multi_node=False)
     if not feasible:
         run(multi_node=True)
-    feasible.sort(key=Plan.sort_key)
+    if objective == "servers":
+        feasible.sort(key=Plan.sort_key)
+    else:
+        feasible.sort(key=lambda p: (*p.objective_key(objective), p.candidate.label()))
     chosen = feasible[0] if feasible else None
     alternatives = feasible[1 : 1 + max(top, 0)]
     nearest = None if chosen else _nearest_miss(rejected, limits)

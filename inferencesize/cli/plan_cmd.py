@@ -10,13 +10,15 @@ import typer
 
 from inferencesize import report
 from inferencesize.catalog import Catalog, check_scenario, display_path, parse_spec, read_yaml
+from inferencesize.cli import economics_opts as econ
+from inferencesize.cli import pipeline_cmd
 from inferencesize.cli.common import CatalogOpt, check_format, open_catalog, stdout
 from inferencesize.cli.perf_cmd import CalibrationOpt, EngineOpt, efficiency_for
 from inferencesize.errors import InfeasibleError, InputError, OverBudgetError
 from inferencesize.estimate import Estimator
+from inferencesize.pipeline import PipelineResult
 from inferencesize.planner import Limits, Plan, PlanResult, fmt_seconds, plan
 from inferencesize.specs.scenario import ScenarioSpec
-from inferencesize.traffic import peak_rps
 
 SCHEMA_VERSION = 1
 FORMATS = ("table", "json", "yaml", "csv")
@@ -88,6 +90,7 @@ def load_scenario(
         data = spec.model_dump(by_alias=True, exclude_none=True)
         shown = catalog.file_of("scenarios", spec.id or name)
     given = {k: v for k, v in flags.items() if v is not None}
+    econ.merge(data, given)
     pairs = {"isl": "isl_words", "osl": "osl_words", "mean_rps": "peak_rps", "peak_rps": "mean_rps"}
     for key, other in pairs.items():
         if key in given and other not in given:
@@ -103,18 +106,13 @@ def load_scenario(
 
 
 def scenario_peak(scenario: ScenarioSpec) -> float:
-    if scenario.peak_rps is not None:
-        return scenario.peak_rps
-    assert scenario.mean_rps is not None
-    try:
-        return peak_rps(scenario.mean_rps, scenario.percentile, dispersion=scenario.dispersion)
-    except ValueError as err:
-        raise InputError(f"scenario: {err}") from None
+    return econ.scenario_peak(scenario)
 
 
 def solve(
     scenario: ScenarioSpec, catalog: Catalog, est: Estimator, top: int
 ) -> tuple[PlanResult, float]:
+    assert scenario.model is not None  # pipeline scenarios go to pipeline_cmd
     model = catalog.model(scenario.model)
     hardware = [catalog.hardware(h) for h in dict.fromkeys(scenario.hardware)]
     limits = Limits(
@@ -139,6 +137,8 @@ def solve(
         eps=None if scenario.ep == "auto" else scenario.ep,
         batching=scenario.batching,
         top=top,
+        objective=scenario.objective,
+        pricing=econ.pricing(scenario),
     )
     return result, peak
 
@@ -177,6 +177,7 @@ def plan_record(p: Plan, engine: str) -> dict[str, Any]:
         "power_kw": p.power_watts / 1e3 if p.power_watts is not None else None,
         "cost_per_hour_usd": p.cost_per_hour_usd,
         "cost_per_million_output_tokens_usd": p.cost_per_million_output_tokens_usd,
+        "economics": econ.economics_record(p),
         "engine": engine,
         "efficiency": p.efficiency_source,
     }
@@ -185,6 +186,7 @@ def plan_record(p: Plan, engine: str) -> dict[str, Any]:
 def result_record(
     scenario: ScenarioSpec, result: PlanResult, peak: float, engine: str
 ) -> dict[str, Any]:
+    daily = econ.daily_for(scenario, result.chosen) if result.chosen else None
     return {
         "schema_version": SCHEMA_VERSION,
         "scenario": scenario.id,
@@ -207,6 +209,9 @@ def result_record(
         "rejected": [{"candidate": r.candidate, "reason": r.reason} for r in result.rejected],
         "nearest_miss": result.nearest_miss,
         "engine": engine,
+        "objective": scenario.objective,
+        "power_budget": econ.power_budget_record(scenario, result.chosen),
+        "daily": econ.daily_record(daily) if daily else None,
     }
 
 
@@ -267,6 +272,7 @@ def _print_table(scenario: ScenarioSpec, rec: dict[str, Any], explain: bool) -> 
                 if p["cost_per_hour_usd"] is not None
                 else _money(None),
             ),
+            *econ.table_rows(p, rec),
             ("engine", f"{p['engine']} ({p['efficiency']})"),
         ]
         out.print(report.key_value_table(title, pairs))
@@ -345,7 +351,7 @@ def _prepare(
     engine: str | None,
     calibration: Path | None,
     catalog_dirs: list[Path] | None,
-) -> tuple[ScenarioSpec, dict[str, Any], PlanResult]:
+) -> tuple[ScenarioSpec, dict[str, Any], PlanResult | PipelineResult]:
     for key, allowed in (
         ("mode", ("streaming", "sequential")),
         ("batching", ("inflight", "static")),
@@ -356,6 +362,9 @@ def _prepare(
     scenario, _ = load_scenario(catalog, scenario_name, flags)
     eset = efficiency_for(catalog, engine, calibration)
     est = Estimator(eset)
+    if scenario.pipeline is not None:
+        piped = pipeline_cmd.solve(scenario, catalog, est, top)
+        return scenario, pipeline_cmd.record(scenario, piped, eset.engine), piped
     result, peak = solve(scenario, catalog, est, top)
     return scenario, result_record(scenario, result, peak, eset.engine), result
 
@@ -378,6 +387,18 @@ def plan_command(
     ep: EpOpt = None,
     mode: ModeOpt = None,
     batching: BatchingOpt = None,
+    objective: econ.ObjectiveOpt = None,
+    cost_basis: econ.CostBasisOpt = None,
+    usd_per_gpu_hour: econ.GpuHourOpt = None,
+    server_price_usd: econ.ServerPriceOpt = None,
+    amortization_years: econ.YearsOpt = None,
+    usd_per_kwh: econ.KwhOpt = None,
+    pue: econ.PueOpt = None,
+    server_power_kw: econ.ServerPowerOpt = None,
+    power_budget_kw: econ.PowerBudgetOpt = None,
+    requests_per_day: econ.RequestsPerDayOpt = None,
+    peak_hour_share: econ.PeakShareOpt = None,
+    hourly_rps: econ.HourlyOpt = None,
     top: Annotated[int, typer.Option("--top", min=0, help="Alternatives to show.")] = 3,
     explain: Annotated[bool, typer.Option("--explain", help="List rejected candidates.")] = False,
     fmt: Annotated[str, typer.Option("--format", "-f", help="table | json | yaml | csv")] = "table",
@@ -389,7 +410,9 @@ def plan_command(
 
     Tries every hardware × precision × TP/PP/EP split, finds each one's largest concurrency
     meeting TTFT/ITL/E2E (exact search), and ranks plans by servers, GPUs, then cost.
-    Exit 3 when nothing meets the limits (with the nearest miss).
+    Exit 3 when nothing meets the limits (with the nearest miss). --objective cost|power|gpus
+    ranks by $/hour, kW or GPUs instead; a scenario with daily: (or --requests-per-day) adds
+    fixed-fleet vs autoscaled cost per day; one with pipeline: sizes every stage.
 
     Example: infersize plan --model llama-3-8b --hardware dgx-h100 --precision fp8 --tp 1
     --isl 2000 --osl 200 --peak-rps 200 --ttft-ms 500 --format json
@@ -397,6 +420,11 @@ def plan_command(
     check_format(fmt, FORMATS)
     flags = _flags(locals())
     scen, rec, result = _prepare(scenario, flags, top, engine, calibration, catalog_dirs)
+    if isinstance(result, PipelineResult):
+        pipeline_cmd.emit(rec, fmt, explain)
+        if not result.feasible:
+            raise InfeasibleError(f"no feasible pipeline: {pipeline_cmd.miss(result)}")
+        return
     _emit(scen, rec, fmt, explain)
     if result.chosen is None:
         raise InfeasibleError(f"no feasible plan: {result.nearest_miss}")
@@ -420,6 +448,7 @@ def _flags(values: dict[str, Any]) -> dict[str, Any]:
         "ep": values["ep"],
         "mode": values["mode"],
         "batching": values["batching"],
+        **econ.flags(values),
     }
 
 
@@ -448,6 +477,22 @@ def check_command(
     ep: EpOpt = None,
     mode: ModeOpt = None,
     batching: BatchingOpt = None,
+    objective: econ.ObjectiveOpt = None,
+    cost_basis: econ.CostBasisOpt = None,
+    usd_per_gpu_hour: econ.GpuHourOpt = None,
+    server_price_usd: econ.ServerPriceOpt = None,
+    amortization_years: econ.YearsOpt = None,
+    usd_per_kwh: econ.KwhOpt = None,
+    pue: econ.PueOpt = None,
+    server_power_kw: econ.ServerPowerOpt = None,
+    power_budget_kw: econ.PowerBudgetOpt = None,
+    requests_per_day: econ.RequestsPerDayOpt = None,
+    peak_hour_share: econ.PeakShareOpt = None,
+    hourly_rps: econ.HourlyOpt = None,
+    max_power_kw: Annotated[
+        float | None,
+        typer.Option("--max-power-kw", min=0.0, help="IT power budget, kW (exit 4 over it)."),
+    ] = None,
     fmt: Annotated[
         str, typer.Option("--format", "-f", help="text (stderr line only) | json")
     ] = "text",
@@ -474,49 +519,85 @@ def check_command(
         "max_cost_per_hour_usd": max_cost_per_hour
         if max_cost_per_hour is not None
         else (budget.max_cost_per_hour_usd if budget else None),
+        "max_power_kw": max_power_kw
+        if max_power_kw is not None
+        else (budget.max_power_kw if budget else None),
     }
     if max_cost_per_hour is not None and max_cost_per_hour <= 0:
         raise InputError("--max-cost-per-hour: must be > 0")
     if all(v is None for v in limits.values()):
         raise InputError(
-            "check needs a budget: --max-gpus, --max-servers, --max-cost-per-hour"
-            " or budget: in the scenario"
+            "check needs a budget: --max-gpus, --max-servers, --max-cost-per-hour,"
+            " --max-power-kw or budget: in the scenario"
         )
-    p = result.chosen
+    totals = _totals(result)
     over: list[str] = []
-    if p is not None:
-        actual = {
-            "max_gpus": float(p.gpus),
-            "max_servers": float(p.servers),
-            "max_cost_per_hour_usd": p.cost_per_hour_usd,
+    if totals is not None:
+        where, summary, actual = totals
+        names = {
+            "max_gpus": "GPUs",
+            "max_servers": "servers",
+            "max_cost_per_hour_usd": "$/hour",
+            "max_power_kw": "kW",
         }
-        names = {"max_gpus": "GPUs", "max_servers": "servers", "max_cost_per_hour_usd": "$/hour"}
         for key, cap in limits.items():
             if cap is None:
                 continue
             have = actual[key]
             if have is None:
-                raise InputError(
-                    f"{p.candidate.hardware_id}: no price in the catalog, cannot"
-                    " check --max-cost-per-hour"
-                )
+                what = "power" if key == "max_power_kw" else "price"
+                flag = "--max-power-kw" if key == "max_power_kw" else "--max-cost-per-hour"
+                raise InputError(f"{where}: no {what} in the catalog, cannot check {flag}")
             if have > cap:
                 over.append(f"{names[key]} {have:,.4g} > {cap:,.4g} (over by {have - cap:,.4g})")
     out = {
         "schema_version": SCHEMA_VERSION,
         "budget": limits,
-        "within_budget": p is not None and not over,
+        "within_budget": totals is not None and not over,
         "over": over,
         **rec,
     }
     if fmt == "json":
         report.emit(stdout(), report.to_json(out))
+    if totals is None:
+        why = (
+            pipeline_cmd.miss(result) if isinstance(result, PipelineResult) else result.nearest_miss
+        )
+        raise InfeasibleError(f"no feasible plan: {why}")
+    if over:
+        raise OverBudgetError(f"over budget: {summary}: {'; '.join(over)}")
+    sys.stderr.write(f"ok: {summary} within budget\n")
+
+
+def _totals(
+    result: PlanResult | PipelineResult,
+) -> tuple[str, str, dict[str, float | None]] | None:
+    """(where, summary, budget key -> value) of a feasible result; None when infeasible."""
+    if isinstance(result, PipelineResult):
+        if not result.feasible:
+            return None
+        power = result.power_watts
+        actual = {
+            "max_gpus": float(result.gpus or 0),
+            "max_servers": float(result.servers or 0),
+            "max_cost_per_hour_usd": result.cost_per_hour_usd,
+            "max_power_kw": power / 1e3 if power is not None else None,
+        }
+        summary = (
+            f"pipeline of {len(result.stages)} stages: {result.servers} servers, {result.gpus} GPUs"
+        )
+        return "pipeline", summary, actual
+    p = result.chosen
     if p is None:
-        raise InfeasibleError(f"no feasible plan: {result.nearest_miss}")
+        return None
+    actual = {
+        "max_gpus": float(p.gpus),
+        "max_servers": float(p.servers),
+        "max_cost_per_hour_usd": p.cost_per_hour_usd,
+        "max_power_kw": p.power_watts / 1e3 if p.power_watts is not None else None,
+    }
     summary = (
         f"{p.servers} × {p.candidate.hardware_id}, {p.gpus} GPUs "
         f"({p.candidate.precision} {p.candidate.par.label()}, {p.instances} instances)"
     )
-    if over:
-        raise OverBudgetError(f"over budget: {summary}: {'; '.join(over)}")
-    sys.stderr.write(f"ok: {summary} within budget\n")
+    return p.candidate.hardware_id, summary, actual

@@ -7,6 +7,7 @@ from typing import Annotated, Literal
 from pydantic import Field, field_validator, model_validator
 
 from inferencesize.specs.common import PositiveInt, Spec
+from inferencesize.specs.economics import DailySpec, EconomicsSpec, PipelineStage
 from inferencesize.units import PRECISIONS, tokens_from_words
 
 Auto = Literal["auto"]
@@ -17,6 +18,7 @@ class Budget(Spec):
     max_gpus: PositiveInt | None = None
     max_servers: PositiveInt | None = None
     max_cost_per_hour_usd: Positive | None = None
+    max_power_kw: Positive | None = None
 
 
 class ScenarioSpec(Spec):
@@ -25,7 +27,7 @@ class ScenarioSpec(Spec):
 
     id: str | None = None
     description: str | None = None
-    model: str
+    model: str | None = Field(default=None, description="required unless pipeline: is given")
     isl: PositiveInt | None = Field(default=None, description="input tokens per request")
     osl: PositiveInt | None = Field(default=None, description="output tokens per request")
     isl_words: Positive | None = None
@@ -48,6 +50,10 @@ class ScenarioSpec(Spec):
     pp: Auto | list[PositiveInt] = "auto"
     ep: Auto | list[PositiveInt] = "auto"
     budget: Budget | None = None
+    objective: Literal["servers", "gpus", "cost", "power"] = "servers"
+    economics: EconomicsSpec | None = None
+    daily: DailySpec | None = None
+    pipeline: list[PipelineStage] | None = Field(default=None, min_length=1)
     source: str | None = None
 
     @field_validator("precision")
@@ -71,12 +77,16 @@ class ScenarioSpec(Spec):
 
     @model_validator(mode="after")
     def _consistent(self) -> ScenarioSpec:
+        if self.pipeline is not None:
+            self._pipeline_consistent()
+            return self
+        if self.model is None:
+            raise ValueError("model: required (or give pipeline: stages)")
         if (self.isl is None) == (self.isl_words is None):
             raise ValueError("isl: give exactly one of isl (tokens) or isl_words")
         if (self.osl is None) == (self.osl_words is None):
             raise ValueError("osl: give exactly one of osl (tokens) or osl_words")
-        if (self.mean_rps is None) == (self.peak_rps is None):
-            raise ValueError("mean_rps: give exactly one of mean_rps or peak_rps")
+        self._traffic_consistent()
         if (
             self.mode == "streaming"
             and self.ttft_ms is None
@@ -89,6 +99,29 @@ class ScenarioSpec(Spec):
                 "e2e_ms: mode sequential needs e2e_ms (the whole answer is what counts)"
             )
         return self
+
+    def _traffic_consistent(self) -> None:
+        if self.daily is not None:
+            if self.mean_rps is not None or self.peak_rps is not None:
+                raise ValueError("daily: replaces mean_rps / peak_rps; give only one of them")
+        elif (self.mean_rps is None) == (self.peak_rps is None):
+            raise ValueError("mean_rps: give exactly one of mean_rps or peak_rps")
+
+    def _pipeline_consistent(self) -> None:
+        for key in ("model", "isl", "osl", "isl_words", "osl_words"):
+            if getattr(self, key) is not None:
+                raise ValueError(
+                    f"{key}: a pipeline scenario sets it per stage (pipeline[i].{key})"
+                )
+        self._traffic_consistent()
+        if self.e2e_ms is None:
+            raise ValueError("e2e_ms: a pipeline needs the user request's E2E limit")
+        fixed = sum(st.calls * st.e2e_ms for st in self.pipeline or [] if st.e2e_ms is not None)
+        if fixed > self.e2e_ms:
+            raise ValueError(
+                f"pipeline: fixed stage budgets (calls × e2e_ms) sum to {fixed:g} ms > "
+                f"e2e_ms {self.e2e_ms:g}"
+            )
 
     @property
     def input_tokens(self) -> int:

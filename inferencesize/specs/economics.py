@@ -1,0 +1,107 @@
+"""Scenario blocks for economics (``economics:``), daily traffic (``daily:``) and pipelines of
+models (``pipeline:``)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import Field, model_validator
+
+from inferencesize.specs.common import PositiveInt, Spec
+
+Positive = Annotated[float, Field(gt=0)]
+HOURS_PER_DAY = 24
+
+
+class EconomicsSpec(Spec):
+    """How to price the fleet and the power it may draw (see inferencesize.economics)."""
+
+    basis: Literal["auto", "cloud", "owned"] = Field(
+        default="auto",
+        description="cloud: $/GPU-hour; owned: purchase price + amortisation + power; auto: "
+        "cloud when a $/GPU-hour is known, else owned when a purchase price is known",
+    )
+    usd_per_gpu_hour: Positive | None = Field(
+        default=None, description="rent per GPU-hour (overrides the catalog)"
+    )
+    server_price_usd: Positive | None = Field(
+        default=None, description="purchase price of one server/node (overrides the catalog)"
+    )
+    amortization_years: Positive = 4.0
+    usd_per_kwh: Annotated[float, Field(ge=0)] = 0.10
+    pue: Annotated[float, Field(ge=1)] = Field(
+        default=1.3, description="power usage effectiveness: facility power / IT power"
+    )
+    server_power_kw: Positive | None = Field(
+        default=None, description="max IT power of one server (overrides the catalog)"
+    )
+    power_budget_kw: Positive | None = Field(
+        default=None, description="IT power the fleet may draw; the plan reports within/over"
+    )
+
+
+class DailySpec(Spec):
+    """A day of traffic: 24 hourly mean rates, or requests/day with the peak hour's share.
+
+    With ``requests_per_day`` and ``peak_hour_share`` the peak hour carries that share and the
+    rest is spread evenly over the other 23 hours."""
+
+    hourly_rps: list[Annotated[float, Field(ge=0)]] | None = Field(
+        default=None, description="mean requests/s in each hour 0..23 (24 values)"
+    )
+    requests_per_day: Positive | None = None
+    peak_hour_share: Annotated[float, Field(gt=0, le=1)] | None = None
+    min_instances: Annotated[int, Field(ge=0)] = Field(
+        default=1, description="instances kept running in an empty hour when autoscaling"
+    )
+
+    @model_validator(mode="after")
+    def _one_shape(self) -> DailySpec:
+        if (self.hourly_rps is None) == (self.requests_per_day is None):
+            raise ValueError("daily: give exactly one of hourly_rps or requests_per_day")
+        if self.hourly_rps is not None:
+            if len(self.hourly_rps) != HOURS_PER_DAY:
+                raise ValueError(
+                    f"daily.hourly_rps: needs 24 values, one per hour (got {len(self.hourly_rps)})"
+                )
+            if max(self.hourly_rps) <= 0:
+                raise ValueError("daily.hourly_rps: at least one hour must have traffic")
+            if self.peak_hour_share is not None:
+                raise ValueError("daily.peak_hour_share: only with requests_per_day")
+        if self.requests_per_day is not None:
+            if self.peak_hour_share is None:
+                raise ValueError(
+                    "daily.peak_hour_share: requests_per_day needs the peak hour's share "
+                    "(e.g. 0.1 = 10 % of the day's requests arrive in the busiest hour)"
+                )
+            if self.peak_hour_share < 1 / HOURS_PER_DAY:
+                raise ValueError(
+                    f"daily.peak_hour_share: must be >= 1/24 = {1 / HOURS_PER_DAY:.4f} "
+                    f"(the busiest hour carries at least an even share; got {self.peak_hour_share})"
+                )
+        return self
+
+
+class PipelineStage(Spec):
+    """One model a user request calls (guardrail, main model, judge, an agent step).
+
+    Unset hardware/precision/tp/pp/ep fall back to the scenario's."""
+
+    name: str = Field(min_length=1)
+    model: str
+    isl: PositiveInt
+    osl: PositiveInt
+    calls: Positive = Field(
+        default=1.0, description="sequential calls per user request (may be fractional)"
+    )
+    hardware: list[str] | None = Field(default=None, min_length=1)
+    precision: list[str] | None = Field(default=None, min_length=1)
+    kv_precision: str | None = None
+    tp: Literal["auto"] | list[PositiveInt] | None = None
+    pp: Literal["auto"] | list[PositiveInt] | None = None
+    ep: Literal["auto"] | list[PositiveInt] | None = None
+    e2e_ms: Positive | None = Field(
+        default=None, description="fixed E2E budget per call; others share the rest"
+    )
+    ttft_ms: Positive | None = Field(default=None, description="extra TTFT limit per call")
+    itl_ms: Positive | None = Field(default=None, description="extra ITL limit per call")

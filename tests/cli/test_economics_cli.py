@@ -1,0 +1,207 @@
+"""`plan` / `check` with economics, daily traffic and pipelines, in-process."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from inferencesize.cli import app
+
+runner = CliRunner()
+
+
+def _json(args: list[str], code: int = 0) -> dict:  # type: ignore[type-arg]
+    result = runner.invoke(app, args)
+    assert result.exit_code == code, result.stderr + result.stdout
+    return json.loads(result.stdout)  # type: ignore[no-any-return]
+
+
+def test_owned_scenario_cost_is_the_hand_formula() -> None:
+    data = _json(["plan", "economics-owned", "--format", "json"])
+    p = data["plan"]
+    e = p["economics"]
+    assert e["basis"] == "owned" and e["server_power_from"] == "system"
+    capex = 300_000 * p["servers"] / (4 * 8766)
+    energy = 10.2 * p["servers"] * 1.3 * 0.12
+    assert p["cost_per_hour_usd"] == pytest.approx(capex + energy)
+    assert e["facility_power_kw"] == pytest.approx(1.3 * p["power_kw"])
+    tokens_per_s = p["capacity_rps"] * 2200
+    assert e["joules_per_token"] == pytest.approx(p["power_kw"] * 1e3 / tokens_per_s)
+    assert e["usd_per_million_input_tokens"] < e["usd_per_million_output_tokens"]
+
+
+def test_flags_override_the_scenario_economics() -> None:
+    base = _json(["plan", "economics-owned", "--format", "json"])["plan"]
+    dear = _json(["plan", "economics-owned", "--usd-per-kwh", "0.30", "--format", "json"])["plan"]
+    assert dear["servers"] == base["servers"]
+    extra = 10.2 * base["servers"] * 1.3 * (0.30 - 0.12)
+    assert dear["cost_per_hour_usd"] - base["cost_per_hour_usd"] == pytest.approx(extra)
+    cloud = _json(
+        [
+            "plan",
+            "economics-owned",
+            "--cost-basis",
+            "cloud",
+            "--usd-per-gpu-hour",
+            "2",
+            "--format",
+            "json",
+        ]
+    )["plan"]
+    assert cloud["economics"]["basis"] == "cloud"
+    assert cloud["cost_per_hour_usd"] == pytest.approx(2 * cloud["gpus"])
+
+
+def test_objective_cost_prefers_the_cheaper_cloud() -> None:
+    args = [
+        "plan",
+        "--model",
+        "llama-3.1-8b",
+        "--isl",
+        "1000",
+        "--osl",
+        "200",
+        "--peak-rps",
+        "40",
+        "--ttft-ms",
+        "500",
+        "--hardware",
+        "aws-p5-48xlarge",
+        "--hardware",
+        "lambda-8x-h100",
+        "--precision",
+        "fp8",
+        "--format",
+        "json",
+    ]
+    cost = _json([*args, "--objective", "cost"])
+    assert cost["objective"] == "cost"
+    assert cost["plan"]["hardware"] == "lambda-8x-h100"
+    for alt in cost["alternatives"]:
+        assert alt["cost_per_hour_usd"] >= cost["plan"]["cost_per_hour_usd"]
+
+
+def test_power_budget_is_reported_and_checked() -> None:
+    data = _json(["plan", "economics-cost", "--format", "json"])
+    assert data["power_budget"]["budget_kw"] == 60
+    assert data["power_budget"]["within"] is (data["plan"]["power_kw"] <= 60)
+    kw = data["plan"]["power_kw"]
+    over = runner.invoke(app, ["check", "economics-cost", "--max-power-kw", f"{kw / 2:.3f}"])
+    assert over.exit_code == 4, over.stderr
+    assert "kW" in over.stderr and "over by" in over.stderr
+    ok = runner.invoke(app, ["check", "economics-cost", "--max-power-kw", f"{kw * 2:.3f}"])
+    assert ok.exit_code == 0, ok.stderr
+
+
+def test_daily_block_from_flags() -> None:
+    data = _json(
+        [
+            "plan",
+            "--model",
+            "llama-3.1-8b",
+            "--isl",
+            "800",
+            "--osl",
+            "250",
+            "--ttft-ms",
+            "500",
+            "--hardware",
+            "aws-p5-48xlarge",
+            "--precision",
+            "fp8",
+            "--tp",
+            "1",
+            "--requests-per-day",
+            "2.4e6",
+            "--peak-hour-share",
+            "0.1",
+            "--format",
+            "json",
+        ]
+    )
+    d = data["daily"]
+    # busiest hour 240,000 / 3600 = 66.7 req/s: the plan is sized for its Poisson 95th
+    # percentile, scipy.stats.poisson.ppf(0.95, 66.67) = 80
+    assert data["peak_rps"] == 80.0
+    assert d["requests_per_day"] == pytest.approx(2.4e6)
+    assert d["output_tokens_per_day"] == pytest.approx(2.4e6 * 250)
+    assert d["fixed"]["instances"] == data["plan"]["instances"]
+    assert d["fixed"]["gpu_hours"] == 24 * data["plan"]["gpus"]
+    assert d["autoscaled"]["gpu_hours"] < d["fixed"]["gpu_hours"]
+    assert d["autoscaled"]["cost_usd"] == pytest.approx(6.88 * d["autoscaled"]["gpu_hours"])
+    assert len(d["hours"]) == 24
+
+
+def test_daily_scenario_table() -> None:
+    result = runner.invoke(app, ["plan", "daily-chat"])
+    assert result.exit_code == 0, result.stderr
+    assert "autoscaled / day" in result.stdout and "fixed fleet / day" in result.stdout
+
+
+def test_pipeline_scenario_json_and_check() -> None:
+    data = _json(["plan", "pipeline-guardrail-judge", "--format", "json"])
+    assert data["pipeline"] is True and data["feasible"] is True
+    stages = data["stages"]
+    assert [s["name"] for s in stages] == ["guardrail", "main", "judge"]
+    assert data["total"]["gpus"] == sum(s["plan"]["gpus"] for s in stages)
+    assert data["total"]["e2e_ms"] <= data["e2e_limit_ms"] == 30_000
+    assert stages[1]["plan"]["per_instance"]["itl_ms"] <= 50  # the main stage's own ITL limit
+    total = data["total"]["gpus"]
+    over = runner.invoke(app, ["check", "pipeline-guardrail-judge", "--max-gpus", str(total - 1)])
+    assert over.exit_code == 4, over.stderr
+    ok = runner.invoke(app, ["check", "pipeline-guardrail-judge", "--max-gpus", str(total)])
+    assert ok.exit_code == 0, ok.stderr
+    table = runner.invoke(app, ["plan", "pipeline-agent"])
+    assert table.exit_code == 0 and "total:" in table.stdout
+
+
+def test_infeasible_pipeline_exits_3() -> None:
+    result = runner.invoke(app, ["plan", "pipeline-agent", "--e2e-ms", "1000"])
+    assert result.exit_code == 3
+    assert "unloaded E2E of the chain" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--objective", "cheap"], "--objective: 'cheap' is not one of servers, gpus, cost, power"),
+        (["--cost-basis", "lease"], "--cost-basis: 'lease' is not one of auto, cloud, owned"),
+        (["--hourly-rps", "1,2,3"], "--hourly-rps: expected 24 values, one per hour (got 3)"),
+        (["--requests-per-day", "1000"], "peak_hour_share"),
+        (["--requests-per-day", "1000", "--peak-hour-share", "0.01"], "must be >= 1/24"),
+    ],
+)
+def test_bad_economics_flags_exit_1(args: list[str], message: str) -> None:
+    result = runner.invoke(app, ["plan", *args])
+    assert result.exit_code == 1, result.stderr
+    assert message in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_bad_scenarios_exit_1(tmp_path: Path) -> None:
+    both = tmp_path / "both.yaml"
+    both.write_text(
+        "model: llama-3-8b\nisl: 100\nosl: 10\nmean_rps: 3\nttft_ms: 500\nhardware: [dgx-h100]\n"
+        "daily: {requests_per_day: 1000, peak_hour_share: 0.1}\n"
+    )
+    r = runner.invoke(app, ["plan", str(both)])
+    assert r.exit_code == 1 and "daily: replaces mean_rps / peak_rps" in r.stderr
+    stage = tmp_path / "stage.yaml"
+    stage.write_text(
+        "pipeline: [{name: a, model: llama-3-8b, isl: 100, osl: 10}]\nmean_rps: 1\n"
+        "hardware: [dgx-h100]\n"
+    )
+    r = runner.invoke(app, ["plan", str(stage)])
+    assert r.exit_code == 1 and "e2e_ms: a pipeline needs the user request's E2E limit" in r.stderr
+    unknown = tmp_path / "unknown.yaml"
+    unknown.write_text(
+        "pipeline: [{name: a, model: llama-9b, isl: 100, osl: 10}]\nmean_rps: 1\ne2e_ms: 5000\n"
+        "hardware: [dgx-h100]\n"
+    )
+    r = runner.invoke(app, ["plan", str(unknown)])
+    assert r.exit_code == 1 and "pipeline[0].model" in r.stderr
+    forced = runner.invoke(app, ["plan", "--cost-basis", "cloud"])  # dgx-h100 has no rent
+    assert forced.exit_code == 1 and "usd_per_gpu_hour" in forced.stderr
