@@ -5,8 +5,10 @@ In-flight (continuous) batching with N closed-loop clients (GenAI-Perf concurren
 * At most B_max = KV capacity / KV(ISL + OSL) requests are in flight; the other N − B wait
   for a slot (Little's law on that queue: wait = (N − B) / X).
 * Decode steps run at batch ≈ B and are stretched by the prefills interleaved with them:
-  ITL = T_decode(B) / (1 − X · t_p · (B − 1) / B), t_p = marginal step cost of one more
-  prompt (a client's decode steps interleave only with the other clients' prefills).
+  ITL = T_decode(B) / (1 − X · t_p · (B − 1) / B · (1 − w)), t_p = marginal step cost of one
+  more prompt: a client's decode steps interleave only with the other clients' prefills, less
+  the share w of them it already waited for before its first token (below), so each prefill
+  is counted once.
 * Prefills queue behind each other: closed-loop clients with fixed lengths arrive in step (a
   cohort), so a new request waits on average for half of the batched prefill of the other
   B − 1 prompts (at most ``cohort_tokens`` of prompt tokens arrive together; beyond that the
@@ -81,7 +83,10 @@ def inflight_arrays(
     cohort = np.minimum(b - 1, dep.eff.cohort_tokens / np.maximum(isl, 1.0))
     prefill_wait = dep.eff.prefill_sync * 0.5 * prefill(dep, cohort, isl).total_s * (b > 1)
     busy = b > 1
-    others = (b - 1) / b  # a client's decode steps interleave with the others' prefills only
+    # A client's decode steps interleave with the other clients' prefills only, and not with
+    # those it already waited for before its first token (each prefill is counted once).
+    waited = np.where(busy, dep.eff.prefill_sync * 0.5 * cohort / np.maximum(b - 1, 1.0), 0.0)
+    others = (b - 1) / b * (1.0 - waited)
 
     def service(x: Any) -> tuple[Any, Any]:
         itl = t_decode / (1.0 - np.minimum(x * t_marginal * others, LOAD_CAP))

@@ -277,8 +277,11 @@ def itl_from_fixed_point(dep: Deployment, isl: float, osl: float, b: int, rate: 
         t_p = max(float(with_prompt - decode_step(dep, b - 1, context).total_s), 0.0)
     else:
         t_p = float(prefill(dep, 1, isl).total_s)
-    # a client's decode steps interleave with the prefills of the other B - 1 clients only
-    return t_decode / (1 - min(rate * t_p * (b - 1) / b, 0.95))
+    # a client's decode steps interleave with the prefills of the other B - 1 clients only,
+    # less the share it waited for before its first token (half the synchronised cohort)
+    cohort = min(b - 1, dep.eff.cohort_tokens / isl)
+    waited = dep.eff.prefill_sync * 0.5 * cohort / (b - 1) if b > 1 else 0.0
+    return t_decode / (1 - min(rate * t_p * (b - 1) / b * (1 - waited), 0.95))
 
 
 @pytest.mark.parametrize(
