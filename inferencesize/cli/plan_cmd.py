@@ -10,6 +10,7 @@ import typer
 
 from inferencesize import report
 from inferencesize.catalog import Catalog, check_scenario, display_path, parse_spec, read_yaml
+from inferencesize.cli import scale_opts
 from inferencesize.cli.common import CatalogOpt, check_format, open_catalog, stdout
 from inferencesize.cli.perf_cmd import CalibrationOpt, EngineOpt, efficiency_for
 from inferencesize.errors import InfeasibleError, InputError, OverBudgetError
@@ -87,7 +88,8 @@ def load_scenario(
         spec = catalog.scenario(name)
         data = spec.model_dump(by_alias=True, exclude_none=True)
         shown = catalog.file_of("scenarios", spec.id or name)
-    given = {k: v for k, v in flags.items() if v is not None}
+    scale = {k: flags.get(k) for k in scale_opts.KEYS}
+    given = {k: v for k, v in flags.items() if v is not None and k not in scale_opts.KEYS}
     pairs = {"isl": "isl_words", "osl": "osl_words", "mean_rps": "peak_rps", "peak_rps": "mean_rps"}
     for key, other in pairs.items():
         if key in given and other not in given:
@@ -96,7 +98,8 @@ def load_scenario(
         if key in given:
             given[key] = _split(given[key], f"--{key}")
     data.update(given)
-    shown_flags = f"{shown} (with flags)" if given else shown
+    scaled = scale_opts.apply_flags(data, scale)
+    shown_flags = f"{shown} (with flags)" if given or scaled else shown
     scenario = parse_spec(ScenarioSpec, data, shown_flags)
     check_scenario(catalog, scenario, shown_flags)
     return scenario, shown
@@ -115,6 +118,13 @@ def scenario_peak(scenario: ScenarioSpec) -> float:
 def solve(
     scenario: ScenarioSpec, catalog: Catalog, est: Estimator, top: int
 ) -> tuple[PlanResult, float]:
+    result, peak, _ = solve_with_limits(scenario, catalog, est, top)
+    return result, peak
+
+
+def solve_with_limits(
+    scenario: ScenarioSpec, catalog: Catalog, est: Estimator, top: int
+) -> tuple[PlanResult, float, Limits]:
     model = catalog.model(scenario.model)
     hardware = [catalog.hardware(h) for h in dict.fromkeys(scenario.hardware)]
     limits = Limits(
@@ -139,8 +149,10 @@ def solve(
         eps=None if scenario.ep == "auto" else scenario.ep,
         batching=scenario.batching,
         top=top,
+        dps=scale_opts.dps(scenario.attention_dp),
+        span_nvlink_domain=scenario.span_nvlink_domain,
     )
-    return result, peak
+    return result, peak, limits
 
 
 def plan_record(p: Plan, engine: str) -> dict[str, Any]:
@@ -155,6 +167,7 @@ def plan_record(p: Plan, engine: str) -> dict[str, Any]:
         "tp": c.par.tp,
         "pp": c.par.pp,
         "ep": c.par.ep,
+        "dp": c.par.dp,
         "instances": p.instances,
         "gpus_per_instance": p.gpus_per_instance,
         "gpus": p.gpus,
@@ -336,6 +349,8 @@ def _emit(scenario: ScenarioSpec, rec: dict[str, Any], fmt: str, explain: bool) 
         report.emit(out, report.csv_text(rows))
     else:
         _print_table(scenario, rec, explain)
+        if "disaggregated" in rec:
+            scale_opts.print_table(rec, rec["isl"], rec["osl"])
 
 
 def _prepare(
@@ -353,11 +368,16 @@ def _prepare(
         if flags.get(key) is not None and flags[key] not in allowed:
             raise InputError(f"--{key}: '{flags[key]}' is not one of {', '.join(allowed)}")
     catalog = open_catalog(catalog_dirs)
-    scenario, _ = load_scenario(catalog, scenario_name, flags)
+    scenario, shown = load_scenario(catalog, scenario_name, flags)
     eset = efficiency_for(catalog, engine, calibration)
-    est = Estimator(eset)
-    result, peak = solve(scenario, catalog, est, top)
-    return scenario, result_record(scenario, result, peak, eset.engine), result
+    est = Estimator(eset, kv_cap=scale_opts.kv_cap(scenario))
+    result, peak, limits = solve_with_limits(scenario, catalog, est, top)
+    rec = result_record(scenario, result, peak, eset.engine)
+    cmp = scale_opts.compare(catalog, scenario, result, peak, limits, est, shown)
+    if cmp is not None:
+        rec["disaggregated"] = scale_opts.record(cmp)
+        rec["feasible"] = not scale_opts.infeasible(cmp, result)
+    return scenario, rec, result
 
 
 def plan_command(
@@ -384,6 +404,12 @@ def plan_command(
     engine: EngineOpt = None,
     calibration: CalibrationOpt = None,
     catalog_dirs: CatalogOpt = None,
+    disaggregated: scale_opts.DisaggOpt = None,
+    attention_dp: scale_opts.AttentionDpOpt = None,
+    span_nvlink_domain: scale_opts.SpanOpt = None,
+    kv_window_tokens: scale_opts.KvWindowOpt = None,
+    kv_sink_tokens: scale_opts.KvSinkOpt = None,
+    prefill_cp: scale_opts.PrefillCpOpt = None,
 ) -> None:
     """The fewest servers and GPUs that serve the peak within the latency limits.
 
@@ -398,7 +424,7 @@ def plan_command(
     flags = _flags(locals())
     scen, rec, result = _prepare(scenario, flags, top, engine, calibration, catalog_dirs)
     _emit(scen, rec, fmt, explain)
-    if result.chosen is None:
+    if result.chosen is None and not rec.get("feasible"):
         raise InfeasibleError(f"no feasible plan: {result.nearest_miss}")
 
 
@@ -420,6 +446,7 @@ def _flags(values: dict[str, Any]) -> dict[str, Any]:
         "ep": values["ep"],
         "mode": values["mode"],
         "batching": values["batching"],
+        **{k: values.get(k) for k in scale_opts.KEYS},
     }
 
 
