@@ -151,6 +151,13 @@ def step_time(
         comm = comm + 2 * moe_layers_stage * alltoall_time_array(
             routed / tp, par.ep, dep.ep_link or dep.tp_link, eff.comm
         )
+    if par.dp > 1 and par.ep == 1 and c.moe_layers:
+        # experts tensor-split over all dp · tp GPUs: gather every group's tokens to them and
+        # reduce-scatter the results back, the volume of one all-reduce of the instance's tokens
+        gather = instance_tokens * c.hidden_size * ACTIVATION_BYTES
+        comm = comm + c.moe_layers * layer_frac * allreduce_time_array(
+            gather, tp * par.dp, dep.ep_link or dep.tp_link, eff.comm
+        )
     overhead = eff.step_overhead_s + eff.layer_overhead_s * layers
     stage = StepTime(gemm, attention, comm, overhead, gemm_compute >= gemm_memory)
     if pp == 1:

@@ -255,7 +255,9 @@ def _print_table(scenario: ScenarioSpec, rec: dict[str, Any], explain: bool) -> 
             (
                 "per instance",
                 f"{p['precision']} (KV {p['kv_precision']}) · tp{p['tp']} "
-                f"pp{p['pp']} ep{p['ep']} · {p['gpus_per_instance']} GPU(s)",
+                f"pp{p['pp']} ep{p['ep']}"
+                + (f" dp{p['dp']}" if p["dp"] > 1 else "")
+                + f" · {p['gpus_per_instance']} GPU(s)",
             ),
             ("binding constraint", _limit_text(scenario, p["binding_constraint"])),
             (
@@ -288,6 +290,7 @@ def _print_table(scenario: ScenarioSpec, rec: dict[str, Any], explain: bool) -> 
                 [
                     f"{a['hardware']} {a['precision']} tp{a['tp']}"
                     + (f" pp{a['pp']}" if a["pp"] > 1 else "")
+                    + (f" dp{a['dp']}" if a["dp"] > 1 else "")
                     + (f" ep{a['ep']}" if a["ep"] > 1 else ""),
                     a["servers"],
                     a["gpus"],
