@@ -17,6 +17,7 @@ from inferencesize.comm import Link, alltoall_time
 from inferencesize.deployment import NETWORK_LATENCY_S, default_kv_precision, links
 from inferencesize.disagg import (
     PREFILL_TTFT_STEPS,
+    DisaggResult,
     PoolSpec,
     decode_itl_s,
     kv_transfer_time,
@@ -319,11 +320,33 @@ def test_prompt_kv_bytes_and_transfer_time() -> None:
     assert kv_transfer_time(0.0, 2, link) == 0.0
 
 
-def _disagg(isl: int = 8000, osl: int = 500, peak: float = 20.0, hw: str = "dgx-h100"):  # type: ignore[no-untyped-def]
+def _disagg(
+    isl: int = 8000,
+    osl: int = 500,
+    peak: float = 20.0,
+    hw: str = "dgx-h100",
+    limits: Limits | None = None,
+) -> DisaggResult:
     c = _catalog()
     pool = PoolSpec([c.hardware(hw)], ["fp8"], pps=[1])
-    lim = Limits(ttft_s=2.0, itl_s=0.03)
+    lim = limits or Limits(ttft_s=2.0, itl_s=0.03)
     return plan_disaggregated(c.model("llama-3.1-70b"), pool, pool, isl, osl, peak, lim, _est())
+
+
+def test_disaggregated_e2e_limit_splits_the_budget() -> None:
+    # sequential mode: only E2E counts; decode sized for (E2E − 2 · fastest prefill) / 499,
+    # prefill gets what the decode pool's ITL leaves
+    result = _disagg(limits=Limits(e2e_s=20.0, mode="sequential"))
+    d = result.chosen
+    assert d is not None, result.reason
+    assert d.e2e_s <= 20.0
+    assert d.e2e_s == pytest.approx(d.ttft_s + 499 * d.itl_s)
+    tighter = _disagg(limits=Limits(e2e_s=12.0, mode="sequential")).chosen
+    assert tighter is not None and tighter.e2e_s <= 12.0
+    assert tighter.gpus >= d.gpus  # a tighter limit never needs fewer GPUs
+    # an E2E limit below the fastest possible answer is infeasible, with a reason
+    none = _disagg(limits=Limits(e2e_s=1.0, mode="sequential"))
+    assert none.chosen is None and none.reason
 
 
 def test_disaggregated_plan_meets_limits_and_is_maximal() -> None:
