@@ -56,6 +56,7 @@ def _link_for(gpus: int, domain: int, node: int, nvlink: Link, pcie: Link, netwo
 class Links:
     tp: Link
     pp: Link
+    ep: Link | None = None  # attention DP: the expert all-to-all spans dp · tp GPUs
 
 
 def links(gpu: GpuSpec, system: SystemSpec | None, par: Parallelism, alpha_s: float) -> Links:
@@ -72,6 +73,9 @@ def links(gpu: GpuSpec, system: SystemSpec | None, par: Parallelism, alpha_s: fl
     node = system.gpus_per_node if system else BARE_GPU_NODE
     tp_link = _link_for(par.tp, domain, node, nvlink, pcie, network)
     pp_link = _link_for(par.gpus, domain, node, nvlink, pcie, network)
+    if par.dp > 1:
+        ep_link = _link_for(par.tp * par.dp, domain, node, nvlink, pcie, network)
+        return Links(tp_link, pp_link, ep_link)
     return Links(tp_link, pp_link)
 
 
@@ -139,4 +143,5 @@ def build_deployment(
         tp_link=link.tp,
         pp_link=link.pp,
         eff=eff,
+        ep_link=link.ep,
     )

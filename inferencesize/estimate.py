@@ -15,7 +15,7 @@ from inferencesize.memory import MemoryBudget, memory_budget
 from inferencesize.parallelism import Parallelism
 from inferencesize.serving import OperatingPoint, inflight, points, static
 from inferencesize.specs import EfficiencySet, GpuSpec, ModelSpec, SystemSpec
-from inferencesize.transformer import ModelCosts, model_costs
+from inferencesize.transformer import ModelCosts, capped_costs, model_costs
 from inferencesize.units import GIB
 
 Batching = Literal["inflight", "static"]
@@ -65,12 +65,18 @@ class Estimator:
     """Predicts operating points with one efficiency set (an engine generation)."""
 
     efficiency: EfficiencySet
+    #: Scenario KV cap on global layers: (attention-sink tokens, recent-window tokens); (0, 0)
+    #: = none (see ``transformer.capped_costs``).
+    kv_cap: tuple[int, int] = (0, 0)
     _costs: dict[str, ModelCosts] = field(default_factory=dict)
     _deps: dict[tuple[Any, ...], tuple[Deployment | str, str]] = field(default_factory=dict)
 
     def costs(self, model: ModelSpec) -> ModelCosts:
         if model.id not in self._costs:
-            self._costs[model.id] = model_costs(model)
+            costs = model_costs(model)
+            if any(self.kv_cap):
+                costs = capped_costs(costs, *self.kv_cap)
+            self._costs[model.id] = costs
         return self._costs[model.id]
 
     def resolve(self, cand: Candidate, seq_len: float) -> Resolved:
@@ -167,6 +173,7 @@ def record(
         "tp": cand.par.tp,
         "pp": cand.par.pp,
         "ep": cand.par.ep,
+        "dp": cand.par.dp,
         "isl": isl,
         "osl": osl,
         "concurrency": concurrency,

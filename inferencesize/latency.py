@@ -38,6 +38,7 @@ class Deployment:
     tp_link: Link
     pp_link: Link
     eff: Efficiency
+    ep_link: Link | None = None  # all-to-all across DP groups (attention DP); None = tp_link
 
 
 @dataclass(frozen=True)
@@ -92,6 +93,9 @@ def step_time(
     dec = np.asarray(decode_seqs, dtype=float) / pp
     pre = np.asarray(prefill_seqs, dtype=float)
     new_per_prompt = np.asarray(prefill_len, dtype=float) - prefill_cached
+    instance_tokens = dec + pre * new_per_prompt  # routed to the experts of all DP groups
+    if par.dp > 1:  # attention DP: the busiest group; a prompt is never split across groups
+        dec, pre = dec / par.dp, np.maximum(pre / par.dp, np.minimum(pre, 1.0))
     tokens = dec + pre * new_per_prompt
     layer_frac = layers_per_stage(c, pp) / c.num_layers
     shard = layer_frac / tp
@@ -100,6 +104,11 @@ def step_time(
     flops = 2.0 * tokens * c.active_linear_params * shard
     flops += 2.0 * (dec + pre) * c.lm_head_params / tp  # lm_head, last stage
     weights = (c.dense_linear_params + _touched_expert_params(c, tokens)) * shard
+    if par.dp > 1:  # experts spread over all dp · tp GPUs and see every group's tokens
+        expert_active = c.moe_layers * c.top_k * c.expert_params
+        flops += 2.0 * (instance_tokens / par.dp - tokens) * expert_active * shard
+        touched = _touched_expert_params(c, instance_tokens) / par.dp
+        weights = (c.dense_linear_params + touched) * shard
     weight_bytes = weights * dep.weight_bytes_per_param
     weight_bytes += c.lm_head_params / tp * ACTIVATION_BYTES
     gemm_eff = gemm_efficiency(eff, np.maximum(tokens, 1.0))
@@ -111,7 +120,8 @@ def step_time(
     pair_flops = c.attention_flops_per_pair / tp * layer_frac
     ctx = np.asarray(decode_context, dtype=float)
     window = c.window or 1e30
-    attended = c.global_layers * ctx + c.local_layers * np.minimum(ctx, window)
+    global_ctx = np.minimum(ctx, c.kv_cap_tokens) if c.kv_cap_tokens else ctx
+    attended = c.global_layers * global_ctx + c.local_layers * np.minimum(ctx, window)
     kv_layer_bytes = c.kv_elements_per_token_layer * max(
         dep.kv_bytes_per_element, eff.kv_read_min_bytes
     )
@@ -124,8 +134,9 @@ def step_time(
         eff.attention,
         eff.memory,
     )
+    cap = c.kv_cap_tokens
     pairs = c.global_layers * (
-        causal_pairs_array(prefill_len) - causal_pairs_array(prefill_cached)
+        causal_pairs_array(prefill_len, cap) - causal_pairs_array(prefill_cached, cap)
     ) + c.local_layers * (
         causal_pairs_array(prefill_len, c.window) - causal_pairs_array(prefill_cached, c.window)
     )
@@ -140,7 +151,14 @@ def step_time(
         routed = message * c.top_k
         moe_layers_stage = c.moe_layers * layer_frac
         comm = comm + 2 * moe_layers_stage * alltoall_time_array(
-            routed / tp, par.ep, dep.tp_link, eff.comm
+            routed / tp, par.ep, dep.ep_link or dep.tp_link, eff.comm
+        )
+    if par.dp > 1 and par.ep == 1 and c.moe_layers:
+        # experts tensor-split over all dp · tp GPUs: gather every group's tokens to them and
+        # reduce-scatter the results back, the volume of one all-reduce of the instance's tokens
+        gather = instance_tokens * c.hidden_size * ACTIVATION_BYTES
+        comm = comm + c.moe_layers * layer_frac * allreduce_time_array(
+            gather, tp * par.dp, dep.ep_link or dep.tp_link, eff.comm
         )
     overhead = eff.step_overhead_s + eff.layer_overhead_s * layers
     stage = StepTime(gemm, attention, comm, overhead, gemm_compute >= gemm_memory)

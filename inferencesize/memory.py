@@ -59,6 +59,9 @@ def weight_bytes_per_gpu(dep: Deployment) -> float:
     c, par = dep.costs, dep.par
     stage = layers_per_stage(c, par.pp) / c.num_layers
     linear = c.total_linear_params * stage / par.tp * dep.weight_bytes_per_param
+    if par.dp > 1:  # attention DP: dense layers per DP group, experts over all dp · tp GPUs
+        experts = c.total_linear_params - c.dense_linear_params
+        linear -= experts * stage / par.tp * (1.0 - 1.0 / par.dp) * dep.weight_bytes_per_param
     tables = (
         c.embedding_params + c.lm_head_params
         if par.pp == 1
@@ -80,10 +83,12 @@ def activation_bytes_per_gpu(dep: Deployment) -> float:
 def kv_bytes_per_sequence_per_gpu(dep: Deployment, seq_len: float) -> float:
     c, par = dep.costs, dep.par
     window = c.window or math.inf
-    tokens = c.global_layers * seq_len + c.local_layers * min(seq_len, window)
+    global_len = min(seq_len, c.kv_cap_tokens) if c.kv_cap_tokens else seq_len
+    tokens = c.global_layers * global_len + c.local_layers * min(seq_len, window)
     stage = layers_per_stage(c, par.pp) / c.num_layers
     per = c.kv_elements_per_token_layer * dep.kv_bytes_per_element * kv_share_per_gpu(c, par.tp)
-    return tokens * per * stage
+    # attention DP: a sequence lives on one of dp groups, so per GPU it costs 1/dp on average
+    return tokens * per * stage / par.dp
 
 
 def memory_budget(dep: Deployment, memory_bytes: float, seq_len: float) -> MemoryBudget:

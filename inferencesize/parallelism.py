@@ -4,6 +4,12 @@ Conventions (TensorRT-LLM's): an instance has TP × PP GPUs. Attention and dense
 split TP ways within a pipeline stage; each stage holds num_layers / PP layers. Expert
 parallelism re-partitions the MoE layers of a stage over the same TP GPUs: EP groups of
 experts, each expert split TP / EP ways (EP must divide TP). DP replicas are instances.
+
+Attention data parallelism (``dp`` > 1, MoE models only; DeepSeek-V3 / SGLang / TRT-LLM
+"attention DP + wide EP"): an instance has DP × TP × PP GPUs. Attention and dense layers are
+replicated on DP groups of TP GPUs, each group holding the KV cache of its own 1/DP of the
+sequences; the routed experts of a stage are spread over all DP · TP GPUs (EP groups, each
+expert split DP · TP / EP ways; EP must divide DP · TP).
 """
 
 from __future__ import annotations
@@ -19,14 +25,16 @@ class Parallelism:
     tp: int = 1
     pp: int = 1
     ep: int = 1
+    dp: int = 1  # attention data-parallel groups inside one instance (MoE only)
 
     @property
     def gpus(self) -> int:
-        return self.tp * self.pp
+        return self.tp * self.pp * self.dp
 
     def label(self) -> str:
         text = f"tp{self.tp}"
         text += f" pp{self.pp}" if self.pp > 1 else ""
+        text += f" dp{self.dp}" if self.dp > 1 else ""
         return text + (f" ep{self.ep}" if self.ep > 1 else "")
 
 
@@ -34,6 +42,8 @@ def invalid_reason(costs: ModelCosts, par: Parallelism) -> str | None:
     """Why a split cannot run this model, or None when it can."""
     if min(par.tp, par.pp, par.ep) < 1:
         return "tp, pp and ep must be at least 1"
+    if par.dp < 1:
+        return "dp must be at least 1"
     heads, kv = costs.num_attention_heads, costs.num_kv_heads
     if heads % par.tp:
         return f"tp {par.tp} does not divide {heads} attention heads"
@@ -48,8 +58,12 @@ def invalid_reason(costs: ModelCosts, par: Parallelism) -> str | None:
             return f"ep {par.ep} needs a mixture-of-experts model"
         if costs.num_experts % par.ep:
             return f"ep {par.ep} does not divide {costs.num_experts} experts"
-        if par.tp % par.ep:
+        if par.dp == 1 and par.tp % par.ep:
             return f"ep {par.ep} must divide tp {par.tp} (experts share the TP GPUs)"
+        if par.dp > 1 and (par.tp * par.dp) % par.ep:
+            return f"ep {par.ep} must divide dp {par.dp} × tp {par.tp} (experts share the GPUs)"
+    if par.dp > 1 and costs.num_experts == 0:
+        return f"attention dp {par.dp} needs a mixture-of-experts model (dense: use instances)"
     return None
 
 
@@ -71,16 +85,21 @@ def valid_splits(
     tps: list[int] | None = None,
     pps: list[int] | None = None,
     eps: list[int] | None = None,
+    dps: list[int] | None = None,
 ) -> list[Parallelism]:
-    """Every valid (tp, pp, ep) with tp · pp ≤ max_gpus (powers of two unless listed)."""
+    """Every valid (tp, pp, ep, dp) with tp · pp · dp ≤ max_gpus (powers of two unless listed;
+    ``dps`` None means attention DP off, dp = 1)."""
     powers = [2**i for i in range(int(math.log2(max_gpus)) + 1)]
     out = []
-    for tp in tps or powers:
-        for pp in pps or powers:
-            if tp * pp > max_gpus:
-                continue
-            for ep in eps or ([e for e in powers if e <= tp] if costs.num_experts else [1]):
-                par = Parallelism(tp, pp, ep)
-                if invalid_reason(costs, par) is None:
-                    out.append(par)
+    for dp in dps or [1]:
+        for tp in tps or powers:
+            for pp in pps or powers:
+                if tp * pp * dp > max_gpus:
+                    continue
+                width = tp * dp
+                auto_eps = [e for e in powers if e <= width] if costs.num_experts else [1]
+                for ep in eps or auto_eps:
+                    par = Parallelism(tp, pp, ep, dp)
+                    if invalid_reason(costs, par) is None:
+                        out.append(par)
     return out

@@ -99,6 +99,15 @@ class HardwareOption:
     def gpus_per_node(self) -> int:
         return self.system.gpus_per_node if self.system else BARE_GPU_NODE
 
+    def instance_span(self, span_nvlink_domain: bool) -> int:
+        """Largest instance of the single-node pass: a node, or with ``span_nvlink_domain`` the
+        whole scale-up domain of a rack-scale system (GB200 NVL72: 72 GPUs on 18 4-GPU trays,
+        all on NVLink), so wide TP / EP instances are not treated as multi-node."""
+        node = self.gpus_per_node
+        if span_nvlink_domain and self.system is not None:
+            return max(node, self.system.nvlink_domain_size)
+        return node
+
 
 @dataclass(frozen=True)
 class Plan:
@@ -312,6 +321,7 @@ def _splits(
     tps: Sequence[int] | None,
     pps: Sequence[int] | None,
     eps: Sequence[int] | None,
+    dps: Sequence[int] | None = None,
 ) -> list[Parallelism]:
     costs = est.costs(model)
     out = valid_splits(
@@ -320,6 +330,7 @@ def _splits(
         list(tps) if tps else None,
         list(pps) if pps else None,
         list(eps) if eps else None,
+        list(dps) if dps else None,
     )
     return [p for p in out if min_gpus < p.gpus <= max_gpus]
 
@@ -342,6 +353,8 @@ def plan(
     top: int = 3,
     objective: Objective = "servers",
     pricing: Pricing | None = None,
+    dps: Sequence[int] | None = None,
+    span_nvlink_domain: bool = False,
 ) -> PlanResult:
     """Size a deployment: every candidate, its best operating point, ranked plans.
 
@@ -349,7 +362,8 @@ def plan(
     values. Splits with tp · pp above a node (multi-node) are tried only when no single-node
     candidate is feasible. ``objective`` ranks feasible plans by servers (default), GPUs,
     cost per hour or power (unknown cost/power last); ``pricing`` prices them
-    (:mod:`inferencesize.economics`).
+    (:mod:`inferencesize.economics`). ``dps`` lists attention data-parallel degrees (None: 1 only);
+    ``span_nvlink_domain`` lets the single-node pass use a rack's whole NVLink domain.
     """
     if peak_rps <= 0:
         raise ValueError(f"peak_rps must be > 0 (got {peak_rps})")
@@ -359,11 +373,12 @@ def plan(
 
     def run(multi_node: bool) -> None:
         for hw in options:
-            node = hw.gpus_per_node
+            node = hw.instance_span(span_nvlink_domain)
             if multi_node:
-                splits = _splits(est, model, node * MAX_NODES_PER_INSTANCE, node, tps, pps, eps)
+                top_gpus = max(node, hw.gpus_per_node * MAX_NODES_PER_INSTANCE)
+                splits = _splits(est, model, top_gpus, node, tps, pps, eps, dps)
             else:
-                splits = _splits(est, model, node, 0, tps, pps, eps)
+                splits = _splits(est, model, node, 0, tps, pps, eps, dps)
             for precision in precisions:
                 kv = kv_precision or default_kv_precision(precision)
                 for par in splits:

@@ -8,7 +8,7 @@ Not counted: vision towers, DeepSeek's MTP module.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from inferencesize.specs.model import ModelSpec
 
@@ -141,6 +141,15 @@ def kv_elements_per_token_per_layer(model: ModelSpec) -> int:
     return 2 * model.num_kv_heads * model.head_dim
 
 
+def capped_costs(costs: ModelCosts, sink_tokens: int, window_tokens: int) -> ModelCosts:
+    """``costs`` with the global layers' KV capped at ``sink_tokens + window_tokens`` (the
+    StreamingLLM scheme: keep the first few "attention sink" tokens and a recent window;
+    Xiao et al. 2023, arXiv:2309.17453). Attention then behaves like a sliding window of that
+    many tokens: KV bytes, decode reads and prefill pairs all cap there. No cap when both are 0.
+    """
+    return replace(costs, kv_cap_tokens=sink_tokens + window_tokens)
+
+
 def kv_cache_bytes(model: ModelSpec, kv_bytes_per_element: float, seq_len: float) -> float:
     """KV-cache bytes of one sequence of ``seq_len`` tokens (windowed layers cap at the window).
 
@@ -188,6 +197,9 @@ class ModelCosts:
     kv_elements_per_token_layer: int
     num_kv_heads: int  # 1 for MLA (latent shared by all heads)
     num_attention_heads: int
+    #: KV cap on the global layers set by the serving engine (StreamingLLM attention sinks +
+    #: recent window, tokens); 0 = none. The model's own windowed layers keep ``window``.
+    kv_cap_tokens: int = 0
 
     @property
     def total_linear_params(self) -> int:
@@ -253,7 +265,8 @@ def prefill_flops(costs: ModelCosts, isl: float, batch: float = 1.0, cached: flo
     """
     new = isl - cached
     linear = 2.0 * costs.active_linear_params * new + 2.0 * costs.lm_head_params
-    pairs_global = causal_pairs(isl) - causal_pairs(cached)
+    cap = costs.kv_cap_tokens
+    pairs_global = causal_pairs(isl, cap) - causal_pairs(cached, cap)
     pairs_local = causal_pairs(isl, costs.window) - causal_pairs(cached, costs.window)
     attention = costs.attention_flops_per_pair * (
         costs.global_layers * pairs_global + costs.local_layers * pairs_local
@@ -264,9 +277,9 @@ def prefill_flops(costs: ModelCosts, isl: float, batch: float = 1.0, cached: flo
 def decode_flops(costs: ModelCosts, batch: float, context: float) -> float:
     """FLOPs of one decode step: ``batch`` sequences, each attending ``context`` earlier tokens."""
     linear = 2.0 * (costs.active_linear_params + costs.lm_head_params)
-    attended = costs.global_layers * context + costs.local_layers * min(
-        context, costs.window or context
-    )
+    attended = costs.global_layers * min(
+        context, costs.kv_cap_tokens or context
+    ) + costs.local_layers * min(context, costs.window or context)
     return batch * (linear + costs.attention_flops_per_pair * attended)
 
 

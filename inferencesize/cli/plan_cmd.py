@@ -11,7 +11,7 @@ import typer
 from inferencesize import report
 from inferencesize.catalog import Catalog, check_scenario, display_path, parse_spec, read_yaml
 from inferencesize.cli import economics_opts as econ
-from inferencesize.cli import pipeline_cmd
+from inferencesize.cli import pipeline_cmd, scale_opts
 from inferencesize.cli.common import CatalogOpt, check_format, open_catalog, stdout
 from inferencesize.cli.perf_cmd import CalibrationOpt, EngineOpt, efficiency_for
 from inferencesize.errors import InfeasibleError, InputError, OverBudgetError
@@ -89,7 +89,8 @@ def load_scenario(
         spec = catalog.scenario(name)
         data = spec.model_dump(by_alias=True, exclude_none=True)
         shown = catalog.file_of("scenarios", spec.id or name)
-    given = {k: v for k, v in flags.items() if v is not None}
+    scale = {k: flags.get(k) for k in scale_opts.KEYS}
+    given = {k: v for k, v in flags.items() if v is not None and k not in scale_opts.KEYS}
     econ.merge(data, given)
     pairs = {"isl": "isl_words", "osl": "osl_words", "mean_rps": "peak_rps", "peak_rps": "mean_rps"}
     for key, other in pairs.items():
@@ -99,7 +100,8 @@ def load_scenario(
         if key in given:
             given[key] = _split(given[key], f"--{key}")
     data.update(given)
-    shown_flags = f"{shown} (with flags)" if given else shown
+    scaled = scale_opts.apply_flags(data, scale)
+    shown_flags = f"{shown} (with flags)" if given or scaled else shown
     scenario = parse_spec(ScenarioSpec, data, shown_flags)
     check_scenario(catalog, scenario, shown_flags)
     return scenario, shown
@@ -112,6 +114,13 @@ def scenario_peak(scenario: ScenarioSpec) -> float:
 def solve(
     scenario: ScenarioSpec, catalog: Catalog, est: Estimator, top: int
 ) -> tuple[PlanResult, float]:
+    result, peak, _ = solve_with_limits(scenario, catalog, est, top)
+    return result, peak
+
+
+def solve_with_limits(
+    scenario: ScenarioSpec, catalog: Catalog, est: Estimator, top: int
+) -> tuple[PlanResult, float, Limits]:
     assert scenario.model is not None  # pipeline scenarios go to pipeline_cmd
     model = catalog.model(scenario.model)
     hardware = [catalog.hardware(h) for h in dict.fromkeys(scenario.hardware)]
@@ -139,8 +148,10 @@ def solve(
         top=top,
         objective=scenario.objective,
         pricing=econ.pricing(scenario),
+        dps=scale_opts.dps(scenario.attention_dp),
+        span_nvlink_domain=scenario.span_nvlink_domain,
     )
-    return result, peak
+    return result, peak, limits
 
 
 def plan_record(p: Plan, engine: str) -> dict[str, Any]:
@@ -155,6 +166,7 @@ def plan_record(p: Plan, engine: str) -> dict[str, Any]:
         "tp": c.par.tp,
         "pp": c.par.pp,
         "ep": c.par.ep,
+        "dp": c.par.dp,
         "instances": p.instances,
         "gpus_per_instance": p.gpus_per_instance,
         "gpus": p.gpus,
@@ -247,7 +259,9 @@ def _print_table(scenario: ScenarioSpec, rec: dict[str, Any], explain: bool) -> 
             (
                 "per instance",
                 f"{p['precision']} (KV {p['kv_precision']}) · tp{p['tp']} "
-                f"pp{p['pp']} ep{p['ep']} · {p['gpus_per_instance']} GPU(s)",
+                f"pp{p['pp']} ep{p['ep']}"
+                + (f" dp{p['dp']}" if p["dp"] > 1 else "")
+                + f" · {p['gpus_per_instance']} GPU(s)",
             ),
             ("binding constraint", _limit_text(scenario, p["binding_constraint"])),
             (
@@ -281,6 +295,7 @@ def _print_table(scenario: ScenarioSpec, rec: dict[str, Any], explain: bool) -> 
                 [
                     f"{a['hardware']} {a['precision']} tp{a['tp']}"
                     + (f" pp{a['pp']}" if a["pp"] > 1 else "")
+                    + (f" dp{a['dp']}" if a["dp"] > 1 else "")
                     + (f" ep{a['ep']}" if a["ep"] > 1 else ""),
                     a["servers"],
                     a["gpus"],
@@ -342,6 +357,8 @@ def _emit(scenario: ScenarioSpec, rec: dict[str, Any], fmt: str, explain: bool) 
         report.emit(out, report.csv_text(rows))
     else:
         _print_table(scenario, rec, explain)
+        if "disaggregated" in rec:
+            scale_opts.print_table(rec, rec["isl"], rec["osl"])
 
 
 def _prepare(
@@ -359,14 +376,19 @@ def _prepare(
         if flags.get(key) is not None and flags[key] not in allowed:
             raise InputError(f"--{key}: '{flags[key]}' is not one of {', '.join(allowed)}")
     catalog = open_catalog(catalog_dirs)
-    scenario, _ = load_scenario(catalog, scenario_name, flags)
+    scenario, shown = load_scenario(catalog, scenario_name, flags)
     eset = efficiency_for(catalog, engine, calibration)
-    est = Estimator(eset)
+    est = Estimator(eset, kv_cap=scale_opts.kv_cap(scenario))
     if scenario.pipeline is not None:
         piped = pipeline_cmd.solve(scenario, catalog, est, top)
         return scenario, pipeline_cmd.record(scenario, piped, eset.engine), piped
-    result, peak = solve(scenario, catalog, est, top)
-    return scenario, result_record(scenario, result, peak, eset.engine), result
+    result, peak, limits = solve_with_limits(scenario, catalog, est, top)
+    rec = result_record(scenario, result, peak, eset.engine)
+    cmp = scale_opts.compare(catalog, scenario, result, peak, limits, est, shown)
+    if cmp is not None:
+        rec["disaggregated"] = scale_opts.record(cmp)
+        rec["feasible"] = not scale_opts.infeasible(cmp, result)
+    return scenario, rec, result
 
 
 def plan_command(
@@ -405,6 +427,12 @@ def plan_command(
     engine: EngineOpt = None,
     calibration: CalibrationOpt = None,
     catalog_dirs: CatalogOpt = None,
+    disaggregated: scale_opts.DisaggOpt = None,
+    attention_dp: scale_opts.AttentionDpOpt = None,
+    span_nvlink_domain: scale_opts.SpanOpt = None,
+    kv_window_tokens: scale_opts.KvWindowOpt = None,
+    kv_sink_tokens: scale_opts.KvSinkOpt = None,
+    prefill_cp: scale_opts.PrefillCpOpt = None,
 ) -> None:
     """The fewest servers and GPUs that serve the peak within the latency limits.
 
@@ -426,7 +454,7 @@ def plan_command(
             raise InfeasibleError(f"no feasible pipeline: {pipeline_cmd.miss(result)}")
         return
     _emit(scen, rec, fmt, explain)
-    if result.chosen is None:
+    if result.chosen is None and not rec.get("feasible"):
         raise InfeasibleError(f"no feasible plan: {result.nearest_miss}")
 
 
@@ -449,6 +477,7 @@ def _flags(values: dict[str, Any]) -> dict[str, Any]:
         "mode": values["mode"],
         "batching": values["batching"],
         **econ.flags(values),
+        **{k: values.get(k) for k in scale_opts.KEYS},
     }
 
 

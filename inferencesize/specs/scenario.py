@@ -21,6 +21,53 @@ class Budget(Spec):
     max_power_kw: Positive | None = None
 
 
+class KvCap(Spec):
+    """Serving-engine KV cap on the global-attention layers (StreamingLLM): keep the first
+    ``sink_tokens`` ("attention sinks") and the last ``window_tokens`` of every sequence."""
+
+    sink_tokens: Annotated[int, Field(ge=0)] = 4
+    window_tokens: PositiveInt
+
+
+class Pool(Spec):
+    """One pool of a disaggregated deployment; unset keys inherit the scenario's."""
+
+    hardware: list[str] | None = Field(default=None, min_length=1)
+    precision: list[str] | None = Field(default=None, min_length=1)
+    kv_precision: str | None = None
+    tp: Auto | list[PositiveInt] | None = None
+    pp: Auto | list[PositiveInt] | None = None
+    ep: Auto | list[PositiveInt] | None = None
+    attention_dp: Auto | list[PositiveInt] | None = None
+    cp: list[PositiveInt] | None = Field(
+        default=None, description="context parallelism of a prefill instance (long prompts)"
+    )
+
+    @field_validator("precision")
+    @classmethod
+    def _known_precisions(cls, value: list[str] | None) -> list[str] | None:
+        for p in value or []:
+            if p not in PRECISIONS:
+                raise ValueError(
+                    f"unknown precision {p!r}; expected one of {', '.join(PRECISIONS)}"
+                )
+        return value
+
+
+class Disaggregated(Spec):
+    """Separate prefill and decode pools (xPyD); the planner sizes both and compares them with
+    aggregated serving."""
+
+    prefill: Pool = Field(default_factory=Pool)
+    decode: Pool = Field(default_factory=Pool)
+
+    @model_validator(mode="after")
+    def _cp_prefill_only(self) -> Disaggregated:
+        if self.decode.cp is not None and self.decode.cp != [1]:
+            raise ValueError("decode.cp: context parallelism applies to the prefill pool only")
+        return self
+
+
 class ScenarioSpec(Spec):
     """One sizing question. Lengths are tokens; ``*_words`` are converted at 0.75 words/token
     and the system prompt is added to the input. Exactly one of mean_rps / peak_rps."""
@@ -54,6 +101,15 @@ class ScenarioSpec(Spec):
     economics: EconomicsSpec | None = None
     daily: DailySpec | None = None
     pipeline: list[PipelineStage] | None = Field(default=None, min_length=1)
+    attention_dp: Auto | list[PositiveInt] | None = Field(
+        default=None,
+        description="attention data parallelism of MoE instances (None: 1; experts EP-sharded)",
+    )
+    span_nvlink_domain: bool = Field(
+        default=False, description="instances may fill a rack-scale NVLink domain (NVL72)"
+    )
+    kv_cap: KvCap | None = None
+    disaggregated: Disaggregated | None = None
     source: str | None = None
 
     @field_validator("precision")
@@ -94,6 +150,8 @@ class ScenarioSpec(Spec):
             and self.e2e_ms is None
         ):
             raise ValueError("ttft_ms: give at least one latency limit (ttft_ms, itl_ms or e2e_ms)")
+        if self.disaggregated is not None and self.batching != "inflight":
+            raise ValueError("disaggregated: needs batching inflight")
         if self.mode == "sequential" and self.e2e_ms is None:
             raise ValueError(
                 "e2e_ms: mode sequential needs e2e_ms (the whole answer is what counts)"

@@ -1,0 +1,542 @@
+"""Disaggregated serving: separate prefill and decode pools (xPyD), sized for the peak.
+
+A prefill instance only prefills; a decode instance only decodes; the prompt's KV cache moves
+from one to the other over the interconnect (DistServe, Zhong et al. OSDI 2024; Splitwise,
+Patel et al. ISCA 2024; NVIDIA Dynamo). Each pool has its own hardware, precision and split.
+
+Prefill pool (an instance batches ``p`` whole prompts per step of time T(p)):
+
+* rate = p / T(p) requests/s per instance (prefill-only steps back to back);
+* TTFT = 1.5 · T(p) + t_kv: at full load a new prompt waits on average half a step for the
+  batch in progress, then its own step, then the KV transfer;
+* the largest p whose TTFT meets the budget (TTFT limit; with an E2E limit, also what the
+  decode pool leaves), at most as many prompts as the instance's KV memory holds at ISL.
+* Context parallelism (``cp`` > 1, long prompts): each prompt is split into ``cp`` chunks on
+  ``cp`` groups of TP × PP GPUs (ring attention, load-balanced). Linear work per group is
+  that of one chunk; attention does 1/cp of the prompt's causal pairs; each group passes its
+  chunk's KV around the ring (cp − 1 hops per layer), overlapped with attention (only the
+  excess adds). Weights are replicated on every group.
+
+KV transfer: bytes = the prompt's whole KV cache (all layers, all KV heads, the KV precision
+of the prefill pool); t_kv = alpha + bytes / (streams · link bandwidth per GPU), streams =
+min(GPUs of a prefill instance, GPUs of a decode instance) (every GPU sends its shard over its
+own link). The link is NVLink when both pools sit in one rack-scale NVLink domain (same
+system, domain larger than a node, both instances fit in it), else the NIC network.
+
+Decode pool (``b`` sequences in flight, no prefills interrupt the steps):
+
+* ITL = decode step at batch b and mean context ISL + OSL / 2;
+* rate = b / ((OSL − 1) · ITL) (a request holds a slot for OSL − 1 steps: the first token
+  comes from the prefill pool);
+* the largest b meeting ITL (and E2E together with the prefill TTFT) and KV memory.
+
+Pure: no I/O, no printing.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from inferencesize.comm import Link, p2p_time
+from inferencesize.deployment import (
+    NETWORK_LATENCY_S,
+    default_kv_precision,
+    links,
+)
+from inferencesize.estimate import Candidate, Estimator, Resolved
+from inferencesize.latency import Deployment, decode_step, prefill
+from inferencesize.parallelism import (
+    Parallelism,
+    kv_share_per_gpu,
+    layers_per_stage,
+    valid_splits,
+)
+from inferencesize.planner import (
+    MAX_NODES_PER_INSTANCE,
+    HardwareOption,
+    Limits,
+    PlanResult,
+    Rejected,
+    fmt_seconds,
+)
+from inferencesize.specs import GpuSpec, ModelSpec, SystemSpec
+from inferencesize.transformer import ModelCosts, causal_pairs
+
+#: A new prompt waits on average half a prefill step, then its own (see module docstring).
+PREFILL_TTFT_STEPS = 1.5
+
+
+@dataclass(frozen=True)
+class PoolSpec:
+    """The candidates of one pool: hardware, precisions and splits (None = auto)."""
+
+    hardware: Sequence[tuple[GpuSpec, SystemSpec | None]]
+    precisions: Sequence[str]
+    kv_precision: str | None = None
+    tps: Sequence[int] | None = None
+    pps: Sequence[int] | None = None
+    eps: Sequence[int] | None = None
+    cps: Sequence[int] = (1,)  # context parallelism (prefill pool only)
+    dps: Sequence[int] | None = None  # attention data parallelism (MoE), None = 1
+    span_nvlink_domain: bool = False  # instances may fill a rack-scale NVLink domain
+
+
+@dataclass(frozen=True)
+class PoolPlan:
+    """One pool sized for the peak."""
+
+    role: str  # "prefill" | "decode"
+    candidate: Candidate
+    cp: int
+    batch: int  # prompts per prefill step, or sequences in flight on a decode instance
+    step_s: float  # prefill step T(p), or decode step (= ITL)
+    rate: float  # requests/s per instance
+    instances: int
+    gpus_per_instance: int
+    gpus: int
+    servers: int
+    gpus_per_node: int
+    power_watts: float | None
+    cost_per_hour_usd: float | None
+    efficiency_source: str
+
+    def label(self) -> str:
+        cp = f" cp{self.cp}" if self.cp > 1 else ""
+        return self.candidate.label() + cp
+
+    def sort_key(self) -> tuple[float, float, float, str]:
+        cost = self.cost_per_hour_usd if self.cost_per_hour_usd is not None else math.inf
+        return (self.servers, self.gpus, cost, self.label())
+
+
+@dataclass(frozen=True)
+class DisaggPlan:
+    """Both pools, the KV transfer between them, and the request latency they give."""
+
+    prefill: PoolPlan
+    decode: PoolPlan
+    peak_rps: float
+    kv_transfer_bytes: float
+    kv_transfer_s: float
+    kv_link: str
+    ttft_s: float
+    itl_s: float
+    e2e_s: float
+
+    @property
+    def ratio(self) -> str:
+        """xPyD: prefill instances and decode instances."""
+        return f"{self.prefill.instances}P{self.decode.instances}D"
+
+    @property
+    def gpus(self) -> int:
+        return self.prefill.gpus + self.decode.gpus
+
+    @property
+    def servers(self) -> int:
+        return self.prefill.servers + self.decode.servers
+
+    @property
+    def cost_per_hour_usd(self) -> float | None:
+        a, b = self.prefill.cost_per_hour_usd, self.decode.cost_per_hour_usd
+        return None if a is None or b is None else a + b
+
+    @property
+    def power_watts(self) -> float | None:
+        a, b = self.prefill.power_watts, self.decode.power_watts
+        return None if a is None or b is None else a + b
+
+    @property
+    def capacity_rps(self) -> float:
+        return min(
+            self.prefill.instances * self.prefill.rate, self.decode.instances * self.decode.rate
+        )
+
+
+@dataclass(frozen=True)
+class DisaggResult:
+    chosen: DisaggPlan | None
+    rejected: list[Rejected] = field(default_factory=list)
+    reason: str | None = None
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Disaggregated against aggregated serving of the same scenario."""
+
+    disaggregated: DisaggResult
+    aggregated: PlanResult
+
+    @property
+    def better(self) -> str | None:
+        """'disaggregated' or 'aggregated' (fewer servers, then GPUs, then cost); None if
+        neither is feasible."""
+        d, a = self.disaggregated.chosen, self.aggregated.chosen
+        if d is None or a is None:
+            return (
+                None
+                if d is None and a is None
+                else ("aggregated" if d is None else "disaggregated")
+            )
+        dk = (d.servers, d.gpus, d.cost_per_hour_usd or math.inf)
+        ak = (a.servers, a.gpus, a.cost_per_hour_usd or math.inf)
+        return "disaggregated" if dk < ak else "aggregated"
+
+
+# ---------------------------------------------------------------------------------------------
+# Step math of the pools
+# ---------------------------------------------------------------------------------------------
+
+
+def prompt_kv_bytes(costs: ModelCosts, kv_bytes_per_element: float, isl: float) -> float:
+    """KV bytes of one prompt of ``isl`` tokens, whole model (what moves to the decode pool)."""
+    window = costs.window or math.inf
+    global_len = min(isl, costs.kv_cap_tokens) if costs.kv_cap_tokens else isl
+    tokens = costs.global_layers * global_len + costs.local_layers * min(isl, window)
+    return tokens * costs.kv_elements_per_token_layer * kv_bytes_per_element
+
+
+def kv_transfer_time(kv_bytes: float, streams: int, link: Link) -> float:
+    """alpha + bytes / (streams · per-GPU link bandwidth): every GPU sends its shard."""
+    if kv_bytes <= 0:
+        return 0.0
+    return link.latency_s + kv_bytes / (max(streams, 1) * link.bytes_per_s)
+
+
+def _pairs(costs: ModelCosts, length: float) -> float:
+    cap = costs.kv_cap_tokens
+    return costs.global_layers * causal_pairs(length, cap) + costs.local_layers * causal_pairs(
+        length, costs.window
+    )
+
+
+def prefill_step_s(
+    dep: Deployment, prompts: float, isl: float, cp: int = 1, ring: Link | None = None
+) -> float:
+    """Time of one prefill-only step of ``prompts`` prompts of ``isl`` tokens (module docs)."""
+    if cp <= 1:
+        return float(prefill(dep, prompts, isl).total_s)
+    chunk = isl / cp
+    step = prefill(dep, prompts, chunk)
+    own = _pairs(dep.costs, chunk)
+    attention = float(step.attention_s) * (_pairs(dep.costs, isl) / cp / own if own else 1.0)
+    c = dep.costs
+    kv_layer = c.kv_elements_per_token_layer * dep.kv_bytes_per_element
+    chunk_bytes = prompts * chunk * kv_layer * kv_share_per_gpu(c, dep.par.tp)
+    link = ring or dep.tp_link
+    layers = layers_per_stage(c, dep.par.pp) * dep.par.pp
+    ring_s = layers * (cp - 1) * p2p_time(chunk_bytes, link, dep.eff.comm)
+    return float(
+        step.gemm_s + attention + step.comm_s + step.overhead_s + max(ring_s - attention, 0.0)
+    )
+
+
+def decode_itl_s(dep: Deployment, batch: float, isl: float, osl: float) -> float:
+    """Decode step at ``batch`` sequences and mean context ISL + OSL / 2 (no prefills)."""
+    return float(decode_step(dep, batch, isl + osl / 2.0).total_s)
+
+
+def _largest(top: int, check: Callable[[int], bool]) -> int:
+    """Largest n in [1, top] with check(n) (monotone: true then false); 0 if check(1) fails."""
+    if top < 1 or not check(1):
+        return 0
+    if check(top):
+        return top
+    lo, hi = 1, top
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if check(mid):
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+# ---------------------------------------------------------------------------------------------
+# Sizing
+# ---------------------------------------------------------------------------------------------
+
+
+def _price(hw: HardwareOption) -> float | None:
+    if hw.system is not None and hw.system.price_usd_per_gpu_hour is not None:
+        return hw.system.price_usd_per_gpu_hour
+    return hw.gpu.price_usd_per_gpu_hour
+
+
+def _pool_plan(
+    role: str,
+    res: Resolved,
+    hw: HardwareOption,
+    cp: int,
+    batch: int,
+    step_s: float,
+    rate: float,
+    peak: float,
+) -> PoolPlan:
+    per = res.candidate.par.gpus * cp
+    instances = max(1, math.ceil(peak / rate - 1e-9))
+    node = hw.gpus_per_node
+    servers = (
+        instances * math.ceil(per / node) if per > node else math.ceil(instances / (node // per))
+    )
+    gpus = instances * per
+    power: float | None = None
+    if hw.system is not None and hw.system.power_watts is not None:
+        power = hw.system.power_watts * servers
+    elif hw.gpu.tdp_watts is not None:
+        power = hw.gpu.tdp_watts * gpus
+    price = _price(hw)
+    return PoolPlan(
+        role=role,
+        candidate=res.candidate,
+        cp=cp,
+        batch=batch,
+        step_s=step_s,
+        rate=rate,
+        instances=instances,
+        gpus_per_instance=per,
+        gpus=gpus,
+        servers=servers,
+        gpus_per_node=node,
+        power_watts=power,
+        cost_per_hour_usd=price * gpus if price is not None else None,
+        efficiency_source=res.efficiency_source,
+    )
+
+
+def _candidates(
+    model: ModelSpec, pool: PoolSpec, est: Estimator, multi_node: bool
+) -> list[tuple[HardwareOption, Candidate, int]]:
+    out = []
+    for gpu, system in pool.hardware:
+        hw = HardwareOption(gpu, system)
+        node = hw.instance_span(pool.span_nvlink_domain)
+        costs = est.costs(model)
+        for cp in pool.cps:
+            top = max(node, hw.gpus_per_node * MAX_NODES_PER_INSTANCE)
+            lo, hi = (node, top) if multi_node else (0, node)
+            # the prefill instance has tp · pp · dp · cp GPUs: bound the split accordingly
+            splits = valid_splits(
+                costs,
+                max(hi // cp, 1),
+                list(pool.tps) if pool.tps else None,
+                list(pool.pps) if pool.pps else None,
+                list(pool.eps) if pool.eps else None,
+                list(pool.dps) if pool.dps else None,
+            )
+            for par in splits:
+                if not lo < par.gpus * cp <= hi:
+                    continue
+                for precision in pool.precisions:
+                    kv = pool.kv_precision or default_kv_precision(precision)
+                    out.append((hw, Candidate(model, gpu, system, precision, kv, par), cp))
+    return out
+
+
+def kv_link(prefill: PoolPlan, decode: PoolPlan, alpha_s: float) -> Link:
+    """NVLink when both pools share one rack-scale NVLink domain, else the NIC network."""
+    ps, ds = prefill.candidate.system, decode.candidate.system
+    if (
+        ps is not None
+        and ds is not None
+        and ps.id == ds.id
+        and ps.nvlink_domain_size > ps.gpus_per_node
+        and prefill.gpus_per_instance + decode.gpus_per_instance <= ps.nvlink_domain_size
+        and ps.intra_node_bandwidth_bytes_per_s > 0
+    ):
+        return Link("nvlink", ps.intra_node_bandwidth_bytes_per_s / 2, alpha_s)
+    bws = [
+        s.inter_node_bandwidth_bytes_per_s
+        for s in (ps, ds)
+        if s is not None and s.inter_node_bandwidth_bytes_per_s > 0
+    ]
+    return Link("network", min(bws) if bws else 12.5e9, NETWORK_LATENCY_S)
+
+
+def _best_decode(
+    model: ModelSpec,
+    pool: PoolSpec,
+    est: Estimator,
+    isl: float,
+    osl: float,
+    itl_cap: float,
+    peak: float,
+    rejected: list[Rejected],
+) -> PoolPlan | None:
+    found: list[PoolPlan] = []
+    for multi in (False, True):
+        for hw, cand, _ in _candidates(model, pool, est, multi):
+            res = est.resolve(cand, isl + osl)
+            dep = res.deployment
+            if res.reason is not None or dep is None:
+                rejected.append(
+                    Rejected(f"decode {cand.label()}", res.reason or "invalid", "invalid")
+                )
+                continue
+
+            def fits(n: int, d: Deployment = dep) -> bool:
+                return decode_itl_s(d, n, isl, osl) <= itl_cap
+
+            b = _largest(res.max_concurrency, fits)
+            if b == 0:
+                itl1 = decode_itl_s(dep, 1, isl, osl)
+                rejected.append(
+                    Rejected(
+                        f"decode {cand.label()}",
+                        f"ITL {fmt_seconds(itl1)} > budget {fmt_seconds(itl_cap)} at batch 1",
+                        "itl",
+                    )
+                )
+                continue
+            itl = decode_itl_s(dep, b, isl, osl)
+            rate = b / (max(osl - 1.0, 1.0) * itl)
+            found.append(_pool_plan("decode", res, hw, 1, b, itl, rate, peak))
+        if found:
+            break
+    return min(found, key=PoolPlan.sort_key) if found else None
+
+
+def _best_prefill(
+    model: ModelSpec,
+    pool: PoolSpec,
+    est: Estimator,
+    isl: float,
+    ttft_budget: float,
+    decode: PoolPlan,
+    peak: float,
+    rejected: list[Rejected],
+) -> tuple[PoolPlan, float, float, str] | None:
+    found: list[tuple[PoolPlan, float, float, str]] = []
+    for multi in (False, True):
+        for hw, cand, cp in _candidates(model, pool, est, multi):
+            res = est.resolve(cand, isl)
+            dep = res.deployment
+            name = f"prefill {cand.label()}" + (f" cp{cp}" if cp > 1 else "")
+            if res.reason is not None or dep is None:
+                rejected.append(Rejected(name, res.reason or "invalid", "invalid"))
+                continue
+            ring = links(
+                hw.gpu, hw.system, Parallelism(tp=cand.par.tp * cp), dep.eff.comm_latency_s
+            ).tp
+            probe = _pool_plan("prefill", res, hw, cp, 1, 1.0, 1.0, peak)
+            link = kv_link(probe, decode, dep.eff.comm_latency_s)
+            kv_bytes = prompt_kv_bytes(dep.costs, dep.kv_bytes_per_element, isl)
+            streams = min(probe.gpus_per_instance, decode.gpus_per_instance)
+            t_kv = kv_transfer_time(kv_bytes, streams, link)
+            budget = ttft_budget - t_kv
+
+            def ok(
+                p: int, d: Deployment = dep, c: int = cp, r: Link = ring, b: float = budget
+            ) -> bool:
+                return PREFILL_TTFT_STEPS * prefill_step_s(d, p, isl, c, r) <= b
+
+            top = res.max_concurrency * cp  # a prompt's KV is split over the cp groups
+            p = _largest(top, ok)
+            if p == 0:
+                t1 = PREFILL_TTFT_STEPS * prefill_step_s(dep, 1, isl, cp, ring) + t_kv
+                rejected.append(
+                    Rejected(
+                        name,
+                        f"TTFT {fmt_seconds(t1)} (incl. KV transfer {fmt_seconds(t_kv)})"
+                        f" > budget {fmt_seconds(ttft_budget)}",
+                        "ttft",
+                    )
+                )
+                continue
+            step = prefill_step_s(dep, p, isl, cp, ring)
+            plan = _pool_plan("prefill", res, hw, cp, p, step, p / step, peak)
+            found.append((plan, kv_bytes, t_kv, link.name))
+        if found:
+            break
+    return min(found, key=lambda f: f[0].sort_key()) if found else None
+
+
+#: ITL budgets (s) tried for the decode pool under an E2E limit: 1 ms … 1 s, 8 per decade.
+ITL_LADDER_S = tuple(10.0 ** (k / 8.0) for k in range(-24, 1))
+
+
+def plan_disaggregated(
+    model: ModelSpec,
+    prefill_pool: PoolSpec,
+    decode_pool: PoolSpec,
+    isl: float,
+    osl: float,
+    peak_rps: float,
+    limits: Limits,
+    est: Estimator,
+) -> DisaggResult:
+    """Size a prefill pool and a decode pool for the peak (module docstring).
+
+    Decode is sized first for an ITL budget, then prefill gets the TTFT limit and what E2E
+    leaves after the decode pool's actual ITL. Without an E2E limit the ITL budget is the ITL
+    limit. With one, every budget of a fixed geometric ladder (:data:`ITL_LADDER_S`, plus the
+    ITL limit) that leaves time for decoding is tried and the best pair kept: the ladder does
+    not depend on the E2E limit, so a looser limit only adds options (never needs more GPUs).
+    """
+    if peak_rps <= 0:
+        raise ValueError(f"peak_rps must be > 0 (got {peak_rps})")
+    rejected: list[Rejected] = []
+    inf = math.inf
+    streaming = limits.mode == "streaming"
+    ttft_lim = (limits.ttft_s if streaming else None) or inf
+    itl_lim = (limits.itl_s if streaming else None) or inf
+    e2e_lim = limits.e2e_s if limits.e2e_s is not None else inf
+    steps = max(osl - 1.0, 1.0)
+    if e2e_lim < inf:
+        caps = sorted({c for c in (*ITL_LADDER_S, itl_lim) if c <= itl_lim and c * steps < e2e_lim})
+    else:
+        caps = [itl_lim]
+    if not caps:
+        return DisaggResult(None, rejected, "E2E limit leaves no time for decoding")
+    best: DisaggPlan | None = None
+    decode_missing = True
+    for itl_cap in caps:
+        trial: list[Rejected] = []
+        decode = _best_decode(model, decode_pool, est, isl, osl, itl_cap, peak_rps, trial)
+        if decode is None:
+            if best is None:
+                rejected[:] = trial
+            continue
+        decode_missing = False
+        ttft_budget = min(ttft_lim, e2e_lim - steps * decode.step_s)
+        found = _best_prefill(model, prefill_pool, est, isl, ttft_budget, decode, peak_rps, trial)
+        if found is None:
+            if best is None:
+                rejected[:] = trial
+            continue
+        pre, kv_bytes, t_kv, link_name = found
+        ttft = PREFILL_TTFT_STEPS * pre.step_s + t_kv
+        plan = DisaggPlan(
+            prefill=pre,
+            decode=decode,
+            peak_rps=peak_rps,
+            kv_transfer_bytes=kv_bytes,
+            kv_transfer_s=t_kv,
+            kv_link=link_name,
+            ttft_s=ttft,
+            itl_s=decode.step_s,
+            e2e_s=ttft + (osl - 1.0) * decode.step_s,
+        )
+        if best is None or _rank(plan) < _rank(best):
+            best, rejected[:] = plan, trial
+    if best is None:
+        return DisaggResult(
+            None, rejected, _why(rejected, "decode" if decode_missing else "prefill")
+        )
+    return DisaggResult(best, rejected)
+
+
+def _rank(p: DisaggPlan) -> tuple[float, float, float]:
+    cost = p.cost_per_hour_usd
+    return (p.servers, p.gpus, cost if cost is not None else math.inf)
+
+
+def _why(rejected: list[Rejected], role: str) -> str:
+    mine = [r for r in rejected if r.candidate.startswith(role)]
+    if not mine:
+        return f"no {role} candidates"
+    latency = [r for r in mine if r.kind != "invalid"]
+    first = (latency or mine)[0]
+    return f"no feasible {role} pool: {first.candidate}: {first.reason}"
