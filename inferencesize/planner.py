@@ -22,7 +22,7 @@ Limits: streaming mode checks every given limit (TTFT, ITL, E2E); sequential mod
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -223,6 +223,12 @@ def search_point(
     return lo_op, binding
 
 
+SearchFn = Callable[
+    [Estimator, Resolved, float, float, Limits, Batching],
+    tuple[OperatingPoint, Binding] | tuple[None, str],
+]
+
+
 def _plan_for(
     cand: Candidate,
     res: Resolved,
@@ -310,12 +316,14 @@ def plan(
     eps: Sequence[int] | None = None,
     batching: Batching = "inflight",
     top: int = 3,
+    search: SearchFn | None = None,
 ) -> PlanResult:
     """Size a deployment: every candidate, its best operating point, ranked plans.
 
     ``tps``/``pps``/``eps`` None means "auto" (every valid power of two), else the listed
     values. Splits with tp · pp above a node (multi-node) are tried only when no single-node
-    candidate is feasible.
+    candidate is feasible. ``search`` replaces :func:`search_point` (same contract; the sweep
+    passes a vectorised one).
     """
     if peak_rps <= 0:
         raise ValueError(f"peak_rps must be > 0 (got {peak_rps})")
@@ -343,7 +351,7 @@ def plan(
             kind = "memory" if reason.startswith("out of memory") else "invalid"
             rejected.append(Rejected(cand.label(), reason, kind))
             return
-        op, why = search_point(est, res, isl, osl, limits, batching)
+        op, why = (search or search_point)(est, res, isl, osl, limits, batching)
         if op is None:
             first = est.point(res, isl, osl, 1, batching)
             ratio, message, kind = math.inf, None, "memory"
@@ -382,3 +390,16 @@ def _nearest_miss(rejected: list[Rejected], limits: Limits) -> str:
     if not limits.active():
         return "no latency limit applies"
     return "no candidates (no hardware, precision or split to try)"
+
+
+def at_peak(p: Plan, peak_rps: float, osl: float) -> Plan:
+    """The same candidate and operating point sized for another peak (arithmetic only).
+
+    Feasibility and the operating point do not depend on the peak, so a sweep plans once per
+    workload and re-sizes each plan for every traffic level.
+    """
+    if peak_rps <= 0:
+        raise ValueError(f"peak_rps must be > 0 (got {peak_rps})")
+    c = p.candidate
+    res = Resolved(c, None, None, p.efficiency_source, None)
+    return _plan_for(c, res, p.point, p.binding, HardwareOption(c.gpu, c.system), peak_rps, osl)
