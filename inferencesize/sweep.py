@@ -105,7 +105,7 @@ def _range(name: str, text: str) -> list[int | float]:
         raise InputError(f"--vary {name}={text}: empty range (step must be > 0)")
     if start > stop:
         raise InputError(f"--vary {name}={text}: empty range (start {start} > stop {stop})")
-    count = int(math.floor((stop - start) / step + 1e-9)) + 1
+    count = math.floor((stop - start) / step + 1e-9) + 1
     if count > MAX_POINTS:
         raise InputError(f"--vary {name}={text}: {count:,} values (at most {MAX_POINTS:,})")
     integral = all(isinstance(v, int) for v in (start, stop, step))
@@ -135,9 +135,10 @@ def _scalar(name: str, text: str) -> Any:
 
 def _adapter(name: str) -> TypeAdapter[Any]:
     info = ScenarioSpec.model_fields[name]
-    if not info.metadata:
-        return TypeAdapter(info.annotation)
-    return TypeAdapter(Annotated[(info.annotation, *info.metadata)])  # type: ignore[misc]
+    form: Any = info.annotation
+    if info.metadata:
+        form = Annotated[(form, *info.metadata)]
+    return TypeAdapter(form)
 
 
 def check_value(name: str, value: Any) -> Any:
@@ -410,36 +411,36 @@ class Sweeper:
 
     def run(self, base: Mapping[str, Any], grid: Sequence[Mapping[str, Any]]) -> Iterator[Row]:
         """Every grid point planned, in grid order (a generator: rows stream out)."""
-        specs: list[ScenarioSpec | None] = []
-        errors: list[str | None] = []
-        peaks: list[float | None] = []
+        specs: list[tuple[ScenarioSpec, float] | str] = []
         groups: dict[tuple[Any, ...], list[int]] = {}
+        peak_at: dict[int, float] = {}
         for i, values in enumerate(grid):
             try:
-                s = ScenarioSpec.model_validate(apply(base, values))
-                pk = scenario_peak(s)
+                spec = ScenarioSpec.model_validate(apply(base, values))
+                peak_at[i] = scenario_peak(spec)
+                specs.append((spec, peak_at[i]))
             except ValidationError as err:
-                specs.append(None), errors.append(_invalid(err)), peaks.append(None)
+                specs.append(_invalid(err))
                 continue
             except ValueError as err:
-                specs.append(None), errors.append(f"invalid traffic: {err}"), peaks.append(None)
+                specs.append(f"invalid traffic: {err}")
                 continue
-            specs.append(s), errors.append(None), peaks.append(pk)
-            groups.setdefault(workload_key(s), []).append(i)
+            groups.setdefault(workload_key(spec), []).append(i)
         chosen: dict[int, int] = {}
         done: set[tuple[Any, ...]] = set()
         for i, values in enumerate(grid):
-            s, pk = specs[i], peaks[i]
-            if s is None or pk is None:
-                yield Row(i, dict(values), None, None, None, None, errors[i])
+            item = specs[i]
+            if isinstance(item, str):
+                yield Row(i, dict(values), None, None, None, None, item)
                 continue
+            s, pk = item
             key = workload_key(s)
             result = self.capacity(s)
             if key not in done:
                 done.add(key)
                 members = groups[key]
                 if result.feasible:
-                    picks = choose(result.feasible, [peaks[m] for m in members])
+                    picks = choose(result.feasible, [peak_at[m] for m in members])
                     chosen.update(zip(members, (int(p) for p in picks), strict=True))
             if not result.feasible:
                 reason = result.nearest_miss or "no feasible plan"

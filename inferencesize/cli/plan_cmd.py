@@ -384,6 +384,10 @@ def plan_command(
     engine: EngineOpt = None,
     calibration: CalibrationOpt = None,
     catalog_dirs: CatalogOpt = None,
+    plot: Annotated[
+        Path | None,
+        typer.Option("--plot", help="Draw req/s per instance vs TTFT to FILE.png/.svg."),
+    ] = None,
 ) -> None:
     """The fewest servers and GPUs that serve the peak within the latency limits.
 
@@ -398,6 +402,10 @@ def plan_command(
     flags = _flags(locals())
     scen, rec, result = _prepare(scenario, flags, top, engine, calibration, catalog_dirs)
     _emit(scen, rec, fmt, explain)
+    if plot is not None:
+        from inferencesize.cli.plan_plot import draw_plan
+
+        draw_plan(plot, scen, result, engine, calibration, catalog_dirs)
     if result.chosen is None:
         raise InfeasibleError(f"no feasible plan: {result.nearest_miss}")
 

@@ -118,9 +118,7 @@ RESULT_COLUMNS = (
 
 def columns_for(axes: list[Axis]) -> list[str]:
     """Input columns (plus any varied field without one, after ``point``), then results."""
-    extra = [
-        a.field for a in axes if FIELD_COLUMN.get(a.field, a.field) not in INPUT_COLUMNS
-    ]
+    extra = [a.field for a in axes if FIELD_COLUMN.get(a.field, a.field) not in INPUT_COLUMNS]
     return [INPUT_COLUMNS[0], *dict.fromkeys(extra), *INPUT_COLUMNS[1:], *RESULT_COLUMNS]
 
 
