@@ -8,6 +8,7 @@ from typing import Annotated, Any
 
 import numpy as np
 import typer
+from rich import box
 
 from inferencesize import report
 from inferencesize.cli.common import CatalogOpt, check_format, open_catalog, stdout
@@ -321,34 +322,36 @@ def frontier_command(
                     f"{r['ttft_ms']:,.0f}",
                     f"{r['itl_ms']:,.1f}",
                     f"{r['e2e_ms'] / 1e3:,.2f}",
-                    f"{r['requests_per_s_per_instance']:,.2f}",
                     "yes" if r["meets_limits"] else "no",
                 ]
             )
         caption = (
             f"{len(shown)} of {len(chosen)} points shown, {fr.size:,} evaluated"
-            f" ({len(fr.candidates)} candidates); L latency-optimal, T throughput-optimal,"
-            " G best within limits"
+            f" ({len(fr.candidates)} candidates; {eset.engine}); L latency-optimal, T throughput-optimal,"
+            " G best within limits; ok = meets the limits"
         )
-        out.print(
-            report.table(
-                title,
-                [
-                    "",
-                    "candidate",
-                    "conc.",
-                    "tok/s/user",
-                    "tok/s/GPU",
-                    "TTFT ms",
-                    "ITL ms",
-                    "E2E s",
-                    "req/s/inst",
-                    "in limits",
-                ],
-                table_rows,
-                caption=caption,
-            )
+        table = report.table(
+            title.split("\n")[0],
+            [
+                "",
+                "candidate",
+                "conc",
+                "tok/s/user",
+                "tok/s/GPU",
+                "TTFT ms",
+                "ITL ms",
+                "E2E s",
+                "ok",
+            ],
+            table_rows,
+            caption=caption,
         )
+        table.box = box.SIMPLE_HEAD
+        table.show_edge = False
+        table.pad_edge = False
+        for column in table.columns:
+            column.no_wrap = True
+        out.print(table)
         if terminal:
             report.emit(out, _terminal(fr))
     if plot is not None:
