@@ -327,7 +327,7 @@ def frontier_command(
             )
         caption = (
             f"{len(shown)} of {len(chosen)} points shown, {fr.size:,} evaluated"
-            f" ({len(fr.candidates)} candidates; {eset.engine}); L latency-optimal, T throughput-optimal,"
+            f" ({len(fr.candidates)} candidate(s); {eset.engine}); L latency-optimal, T throughput-optimal,"
             " G best within limits; ok = meets the limits"
         )
         table = report.table(

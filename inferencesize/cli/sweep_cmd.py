@@ -308,7 +308,7 @@ def sweep_command(
     plan (servers, GPUs, per-instance rate, TTFT, ITL, E2E, binding constraint, cost).
     Infeasible points are rows with feasible=false and the reason; the exit code is 0.
 
-    Example: infersize sweep --vary isl=500,1000,2000 --vary mean_rps=10:100:10
+    Example: infersize sweep --vary isl=500,1000,2000 --vary mean_rps=10:90:10
     --vary hardware=h100-sxm,h200-sxm,b200 --out sweep.csv
     """
     check_format(fmt, FORMATS)
