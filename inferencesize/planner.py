@@ -23,7 +23,7 @@ Limits: streaming mode checks every given limit (TTFT, ITL, E2E); sequential mod
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -264,6 +264,12 @@ def pack_servers(instances: int, gpus_per_instance: int, gpus_per_node: int) -> 
     return math.ceil(instances / (node // per))
 
 
+SearchFn = Callable[
+    [Estimator, Resolved, float, float, Limits, Batching],
+    tuple[OperatingPoint, Binding] | tuple[None, str],
+]
+
+
 def _plan_for(
     cand: Candidate,
     res: Resolved,
@@ -355,6 +361,7 @@ def plan(
     pricing: Pricing | None = None,
     dps: Sequence[int] | None = None,
     span_nvlink_domain: bool = False,
+    search: SearchFn | None = None,
 ) -> PlanResult:
     """Size a deployment: every candidate, its best operating point, ranked plans.
 
@@ -362,8 +369,9 @@ def plan(
     values. Splits with tp · pp above a node (multi-node) are tried only when no single-node
     candidate is feasible. ``objective`` ranks feasible plans by servers (default), GPUs,
     cost per hour or power (unknown cost/power last); ``pricing`` prices them
-    (:mod:`inferencesize.economics`). ``dps`` lists attention data-parallel degrees (None: 1 only);
-    ``span_nvlink_domain`` lets the single-node pass use a rack's whole NVLink domain.
+    (:mod:`inferencesize.economics`). ``dps`` lists attention data-parallel degrees (None: 1
+    only); ``span_nvlink_domain`` lets the single-node pass use a rack's whole NVLink domain.
+    ``search`` replaces :func:`search_point` (same contract).
     """
     if peak_rps <= 0:
         raise ValueError(f"peak_rps must be > 0 (got {peak_rps})")
@@ -392,7 +400,7 @@ def plan(
             kind = "memory" if reason.startswith("out of memory") else "invalid"
             rejected.append(Rejected(cand.label(), reason, kind))
             return
-        op, why = search_point(est, res, isl, osl, limits, batching)
+        op, why = (search or search_point)(est, res, isl, osl, limits, batching)
         if op is None:
             first = est.point(res, isl, osl, 1, batching)
             ratio, message, kind = math.inf, None, "memory"
@@ -434,3 +442,17 @@ def _nearest_miss(rejected: list[Rejected], limits: Limits) -> str:
     if not limits.active():
         return "no latency limit applies"
     return "no candidates (no hardware, precision or split to try)"
+
+
+def at_peak(p: Plan, peak_rps: float, isl: float, osl: float, est: Estimator) -> Plan:
+    """The same candidate and operating point sized for another peak (arithmetic only).
+
+    Feasibility and the operating point do not depend on the peak, so a sweep plans once per
+    workload and re-sizes each plan for every traffic level.
+    """
+    if peak_rps <= 0:
+        raise ValueError(f"peak_rps must be > 0 (got {peak_rps})")
+    c = p.candidate
+    res = est.resolve(c, isl + osl)  # cached: the deployment the plan was made with
+    hw = HardwareOption(c.gpu, c.system)
+    return _plan_for(c, res, p.point, p.binding, hw, peak_rps, isl, osl)

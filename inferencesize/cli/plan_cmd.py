@@ -433,6 +433,10 @@ def plan_command(
     kv_window_tokens: scale_opts.KvWindowOpt = None,
     kv_sink_tokens: scale_opts.KvSinkOpt = None,
     prefill_cp: scale_opts.PrefillCpOpt = None,
+    plot: Annotated[
+        Path | None,
+        typer.Option("--plot", help="Draw req/s per instance vs TTFT to FILE.png/.svg."),
+    ] = None,
 ) -> None:
     """The fewest servers and GPUs that serve the peak within the latency limits.
 
@@ -454,6 +458,10 @@ def plan_command(
             raise InfeasibleError(f"no feasible pipeline: {pipeline_cmd.miss(result)}")
         return
     _emit(scen, rec, fmt, explain)
+    if plot is not None:
+        from inferencesize.cli.plan_plot import draw_plan
+
+        draw_plan(plot, scen, result, engine, calibration, catalog_dirs)
     if result.chosen is None and not rec.get("feasible"):
         raise InfeasibleError(f"no feasible plan: {result.nearest_miss}")
 

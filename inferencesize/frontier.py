@@ -1,0 +1,223 @@
+"""Throughput–interactivity trade-off: the Pareto frontier over splits, precisions, concurrency.
+
+Every candidate (hardware × precision × valid single-node TP/PP/EP split) is evaluated at
+every concurrency 1 … max_concurrency (its KV capacity at ISL + OSL; beyond it requests only
+queue), vectorised with numpy (:func:`inferencesize.serving.inflight_arrays`). Each point has
+
+* **output tokens/s per GPU** = requests/s · OSL / (TP · PP) — what the hardware yields;
+* **output tokens/s per user** = 1 / ITL — the streaming speed one user sees (for static
+  batching the same: one token per decode step).
+
+A point is on the frontier when no other point is at least as good on both axes and better on
+one. The *latency-optimal* end is the frontier point with the most tokens/s per user, the
+*throughput-optimal* end the one with the most tokens/s per GPU. Points meeting the given
+limits (TTFT, ITL, E2E; sequential mode: E2E only) form the goodput set, with its own frontier
+and its best point (most tokens/s per GPU within the limits).
+
+Pure: no I/O, no printing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from inferencesize.deployment import default_kv_precision
+from inferencesize.estimate import Batching, Candidate, Estimator, Resolved
+from inferencesize.parallelism import valid_splits
+from inferencesize.planner import HardwareOption, Limits
+from inferencesize.serving import inflight_arrays, points
+from inferencesize.specs import GpuSpec, ModelSpec, SystemSpec
+
+#: Above this KV capacity a candidate is sampled (all of 1…256, then geometric) not exhaustive.
+MAX_POINTS_PER_CANDIDATE = 2048
+
+
+def concurrency_grid(max_concurrency: int, limit: int = MAX_POINTS_PER_CANDIDATE) -> Any:
+    """1 … max_concurrency: every integer, or (when more than ``limit``) every integer up to
+    256 then a geometric grid up to the maximum (always included)."""
+    if max_concurrency <= limit:
+        return np.arange(1, max_concurrency + 1)
+    head = np.arange(1, 257)
+    tail = np.geomspace(257, max_concurrency, limit - 256).round().astype(int)
+    return np.unique(np.concatenate([head, tail, [max_concurrency]]))
+
+
+def pareto_mask(x: Any, y: Any) -> Any:
+    """True where (x, y) is not dominated (maximising both); of identical points the first."""
+    x = np.asarray(x, dtype=float)
+    y = np.asarray(y, dtype=float)
+    if x.size == 0:
+        return np.zeros(0, dtype=bool)
+    order = np.lexsort((-y, -x))  # x descending, then y descending
+    ys = y[order]
+    best_before = np.maximum.accumulate(np.concatenate([[-np.inf], ys[:-1]]))
+    mask = np.zeros(x.size, dtype=bool)
+    mask[order] = ys > best_before
+    return mask
+
+
+def meets_limits(limits: Limits, ttft_s: Any, itl_s: Any, e2e_s: Any) -> Any:
+    """Elementwise: does the point meet every active limit (``value <= limit``)?"""
+    ok = np.ones(np.shape(ttft_s), dtype=bool)
+    values = {"ttft": ttft_s, "itl": itl_s, "e2e": e2e_s}
+    for name, limit in limits.active():
+        ok &= np.asarray(values[name]) <= limit
+    return ok
+
+
+@dataclass(frozen=True)
+class Curve:
+    """One candidate's operating points over concurrency (arrays, SI units)."""
+
+    concurrency: Any
+    ttft_s: Any
+    itl_s: Any
+    e2e_s: Any
+    requests_per_s: Any
+
+
+def curve(res: Resolved, isl: float, osl: float, batching: Batching, concurrency: Any) -> Curve:
+    """Latency and throughput of one resolved candidate at the given concurrencies."""
+    assert res.deployment is not None
+    n = np.asarray(concurrency, dtype=float)
+    if batching == "static":
+        ops = points(res.deployment, isl, osl, n, n, "static")
+        return Curve(
+            n,
+            np.array([o.ttft_s for o in ops]),
+            np.array([o.itl_s for o in ops]),
+            np.array([o.e2e_s for o in ops]),
+            np.array([o.requests_per_s for o in ops]),
+        )
+    r = inflight_arrays(res.deployment, isl, osl, n, res.max_concurrency)
+    return Curve(n, r.ttft_s, r.itl_s, r.e2e_s, r.requests_per_s)
+
+
+@dataclass(frozen=True)
+class Frontier:
+    """All evaluated points (arrays, one element per point) and the frontier marks."""
+
+    candidates: list[Candidate]
+    candidate_index: Any
+    concurrency: Any
+    ttft_s: Any
+    itl_s: Any
+    e2e_s: Any
+    requests_per_s: Any
+    tokens_per_s_per_gpu: Any
+    tokens_per_s_per_user: Any
+    on_frontier: Any
+    meets_limits: Any
+    on_goodput_frontier: Any
+    rejected: list[tuple[str, str]] = field(default_factory=list)
+
+    @property
+    def size(self) -> int:
+        return int(np.size(self.concurrency))
+
+    def latency_optimal(self) -> int | None:
+        """Index of the frontier point with the most tokens/s per user."""
+        return self._best(self.on_frontier, self.tokens_per_s_per_user)
+
+    def throughput_optimal(self) -> int | None:
+        """Index of the frontier point with the most tokens/s per GPU."""
+        return self._best(self.on_frontier, self.tokens_per_s_per_gpu)
+
+    def best_within_limits(self) -> int | None:
+        """Index of the point meeting the limits with the most tokens/s per GPU."""
+        return self._best(self.on_goodput_frontier, self.tokens_per_s_per_gpu)
+
+    @staticmethod
+    def _best(mask: Any, value: Any) -> int | None:
+        idx = np.flatnonzero(mask)
+        if idx.size == 0:
+            return None
+        return int(idx[np.argmax(np.asarray(value)[idx])])
+
+
+def frontier(
+    est: Estimator,
+    model: ModelSpec,
+    hardware: Sequence[tuple[GpuSpec, SystemSpec | None]],
+    precisions: Sequence[str],
+    isl: float,
+    osl: float,
+    limits: Limits,
+    *,
+    kv_precision: str | None = None,
+    tps: Sequence[int] | None = None,
+    pps: Sequence[int] | None = None,
+    eps: Sequence[int] | None = None,
+    batching: Batching = "inflight",
+    max_concurrency: int | None = None,
+) -> Frontier:
+    """Evaluate every single-node candidate over concurrency and mark the Pareto frontier.
+
+    ``tps``/``pps``/``eps`` None means every valid power of two; ``max_concurrency`` caps the
+    concurrency swept (default: each candidate's KV capacity).
+    """
+    cands: list[Candidate] = []
+    rejected: list[tuple[str, str]] = []
+    cols: dict[str, list[Any]] = {k: [] for k in ("i", "n", "ttft", "itl", "e2e", "x", "gpus")}
+    costs = est.costs(model)
+    for g, s in hardware:
+        hw = HardwareOption(g, s)
+        splits = valid_splits(
+            costs,
+            hw.gpus_per_node,
+            list(tps) if tps else None,
+            list(pps) if pps else None,
+            list(eps) if eps else None,
+        )
+        splits = [p for p in splits if p.gpus <= hw.gpus_per_node]
+        for precision in precisions:
+            kv = kv_precision or default_kv_precision(precision)
+            for par in splits:
+                cand = Candidate(model, g, s, precision, kv, par)
+                res = est.resolve(cand, isl + osl)
+                if res.reason is not None or res.deployment is None or res.max_concurrency < 1:
+                    rejected.append((cand.label(), res.reason or "no room for one sequence"))
+                    continue
+                top = res.max_concurrency
+                if max_concurrency is not None:
+                    top = min(top, max_concurrency)
+                c = curve(res, isl, osl, batching, concurrency_grid(top))
+                cols["i"].append(np.full(np.size(c.concurrency), len(cands)))
+                cols["n"].append(c.concurrency)
+                cols["ttft"].append(c.ttft_s)
+                cols["itl"].append(c.itl_s)
+                cols["e2e"].append(c.e2e_s)
+                cols["x"].append(c.requests_per_s)
+                cols["gpus"].append(np.full(np.size(c.concurrency), par.gpus))
+                cands.append(cand)
+    flat = {
+        k: np.concatenate(v) if v else np.zeros(0, dtype=int if k in ("i", "gpus") else float)
+        for k, v in cols.items()
+    }
+    per_gpu = flat["x"] * osl / np.maximum(flat["gpus"], 1)
+    per_user = 1.0 / flat["itl"] if flat["itl"].size else np.zeros(0)
+    meets = meets_limits(limits, flat["ttft"], flat["itl"], flat["e2e"])
+    on = pareto_mask(per_user, per_gpu)
+    good = np.zeros_like(meets)
+    if meets.any():
+        idx = np.flatnonzero(meets)
+        good[idx] = pareto_mask(per_user[idx], per_gpu[idx])
+    return Frontier(
+        candidates=cands,
+        candidate_index=flat["i"].astype(int),
+        concurrency=flat["n"].astype(int),
+        ttft_s=flat["ttft"],
+        itl_s=flat["itl"],
+        e2e_s=flat["e2e"],
+        requests_per_s=flat["x"],
+        tokens_per_s_per_gpu=per_gpu,
+        tokens_per_s_per_user=per_user,
+        on_frontier=on,
+        meets_limits=meets,
+        on_goodput_frontier=good,
+        rejected=rejected,
+    )

@@ -1,0 +1,183 @@
+"""Plots: PNG/SVG with matplotlib (optional extra ``infersize[plot]``) and plain-text plots.
+
+matplotlib is imported only when a file plot is drawn (Agg backend, no display needed); when it
+is missing the user gets one line naming the extra to install. Computes nothing: callers pass
+the points (:mod:`inferencesize.frontier`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from inferencesize.errors import InputError
+from inferencesize.frontier import Curve, Frontier
+
+PLOT_SUFFIXES = (".png", ".svg")
+INSTALL_HINT = "pip install 'infersize[plot]'"
+
+
+def check_plot_path(path: Path, flag: str = "--plot") -> None:
+    """The plot file must be .png or .svg in an existing directory."""
+    if path.suffix.lower() not in PLOT_SUFFIXES:
+        raise InputError(f"{flag} {path}: expected a .png or .svg file name")
+    folder = path.parent if str(path.parent) else Path(".")
+    if not folder.is_dir():
+        raise InputError(f"{flag} {path}: directory {folder} does not exist")
+
+
+def pyplot() -> Any:
+    """matplotlib.pyplot on the Agg backend, or a one-line error naming the extra."""
+    try:
+        import matplotlib
+    except ImportError:
+        raise InputError(f"plotting needs matplotlib: {INSTALL_HINT}") from None
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def save_frontier(path: Path, fr: Frontier, title: str) -> None:
+    """Tokens/s per GPU against tokens/s per user: every point, the frontier, the points
+    meeting the limits, and the two ends marked."""
+    check_plot_path(path)
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(8, 5.5), dpi=120)
+    x, y = fr.tokens_per_s_per_user, fr.tokens_per_s_per_gpu
+    ax.scatter(x, y, s=4, color="0.75", label="all operating points", rasterized=True)
+    on = np.flatnonzero(fr.on_frontier)
+    on = on[np.argsort(x[on])]
+    ax.plot(x[on], y[on], "-o", color="tab:blue", ms=3, lw=1.5, label="Pareto frontier")
+    good = np.flatnonzero(fr.on_goodput_frontier)
+    if good.size:
+        ax.scatter(x[good], y[good], s=22, color="tab:green", zorder=3, label="meets limits")
+    marks = (
+        (fr.latency_optimal(), "latency-optimal", "tab:purple", (-60, 12)),
+        (fr.throughput_optimal(), "throughput-optimal", "tab:red", (8, -18)),
+        (fr.best_within_limits(), "best within limits", "tab:green", (8, 8)),
+    )
+    for idx, name, color, offset in marks:
+        if idx is None:
+            continue
+        cand = fr.candidates[int(fr.candidate_index[idx])]
+        ax.scatter([x[idx]], [y[idx]], s=90, marker="*", color=color, zorder=4)
+        ax.annotate(
+            f"{name}\n{cand.label()} · conc {int(fr.concurrency[idx])}",
+            (x[idx], y[idx]),
+            textcoords="offset points",
+            xytext=offset,
+            fontsize=7,
+            color=color,
+        )
+    ax.set_xlabel("output tokens/s per user (1 / ITL)")
+    ax.set_ylabel("output tokens/s per GPU")
+    ax.set_title(title, fontsize=9)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=7, loc="upper right")
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
+@dataclass(frozen=True)
+class LabelledCurve:
+    label: str
+    curve: Curve
+    chosen: bool
+
+
+def save_rate_vs_ttft(
+    path: Path,
+    curves: Sequence[LabelledCurve],
+    ttft_limit_s: float | None,
+    chosen: tuple[float, float, str] | None,
+    title: str,
+) -> None:
+    """Requests/s per instance against TTFT for each candidate, the TTFT limit as a vertical
+    line and the chosen operating point (ttft_s, requests/s, label) as a star."""
+    check_plot_path(path)
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(8, 5.5), dpi=120)
+    for lc in curves:
+        ax.plot(
+            np.asarray(lc.curve.ttft_s) * 1e3,
+            lc.curve.requests_per_s,
+            lw=2.2 if lc.chosen else 1.0,
+            alpha=1.0 if lc.chosen else 0.6,
+            label=lc.label + (" (chosen)" if lc.chosen else ""),
+        )
+    if ttft_limit_s is not None:
+        ax.axvline(ttft_limit_s * 1e3, color="tab:red", ls="--", lw=1, label="TTFT limit")
+    if chosen is not None:
+        ttft_s, rate, label = chosen
+        ax.scatter([ttft_s * 1e3], [rate], s=120, marker="*", color="black", zorder=4)
+        ax.annotate(
+            label,
+            (ttft_s * 1e3, rate),
+            textcoords="offset points",
+            xytext=(-8, 8),
+            ha="right",
+            fontsize=7,
+        )
+    ax.set_xscale("log")
+    ax.set_xlabel("mean TTFT (ms, log scale)")
+    ax.set_ylabel("requests/s per instance")
+    ax.set_title(title, fontsize=9)
+    ax.grid(True, alpha=0.3, which="both")
+    ax.legend(fontsize=7, loc="upper left")
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
+@dataclass(frozen=True)
+class Series:
+    """Points drawn with one character; later series draw over earlier ones."""
+
+    x: Any
+    y: Any
+    char: str
+
+
+def _fmt(value: float) -> str:
+    return f"{value:,.0f}" if abs(value) >= 100 else f"{value:.3g}"
+
+
+def terminal_plot(
+    series: Sequence[Series],
+    x_label: str,
+    y_label: str,
+    width: int = 64,
+    height: int = 18,
+) -> str:
+    """A scatter plot as text (``width`` × ``height`` cells, linear axes from 0)."""
+    xs = [np.asarray(s.x, dtype=float) for s in series]
+    ys = [np.asarray(s.y, dtype=float) for s in series]
+    finite = [v for arr in xs for v in arr[np.isfinite(arr)]]
+    x_max = max(finite, default=1.0) or 1.0
+    finite_y = [v for arr in ys for v in arr[np.isfinite(arr)]]
+    y_max = max(finite_y, default=1.0) or 1.0
+    grid = [[" "] * width for _ in range(height)]
+    for s, x, y in zip(series, xs, ys, strict=True):
+        ok = np.isfinite(x) & np.isfinite(y)
+        cols = np.clip((x[ok] / x_max * (width - 1)).round().astype(int), 0, width - 1)
+        rows = np.clip((y[ok] / y_max * (height - 1)).round().astype(int), 0, height - 1)
+        for c, r in zip(cols, rows, strict=True):
+            grid[height - 1 - int(r)][int(c)] = s.char
+    top, bottom = _fmt(y_max), "0"
+    pad = max(len(top), len(bottom))
+    lines = [y_label]
+    for i, row in enumerate(grid):
+        tick = top if i == 0 else (bottom if i == height - 1 else "")
+        lines.append(f"{tick:>{pad}} │{''.join(row)}")
+    lines.append(f"{'':>{pad}} └{'─' * width}")
+    right = _fmt(x_max)
+    gap = max(width - len(right) - 1, 1)
+    lines.append(f"{'':>{pad}}  0{' ' * gap}{right}")
+    lines.append(f"{'':>{pad}}  {x_label:^{width}}")
+    return "\n".join(lines)

@@ -1,0 +1,180 @@
+"""`infersize sweep` in-process: a pinned 3×3×3 grid, formats, atomic --out, bad input."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from inferencesize.cli import app
+from inferencesize.cli.sweep_cmd import INPUT_COLUMNS, RESULT_COLUMNS
+
+runner = CliRunner()
+
+GRID = [
+    "sweep",
+    "--vary",
+    "hardware=dgx-h100,h100-sxm,h200-sxm",
+    "--vary",
+    "isl=1000,2000,4000",
+    "--vary",
+    "peak_rps=50,200,800",
+]
+# Pinned per (hardware, isl) on the shipped default scenario (Llama-3-8B FP8 TP1, OSL 200,
+# TTFT ≤ 500 ms, nim-2024): (concurrency, req/s per instance, TTFT ms). dgx-h100 and a bare
+# h100-sxm (packed 8 per node) must agree.
+PINNED = {
+    ("h100-sxm", 1000): (55, 19.2527, 491.931),
+    ("h100-sxm", 2000): (26, 9.41013, 488.064),
+    ("h100-sxm", 4000): (12, 4.47688, 497.177),
+    ("h200-sxm", 1000): (78, 33.4641, 498.838),
+    ("h200-sxm", 2000): (37, 17.0531, 499.318),
+    ("h200-sxm", 4000): (16, 7.86845, 483.08),
+}
+SERVERS = [1, 2, 6, 1, 3, 11, 2, 6, 23] * 2 + [1, 1, 3, 1, 2, 6, 1, 4, 13]
+GPUS = [3, 11, 42, 6, 22, 86, 12, 45, 179] * 2 + [2, 6, 24, 3, 12, 47, 7, 26, 102]
+# Published (NVIDIA DLI sizing notebook, NIM): 8.843 req/s per TP1 instance at TTFT 489.5 ms.
+SEED_MEASURED_RPS = 8.843
+
+
+def _rows(text: str) -> list[dict[str, str]]:
+    return list(csv.DictReader(io.StringIO(text)))
+
+
+def test_pinned_3x3x3_grid() -> None:
+    result = runner.invoke(app, GRID)
+    assert result.exit_code == 0, result.stderr
+    assert result.stderr == ""  # no progress bar when stderr is not a terminal
+    header = result.stdout.splitlines()[0].split(",")
+    assert header == [*INPUT_COLUMNS, *RESULT_COLUMNS]
+    rows = _rows(result.stdout)
+    assert len(rows) == 27
+    assert [int(r["point"]) for r in rows] == list(range(27))
+    assert [int(r["servers"]) for r in rows] == SERVERS
+    assert [int(r["gpus"]) for r in rows] == GPUS
+    for i, r in enumerate(rows):
+        hw, isl, peak = r["hardware_options"], int(r["isl"]), float(r["peak_rps"])
+        assert (hw, isl, peak) == (
+            ["dgx-h100", "h100-sxm", "h200-sxm"][i // 9],
+            [1000, 2000, 4000][i // 3 % 3],
+            [50.0, 200.0, 800.0][i % 3],
+        )
+        assert r["feasible"] == "true" and r["reason"] == ""
+        assert r["hardware"] == hw and r["precision"] == "fp8" and r["tp"] == "1"
+        conc, rate, ttft = PINNED[("h100-sxm" if hw == "dgx-h100" else hw, isl)]
+        assert int(r["concurrency"]) == conc
+        assert float(r["rps_per_instance"]) == pytest.approx(rate, rel=1e-3)
+        assert float(r["ttft_ms"]) == pytest.approx(ttft, rel=1e-3)
+        assert float(r["ttft_ms"]) <= 500.0 and r["binding_constraint"] == "ttft"
+        # the sizing arithmetic: TP1 instances, 8 per server
+        rate = float(r["rps_per_instance"])
+        instances = math.ceil(peak / rate - 1e-9)
+        assert int(r["instances"]) == instances == int(r["gpus"])
+        assert int(r["servers"]) == math.ceil(instances / 8)
+        assert float(r["capacity_rps"]) == pytest.approx(instances * rate, rel=1e-5)
+        e2e = float(r["ttft_ms"]) + 199 * float(r["itl_ms"])
+        assert float(r["e2e_ms"]) == pytest.approx(e2e, rel=1e-5)
+    seed = rows[4]  # dgx-h100, ISL 2000, 200 req/s: the default scenario itself
+    assert float(seed["rps_per_instance"]) == pytest.approx(SEED_MEASURED_RPS, rel=0.10)
+
+
+@pytest.mark.parametrize("point", [0, 13, 26])
+def test_rows_match_plan(point: int) -> None:
+    """A sweep row is what `infersize plan` answers for the same inputs."""
+    rows = _rows(runner.invoke(app, GRID).stdout)
+    r = rows[point]
+    args = ["plan", "--hardware", r["hardware_options"], "--isl", r["isl"]]
+    planned = runner.invoke(app, [*args, "--peak-rps", r["peak_rps"], "--format", "json"])
+    assert planned.exit_code == 0, planned.stderr
+    p = json.loads(planned.stdout)["plan"]
+    assert (p["servers"], p["gpus"], p["instances"]) == (
+        int(r["servers"]),
+        int(r["gpus"]),
+        int(r["instances"]),
+    )
+    assert p["per_instance"]["concurrency"] == int(r["concurrency"])
+    assert p["per_instance"]["ttft_ms"] == pytest.approx(float(r["ttft_ms"]), rel=1e-5)
+
+
+def test_jsonl_and_atomic_out(tmp_path: Path) -> None:
+    out = tmp_path / "grid.jsonl"
+    result = runner.invoke(
+        app, ["sweep", "--vary", "mean_rps=10:30:10", "--format", "jsonl", "--out", str(out)]
+    )
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout == ""
+    assert result.stderr == f"wrote 3 points to {out}\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["grid.jsonl"]  # no temporary left
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [r["mean_rps"] for r in rows] == [10, 20, 30]
+    # Poisson 95th percentiles of 10, 20, 30 req/s
+    assert [r["peak_rps"] for r in rows] == [15, 28, 39]
+    assert list(rows[0]) == [*INPUT_COLUMNS, *RESULT_COLUMNS]
+    assert all(r["feasible"] is True for r in rows)
+
+
+def test_failed_sweep_leaves_out_untouched(tmp_path: Path) -> None:
+    out = tmp_path / "keep.csv"
+    out.write_text("old\n")
+    result = runner.invoke(app, ["sweep", "--vary", "isl=100:10", "--out", str(out)])
+    assert result.exit_code == 1
+    assert out.read_text() == "old\n"
+
+
+def test_infeasible_and_invalid_points_are_rows() -> None:
+    result = runner.invoke(
+        app, ["sweep", "--vary", "ttft_ms=1,500", "--vary", "mode=streaming,sequential"]
+    )
+    assert result.exit_code == 0, result.stderr
+    rows = _rows(result.stdout)
+    assert [r["feasible"] for r in rows] == ["false", "false", "true", "false"]
+    assert rows[0]["reason"].startswith("best TTFT is") and rows[0]["binding_constraint"] == "ttft"
+    assert rows[0]["servers"] == "" and rows[0]["ttft_ms_limit"] == "1"
+    for r in (rows[1], rows[3]):  # sequential mode needs e2e_ms
+        assert r["reason"] == (
+            "invalid scenario: e2e_ms: mode sequential needs e2e_ms (the whole answer is what counts)"
+        )
+
+
+def test_context_overflow_is_an_infeasible_row() -> None:
+    result = runner.invoke(app, ["sweep", "--vary", "isl=1000,9000"])
+    rows = _rows(result.stdout)
+    assert [r["feasible"] for r in rows] == ["true", "false"]
+    assert "exceeds the context window 8192" in rows[1]["reason"]
+
+
+def test_varied_field_without_input_column_comes_after_point() -> None:
+    result = runner.invoke(app, ["sweep", "--vary", "system_prompt_tokens=0,1000"])
+    assert result.exit_code == 0, result.stderr
+    header = result.stdout.splitlines()[0].split(",")
+    assert header[:3] == ["point", "system_prompt_tokens", "model"]
+    rows = _rows(result.stdout)
+    assert [r["isl"] for r in rows] == ["2000", "3000"]  # input tokens include the prompt
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--vary", "nosuch=1"], "error: --vary nosuch: not a scenario field; fields: model,"),
+        (["--vary", "isl=100:10"], "error: --vary isl=100:10: empty range (start 100 > stop 10)"),
+        (
+            ["--vary", "hardware=h100-sxn"],
+            "error: --vary hardware: unknown hardware (GPU or system) 'h100-sxn'; did you mean h100-sxm",
+        ),
+        (["--vary", "isl=1,2", "--vary", "isl=3"], "error: --vary isl: given twice"),
+        (["--vary", "isl=1", "--format", "xml"], None),
+    ],
+)
+def test_bad_input_is_one_line(args: list[str], message: str | None) -> None:
+    result = runner.invoke(app, ["sweep", *args])
+    if message is None:
+        assert result.exit_code == 2
+        return
+    assert result.exit_code == 1
+    assert result.stderr.startswith(message)
+    assert result.stderr.count("\n") == 1 and result.stdout == ""

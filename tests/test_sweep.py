@@ -1,0 +1,199 @@
+"""Sweep grid parsing, the vectorised search and ranking against the planner, re-sizing."""
+
+from __future__ import annotations
+
+import math
+from functools import cache
+
+import pytest
+
+from inferencesize.catalog import Catalog, load_catalog
+from inferencesize.errors import InputError
+from inferencesize.estimate import Candidate, Estimator
+from inferencesize.parallelism import Parallelism
+from inferencesize.planner import Limits, at_peak, plan, search_point
+from inferencesize.specs.scenario import ScenarioSpec
+from inferencesize.sweep import (
+    apply,
+    choose,
+    expand,
+    fast_search,
+    grid_size,
+    parse_axis,
+    variable_fields,
+    workload_key,
+)
+
+
+@cache
+def _catalog() -> Catalog:
+    return load_catalog()
+
+
+@cache
+def _est() -> Estimator:
+    return Estimator(_catalog().efficiency_set())
+
+
+# --- grid parsing -------------------------------------------------------------------------
+
+
+def test_inclusive_integer_range() -> None:
+    axis = parse_axis("mean_rps=10:100:10")
+    assert axis.field == "mean_rps"
+    assert axis.values == (10, 20, 30, 40, 50, 60, 70, 80, 90, 100)
+
+
+def test_float_range_has_no_rounding_noise() -> None:
+    # 0.9 + 3 · 0.03 = 0.99 exactly after rounding to 12 digits; 4 values, stop included
+    assert parse_axis("percentile=0.9:0.99:0.03").values == (0.9, 0.93, 0.96, 0.99)
+
+
+def test_range_without_step_counts_by_one() -> None:
+    assert parse_axis("osl=3:6").values == (3, 4, 5, 6)
+
+
+def test_lists_and_list_fields() -> None:
+    assert parse_axis("isl=500, 1000,2000").values == (500, 1000, 2000)
+    assert parse_axis("hardware=h100-sxm+h200-sxm,b200").values == (
+        ["h100-sxm", "h200-sxm"],
+        ["b200"],
+    )
+    assert parse_axis("tp=auto,1,2+4").values == ("auto", [1], [2, 4])
+    assert parse_axis("mode=streaming,sequential").values == ("streaming", "sequential")
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("isll=1,2", "--vary isll: not a scenario field; did you mean isl, osl?"),
+        ("nonsense=1", "--vary nonsense: not a scenario field; fields: model, isl,"),
+        ("isl=100:10", "--vary isl=100:10: empty range (start 100 > stop 10)"),
+        ("isl=10:100:0", "--vary isl=10:100:0: empty range (step must be > 0)"),
+        ("isl=10:100:-5", "--vary isl=10:100:-5: empty range (step must be > 0)"),
+        ("isl=", "--vary isl: no values (give a,b,c or START:STOP:STEP)"),
+        ("isl", "--vary isl: expected FIELD=VALUES, e.g. isl=500,1000,2000"),
+        ("isl=-5", "--vary isl=-5: Input should be greater than 0"),
+        ("precision=fp9", "--vary precision: unknown precision 'fp9'"),
+        ("precision=fp8+fp9", "--vary precision: unknown precision 'fp9'"),
+        ("tp=2+x", "--vary tp=2+x: expected 'auto' or integers joined by '+'"),
+        ("mean_rps=1:x", "--vary mean_rps=1:x: range bounds must be numbers"),
+        ("description=x", "--vary description: not a scenario field"),
+        ("mode=fast", "--vary mode=fast: Input should be 'streaming' or 'sequential'"),
+    ],
+)
+def test_bad_axes_are_input_errors(text: str, message: str) -> None:
+    with pytest.raises(InputError) as err:
+        parse_axis(text)
+    assert str(err.value).startswith(message)
+    assert "\n" not in str(err.value)
+
+
+def test_every_sizing_field_is_variable() -> None:
+    fields = set(ScenarioSpec.model_fields) - {"id", "description", "source", "budget"}
+    assert set(variable_fields()) == fields
+
+
+def test_expand_is_the_cartesian_product_last_axis_fastest() -> None:
+    axes = [parse_axis("isl=1,2"), parse_axis("osl=7,8,9")]
+    grid = list(expand(axes))
+    assert grid_size(axes) == 6 == len(grid)
+    assert grid[:4] == [
+        {"isl": 1, "osl": 7},
+        {"isl": 1, "osl": 8},
+        {"isl": 1, "osl": 9},
+        {"isl": 2, "osl": 7},
+    ]
+
+
+def test_apply_drops_the_exclusive_partner() -> None:
+    base = {"model": "m", "isl_words": 300, "peak_rps": 5, "osl": 10}
+    assert apply(base, {"isl": 400, "mean_rps": 2}) == {
+        "model": "m",
+        "osl": 10,
+        "isl": 400,
+        "mean_rps": 2,
+    }
+    assert apply(base, {"osl": 20}) == {**base, "osl": 20}
+
+
+def test_traffic_does_not_change_the_workload_key() -> None:
+    data = {"model": "m", "isl": 10, "osl": 5, "ttft_ms": 100, "hardware": ["h"]}
+    a = ScenarioSpec.model_validate({**data, "mean_rps": 3})
+    b = ScenarioSpec.model_validate({**data, "peak_rps": 50, "percentile": 0.99})
+    c = ScenarioSpec.model_validate({**data, "isl": 11, "mean_rps": 3})
+    assert workload_key(a) == workload_key(b) != workload_key(c)
+
+
+# --- vectorised search and ranking equal the planner --------------------------------------
+
+
+CASES = [
+    ("llama-3-8b", "h100-sxm", "fp8", Parallelism(1), Limits(ttft_s=0.5), "inflight"),
+    ("llama-3-8b", "h100-sxm", "fp8", Parallelism(8), Limits(ttft_s=0.5), "inflight"),
+    ("llama-3-8b", "b200", "bf16", Parallelism(2), Limits(itl_s=0.02), "inflight"),
+    ("llama-3-70b", "h100-sxm", "fp8", Parallelism(4), Limits(ttft_s=2, itl_s=0.04), "inflight"),
+    ("llama-3-70b", "h200-sxm", "fp8", Parallelism(2, 2), Limits(e2e_s=20), "inflight"),
+    ("llama-3-8b", "h100-sxm", "fp8", Parallelism(1), Limits(ttft_s=0.5), "static"),
+    ("llama-3-8b", "h100-sxm", "fp8", Parallelism(1), Limits(ttft_s=1e-4), "inflight"),
+    ("llama-3-8b", "h100-sxm", "fp8", Parallelism(1), Limits(ttft_s=1e3), "inflight"),
+]
+
+
+@pytest.mark.parametrize(("model", "hw", "prec", "par", "limits", "batching"), CASES)
+def test_fast_search_equals_binary_search(
+    model: str, hw: str, prec: str, par: Parallelism, limits: Limits, batching: str
+) -> None:
+    c = _catalog()
+    gpu, system = c.hardware(hw)
+    cand = Candidate(c.model(model), gpu, system, prec, prec, par)
+    res = _est().resolve(cand, 2000 + 200)
+    exact = search_point(_est(), res, 2000, 200, limits, batching)  # type: ignore[arg-type]
+    fast = fast_search(_est(), res, 2000, 200, limits, batching)  # type: ignore[arg-type]
+    assert fast == exact
+
+
+@pytest.mark.parametrize("peak", [0.3, 7.5, 64.0, 200.0, 1234.0])
+def test_choose_and_at_peak_equal_plan(peak: float) -> None:
+    c = _catalog()
+    args = (
+        c.model("llama-3-70b"),
+        [c.hardware("h100-sxm"), c.hardware("dgx-h200"), c.hardware("b200")],
+        ["fp8", "bf16"],
+        2000,
+        200,
+    )
+    limits = Limits(ttft_s=2.0, itl_s=0.05)
+    once = plan(*args, 1.0, limits, _est(), top=0)
+    direct = plan(*args, peak, limits, _est(), top=0)
+    assert direct.chosen is not None
+    pick = int(choose(once.feasible, [peak])[0])
+    resized = at_peak(once.feasible[pick], peak, 2000, 200, _est())
+    assert resized == direct.chosen
+
+
+def test_at_peak_arithmetic() -> None:
+    c = _catalog()
+    result = plan(
+        c.model("llama-3-8b"),
+        [c.hardware("dgx-h100")],
+        ["fp8"],
+        2000,
+        200,
+        1.0,
+        Limits(ttft_s=0.5),
+        _est(),
+        tps=[1],
+        pps=[1],
+    )
+    assert result.chosen is not None
+    rate = result.chosen.rate
+    p = at_peak(result.chosen, 200.0, 2000, 200, _est())
+    # instances = ceil(200 / rate); 8 TP1 instances per DGX H100
+    assert p.instances == math.ceil(200.0 / rate)
+    assert p.servers == math.ceil(p.instances / 8)
+    assert p.gpus == p.instances
+    assert p.capacity_rps == pytest.approx(p.instances * rate)
+    assert p.headroom == pytest.approx(p.instances * rate / 200.0 - 1)
+    with pytest.raises(ValueError):
+        at_peak(result.chosen, 0.0, 2000, 200, _est())
