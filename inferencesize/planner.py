@@ -23,9 +23,9 @@ Limits: streaming mode checks every given limit (TTFT, ITL, E2E); sequential mod
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 
@@ -201,8 +201,33 @@ def _metric(op: OperatingPoint, name: Binding) -> float:
 _NAMES = {"ttft": "TTFT", "itl": "ITL", "e2e": "E2E"}
 
 
-#: Concurrencies evaluated in one vectorised call when searching.
-SCAN_BLOCK = 2048
+#: Concurrencies evaluated by the first numpy call of :func:`search_point` (a coarse grid),
+#: and at most by each later one (every integer of the bracket found).
+SEARCH_BATCH = 256
+REFINE_BATCH = 1024
+
+
+def _metrics(
+    res: Resolved, isl: float, osl: float, n: Any, batching: Batching
+) -> tuple[Any, Any, Any]:
+    """TTFT, ITL, E2E (seconds) at the concurrencies ``n`` (numpy arrays)."""
+    assert res.deployment is not None
+    cap = n if batching == "static" else np.full(np.shape(n), float(res.max_concurrency))
+    ops = operating_points(res, isl, osl, n, cap, batching)
+    return (
+        np.array([o.ttft_s for o in ops]),
+        np.array([o.itl_s for o in ops]),
+        np.array([o.e2e_s for o in ops]),
+    )
+
+
+def _first_miss(limits: Limits, ttft: Any, itl: Any, e2e: Any) -> Any:
+    """Per element: index into ``limits.active()`` of the first limit missed, or -1."""
+    out = np.full(np.shape(ttft), -1)
+    values = {"ttft": ttft, "itl": itl, "e2e": e2e}
+    for i, (name, limit) in reversed(list(enumerate(limits.active()))):
+        out = np.where(values[name] > limit, i, out)
+    return out
 
 
 def search_point(
@@ -213,46 +238,44 @@ def search_point(
     limits: Limits,
     batching: Batching,
 ) -> tuple[OperatingPoint, Binding] | tuple[None, str]:
-    """The largest concurrency (batch) meeting the limits, exact over the integers.
+    """The largest concurrency (batch) in ``[1, max_concurrency]`` meeting the limits.
 
-    Up to :data:`SCAN_BLOCK` concurrencies every integer 1…max_concurrency is evaluated in
-    one vectorised call. Beyond that a geometric probe brackets the answer (latency is
-    monotone non-decreasing in N) and every integer inside the bracket is evaluated.
-    Returns (point, binding limit) or (None, reason) when concurrency 1 already misses.
+    Latency is monotone non-decreasing in N, so bracketing is exact: a coarse grid of
+    :data:`SEARCH_BATCH` concurrencies in one vectorised call, then every integer of the
+    bracket found (:data:`REFINE_BATCH` per call) until the bracket is two neighbours: two
+    array calls (rarely three) per candidate instead of one call per bisection step. Returns
+    (point, binding limit) or (None, reason) when concurrency 1 already misses.
     """
-    del est  # the resolved candidate carries its deployment
     top = res.max_concurrency
-    if top < 1:
+    if top < 1 or res.deployment is None:
         return None, "out of memory: no room for one sequence"
-
-    def evaluate(ns: np.ndarray) -> tuple[list[OperatingPoint], np.ndarray]:
-        cap = ns if batching == "static" else np.full_like(ns, float(top))
-        ops = operating_points(res, isl, osl, ns, cap, batching)
-        return ops, np.array([limits.miss(op) is None for op in ops])
-
-    if top <= SCAN_BLOCK:
-        ns = np.arange(1, top + 1, dtype=float)
-    else:
-        probe = np.unique(np.round(np.geomspace(1, top, SCAN_BLOCK // 4)))
-        _, ok = evaluate(probe)
-        good = np.flatnonzero(ok)
-        if good.size == 0:
-            ns = probe[:1]
-        elif good[-1] == probe.size - 1:
-            ns = probe[-1:]
-        else:
-            ns = np.arange(probe[good[-1]], probe[good[-1] + 1] + 1, dtype=float)
-    ops, ok = evaluate(ns)
-    good = np.flatnonzero(ok)
-    if good.size == 0:
-        name, value, limit = limits.miss(ops[0]) or ("ttft", 0.0, 0.0)
+    active = limits.active()
+    ns = np.unique(np.linspace(1, top, min(top, SEARCH_BATCH)).round().astype(int))
+    miss = _first_miss(limits, *_metrics(res, isl, osl, ns, batching))
+    if miss[0] >= 0:
+        first = est.point(res, isl, osl, 1, batching)
+        assert first is not None
+        name, value, limit = limits.miss(first) or (active[int(miss[0])][0], 0.0, 0.0)
         unit = "batch size" if batching == "static" else "concurrency"
         return None, (
             f"{_NAMES[name]} {fmt_seconds(value)} > limit {fmt_seconds(limit)} at {unit} 1"
         )
-    best = int(good[-1])
-    stop = limits.miss(ops[best + 1]) if best + 1 < len(ops) else None
-    return ops[best], (stop[0] if stop else "memory")
+    binding: Binding = "memory"
+    while True:
+        bad = np.flatnonzero(miss >= 0)
+        if bad.size == 0:
+            lo = int(ns[-1])
+            break
+        j = int(bad[0])
+        lo, hi = int(ns[j - 1]), int(ns[j])
+        binding = active[int(miss[j])][0]
+        if hi - lo <= 1:
+            break
+        ns = np.unique(np.linspace(lo, hi, min(hi - lo + 1, REFINE_BATCH)).round().astype(int))
+        miss = _first_miss(limits, *_metrics(res, isl, osl, ns, batching))
+    op = est.point(res, isl, osl, lo, batching)
+    assert op is not None
+    return op, binding
 
 
 def pack_servers(instances: int, gpus_per_instance: int, gpus_per_node: int) -> int:
@@ -262,12 +285,6 @@ def pack_servers(instances: int, gpus_per_instance: int, gpus_per_node: int) -> 
     if per > node:
         return instances * math.ceil(per / node)
     return math.ceil(instances / (node // per))
-
-
-SearchFn = Callable[
-    [Estimator, Resolved, float, float, Limits, Batching],
-    tuple[OperatingPoint, Binding] | tuple[None, str],
-]
 
 
 def _plan_for(
@@ -361,7 +378,6 @@ def plan(
     pricing: Pricing | None = None,
     dps: Sequence[int] | None = None,
     span_nvlink_domain: bool = False,
-    search: SearchFn | None = None,
 ) -> PlanResult:
     """Size a deployment: every candidate, its best operating point, ranked plans.
 
@@ -371,7 +387,6 @@ def plan(
     cost per hour or power (unknown cost/power last); ``pricing`` prices them
     (:mod:`inferencesize.economics`). ``dps`` lists attention data-parallel degrees (None: 1
     only); ``span_nvlink_domain`` lets the single-node pass use a rack's whole NVLink domain.
-    ``search`` replaces :func:`search_point` (same contract).
     """
     if peak_rps <= 0:
         raise ValueError(f"peak_rps must be > 0 (got {peak_rps})")
@@ -400,7 +415,7 @@ def plan(
             kind = "memory" if reason.startswith("out of memory") else "invalid"
             rejected.append(Rejected(cand.label(), reason, kind))
             return
-        op, why = (search or search_point)(est, res, isl, osl, limits, batching)
+        op, why = search_point(est, res, isl, osl, limits, batching)
         if op is None:
             first = est.point(res, isl, osl, 1, batching)
             ratio, message, kind = math.inf, None, "memory"

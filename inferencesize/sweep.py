@@ -11,10 +11,8 @@ points take seconds rather than minutes:
   peak then only needs ``instances = ceil(peak / rate)`` and the packing arithmetic, done for
   all peaks of a group at once with numpy (:func:`choose`), and the chosen plan re-sized with
   :func:`inferencesize.planner.at_peak`.
-* **Vectorised concurrency search.** :func:`fast_search` has the contract of
-  :func:`inferencesize.planner.search_point` but evaluates up to 256 concurrencies per numpy
-  call (``serving.inflight_arrays``) instead of one per bisection step: 2 array calls (rarely 3) and
-  one scalar call per candidate instead of ~15 scalar calls.
+* **Vectorised concurrency search** (:func:`inferencesize.planner.search_point`): up to 256
+  concurrencies per numpy call, two array calls (rarely three) per candidate.
 
 Pure: no I/O, no printing.
 """
@@ -32,17 +30,14 @@ import numpy as np
 from pydantic import TypeAdapter, ValidationError
 
 from inferencesize.errors import InputError
-from inferencesize.estimate import Batching, Estimator, Resolved
+from inferencesize.estimate import Estimator
 from inferencesize.planner import (
-    Binding,
     Limits,
     Plan,
     PlanResult,
     at_peak,
     plan,
-    search_point,
 )
-from inferencesize.serving import OperatingPoint, inflight_arrays, points
 from inferencesize.specs import GpuSpec, ModelSpec, SystemSpec
 from inferencesize.specs.scenario import ScenarioSpec
 from inferencesize.traffic import peak_rps
@@ -65,10 +60,6 @@ EXCLUSIVE = {
     "peak_rps": "mean_rps",
 }
 MAX_POINTS = 1_000_000
-#: Concurrencies evaluated by the first numpy call of :func:`fast_search` (a coarse grid), and
-#: at most by each later one (every integer of the bracket found).
-SEARCH_BATCH = 256
-REFINE_BATCH = 1024
 
 
 def variable_fields() -> list[str]:
@@ -286,68 +277,6 @@ def _invalid(err: ValidationError) -> str:
     return f"invalid scenario: {loc}: {msg}" if loc else f"invalid scenario: {msg}"
 
 
-def _metrics(
-    res: Resolved, isl: float, osl: float, n: Any, batching: Batching
-) -> tuple[Any, Any, Any]:
-    """TTFT, ITL, E2E (seconds) at the concurrencies ``n`` (numpy arrays)."""
-    assert res.deployment is not None
-    if batching == "static":
-        ops = points(res.deployment, isl, osl, n, n, "static")
-        return (
-            np.array([o.ttft_s for o in ops]),
-            np.array([o.itl_s for o in ops]),
-            np.array([o.e2e_s for o in ops]),
-        )
-    r = inflight_arrays(res.deployment, isl, osl, n, res.max_concurrency)
-    return r.ttft_s, r.itl_s, r.e2e_s
-
-
-def _first_miss(limits: Limits, ttft: Any, itl: Any, e2e: Any) -> Any:
-    """Per element: index into ``limits.active()`` of the first limit missed, or -1."""
-    out = np.full(np.shape(ttft), -1)
-    values = {"ttft": ttft, "itl": itl, "e2e": e2e}
-    for i, (name, limit) in reversed(list(enumerate(limits.active()))):
-        out = np.where(values[name] > limit, i, out)
-    return out
-
-
-def fast_search(
-    est: Estimator,
-    res: Resolved,
-    isl: float,
-    osl: float,
-    limits: Limits,
-    batching: Batching,
-) -> tuple[OperatingPoint, Binding] | tuple[None, str]:
-    """:func:`inferencesize.planner.search_point`, vectorised: the largest concurrency (batch)
-    in ``[1, max_concurrency]`` meeting the limits, many concurrencies per numpy call."""
-    top = res.max_concurrency
-    if top < 1 or res.deployment is None:
-        return None, "out of memory: no room for one sequence"
-    active = limits.active()
-    lo, hi = 1, top  # invariant once checked: lo meets; hi misses (or hi == top unchecked)
-    ns = np.unique(np.linspace(1, top, min(top, SEARCH_BATCH)).round().astype(int))
-    miss = _first_miss(limits, *_metrics(res, isl, osl, ns, batching))
-    if miss[0] >= 0:
-        return search_point(est, res, isl, osl, limits, batching)  # the exact message
-    binding: Binding = "memory"
-    while True:
-        bad = np.flatnonzero(miss >= 0)
-        if bad.size == 0:
-            lo = int(ns[-1])
-            break
-        j = int(bad[0])
-        lo, hi = int(ns[j - 1]), int(ns[j])
-        binding = active[int(miss[j])][0]
-        if hi - lo <= 1:
-            break
-        ns = np.unique(np.linspace(lo, hi, min(hi - lo + 1, REFINE_BATCH)).round().astype(int))
-        miss = _first_miss(limits, *_metrics(res, isl, osl, ns, batching))
-    op = est.point(res, isl, osl, lo, batching)
-    assert op is not None
-    return op, binding
-
-
 def choose(feasible: Sequence[Plan], peaks: Any) -> Any:
     """Index of the chosen plan for every peak: the planner's ranking (servers, GPUs, cost,
     −headroom, label) with its sizing arithmetic (:func:`inferencesize.planner._plan_for`),
@@ -408,7 +337,6 @@ class Sweeper:
                 eps=None if s.ep == "auto" else s.ep,
                 batching=s.batching,
                 top=0,
-                search=fast_search,
             )
         return self._results[key]
 
