@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 
 from inferencesize import __version__
-from inferencesize.cli import catalog_cmd, peak_cmd, perf_cmd, plan_cmd
+from inferencesize.cli import catalog_cmd, peak_cmd, perf_cmd, plan_cmd, simulate_cmd
 from inferencesize.cli.common import State, handle_errors
 
 app = typer.Typer(
@@ -30,6 +30,7 @@ app.command("validate")(handle_errors(perf_cmd.validate))
 app.command("calibrate")(handle_errors(perf_cmd.calibrate))
 app.command("plan")(handle_errors(plan_cmd.plan_command))
 app.command("check")(handle_errors(plan_cmd.check_command))
+app.command("simulate")(handle_errors(simulate_cmd.simulate_command))
 
 
 def _version(value: bool) -> None:
