@@ -352,6 +352,8 @@ def simulate(
     next_arrival = 0
     issued = 0
     rr = 0
+    # completions matter to the loop only for closed-loop clients and least-loaded balancing
+    track = closed or (instances > 1 and balancer == "least-loaded")
 
     def schedule(i: int) -> None:
         version[i] += 1
@@ -363,9 +365,12 @@ def simulate(
         nonlocal rr
         req.arrive[rid] = now
         if req.need[rid] > kv_capacity:
-            heapq.heappush(events, (now, -1 - rid))  # dropped: never fits; frees its client
+            if track:
+                heapq.heappush(events, (now, -1 - rid))  # dropped: never fits; frees its client
             return
-        if balancer == "round-robin":
+        if instances == 1:
+            i = 0
+        elif balancer == "round-robin":
             i = rr
             rr = (rr + 1) % instances
         else:
@@ -391,8 +396,9 @@ def simulate(
             inst.t = max(inst.t, when)
             done.clear()
             inst.run(t_next, done)
-            for item in done:
-                heapq.heappush(events, item)
+            if track:
+                for item in done:
+                    heapq.heappush(events, item)
             schedule(i)
             continue
         if t_evt <= t_arr and events:
