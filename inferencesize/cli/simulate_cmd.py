@@ -34,6 +34,9 @@ from inferencesize.simulate import (
 FORMATS = ("table", "json", "csv")
 #: Batch size of static / dynamic batching when --max-batch is not given.
 DEFAULT_REQUEST_BATCH = 16
+#: Chunked-prefill token budget per step when --step-tokens is not given (vLLM's classic
+#: max_num_batched_tokens); plain in-flight steps are limited to memory.MAX_NUM_TOKENS.
+CHUNK_TOKENS = 2048
 
 
 def _workload(
@@ -253,8 +256,13 @@ def simulate_command(
         float, typer.Option(min=0, help="Dynamic batching: longest wait of the oldest request.")
     ] = 10.0,
     step_tokens: Annotated[
-        int, typer.Option(min=1, help="Tokens per step (inflight: step limit; chunked: budget).")
-    ] = MAX_NUM_TOKENS,
+        int | None,
+        typer.Option(
+            min=1,
+            help=f"Tokens per step: inflight step limit (default {MAX_NUM_TOKENS}) or chunked"
+            f" prefill budget (default {CHUNK_TOKENS}).",
+        ),
+    ] = None,
     instances: Annotated[int, typer.Option(min=1, help="Instances behind the balancer.")] = 1,
     balancer: Annotated[str, typer.Option(help="least-loaded | round-robin")] = "least-loaded",
     seed: Annotated[int, typer.Option(help="Random seed (same seed, same result).")] = 0,
@@ -287,7 +295,7 @@ def simulate_command(
         raise UsageError("simulate needs --model and --hardware")
     if balancer not in BALANCERS:
         raise UsageError(f"--balancer: '{balancer}' is not one of {', '.join(BALANCERS)}")
-    balance: Balancer = balancer  # type: ignore[assignment]
+    balance: Balancer = balancer
     names = _policies(compare, batching)
     if requests_out is not None and len(names) > 1:
         raise UsageError("--requests-out works with one batching policy, not --compare")
@@ -312,7 +320,7 @@ def simulate_command(
             name,  # type: ignore[arg-type]
             max(1, min(top, kv_seqs)),
             max_queue_delay_ms / 1e3,
-            step_tokens,
+            step_tokens or (CHUNK_TOKENS if name == "chunked" else MAX_NUM_TOKENS),
         )
         last = simulate_llm(
             res.deployment,
