@@ -299,13 +299,13 @@ def simulate_command(
     names = _policies(compare, batching)
     if requests_out is not None and len(names) > 1:
         raise UsageError("--requests-out works with one batching policy, not --compare")
+    wl, arrivals = _workload(
+        rate, cv, concurrency, trace, requests, isl, osl, isl_stddev, osl_stddev, seed
+    )
     catalog = open_catalog(catalog_dirs)
     eset = efficiency_for(catalog, engine, calibration)
     est = Estimator(eset)
     cand = candidate(catalog, model, hardware, precision, kv_precision, tp, pp, ep)
-    wl, arrivals = _workload(
-        rate, cv, concurrency, trace, requests, isl, osl, isl_stddev, osl_stddev, seed
-    )
     longest = int((wl.isl + wl.osl).max())
     res = est.resolve(cand, longest)
     if res.deployment is None or res.reason is not None:

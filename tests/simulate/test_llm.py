@@ -87,8 +87,9 @@ def test_one_client_equals_estimate(seed_case: tuple[Estimator, Resolved]) -> No
 def test_closed_loop_itl_and_throughput_near_estimate(
     seed_case: tuple[Estimator, Resolved], clients: int
 ) -> None:
-    # measured (this commit): 10 clients ITL −2.9 %, req/s +7.6 %; 50 clients ITL +10.2 %,
-    # req/s +13.9 % (estimate double-counts the cohort's prefills, see README)
+    # measured (this commit, 40 requests per client): 10 clients ITL −2.9 %, req/s +9.6 %;
+    # 50 clients ITL +10.2 %, req/s +14.4 % (estimate counts the cohort's prefills twice, see
+    # README)
     est, res = seed_case
     op = est.point(res, ISL, OSL, clients, "inflight")
     assert op is not None
