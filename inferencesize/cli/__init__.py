@@ -7,7 +7,15 @@ from typing import Annotated
 import typer
 
 from inferencesize import __version__
-from inferencesize.cli import catalog_cmd, frontier_cmd, peak_cmd, perf_cmd, plan_cmd, sweep_cmd
+from inferencesize.cli import (
+    catalog_cmd,
+    frontier_cmd,
+    peak_cmd,
+    perf_cmd,
+    plan_cmd,
+    simulate_cmd,
+    sweep_cmd,
+)
 from inferencesize.cli.common import State, handle_errors
 
 app = typer.Typer(
@@ -32,6 +40,7 @@ app.command("plan")(handle_errors(plan_cmd.plan_command))
 app.command("check")(handle_errors(plan_cmd.check_command))
 app.command("sweep")(handle_errors(sweep_cmd.sweep_command))
 app.command("frontier")(handle_errors(frontier_cmd.frontier_command))
+app.command("simulate")(handle_errors(simulate_cmd.simulate_command))
 
 
 def _version(value: bool) -> None:

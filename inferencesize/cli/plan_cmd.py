@@ -11,7 +11,7 @@ import typer
 from inferencesize import report
 from inferencesize.catalog import Catalog, check_scenario, display_path, parse_spec, read_yaml
 from inferencesize.cli import economics_opts as econ
-from inferencesize.cli import pipeline_cmd, scale_opts
+from inferencesize.cli import pipeline_cmd, scale_opts, verify_out
 from inferencesize.cli.common import CatalogOpt, check_format, open_catalog, stdout
 from inferencesize.cli.perf_cmd import CalibrationOpt, EngineOpt, efficiency_for
 from inferencesize.errors import InfeasibleError, InputError, OverBudgetError
@@ -437,6 +437,14 @@ def plan_command(
         Path | None,
         typer.Option("--plot", help="Draw req/s per instance vs TTFT to FILE.png/.svg."),
     ] = None,
+    verify: Annotated[
+        bool,
+        typer.Option(
+            "--verify",
+            help="Simulate the plan at the peak rate (discrete-event); report the scenario's"
+            " percentile of TTFT/ITL/E2E and add instances until it meets the limits.",
+        ),
+    ] = False,
 ) -> None:
     """The fewest servers and GPUs that serve the peak within the latency limits.
 
@@ -448,16 +456,23 @@ def plan_command(
 
     Example: infersize plan --model llama-3-8b --hardware dgx-h100 --precision fp8 --tp 1
     --isl 2000 --osl 200 --peak-rps 200 --ttft-ms 500 --format json
+
+    Check by simulation: infersize plan --model llama-3-8b --hardware dgx-h100 --tp 1
+    --peak-rps 50 --ttft-ms 500 --verify
     """
     check_format(fmt, FORMATS)
     flags = _flags(locals())
     scen, rec, result = _prepare(scenario, flags, top, engine, calibration, catalog_dirs)
+    if verify and not isinstance(result, PipelineResult):
+        verify_out.add_verification(scen, rec, result, engine, calibration, catalog_dirs)
     if isinstance(result, PipelineResult):
         pipeline_cmd.emit(rec, fmt, explain)
         if not result.feasible:
             raise InfeasibleError(f"no feasible pipeline: {pipeline_cmd.miss(result)}")
         return
     _emit(scen, rec, fmt, explain)
+    if verify and fmt == "table":
+        verify_out.print_verification(rec)
     if plot is not None:
         from inferencesize.cli.plan_plot import draw_plan
 

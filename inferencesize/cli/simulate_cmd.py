@@ -1,0 +1,351 @@
+"""`infersize simulate`: request-by-request discrete-event simulation of serving instances."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import numpy as np
+import typer
+
+from inferencesize import report
+from inferencesize.cli.common import CatalogOpt, check_format, open_catalog, stdout
+from inferencesize.cli.perf_cmd import CalibrationOpt, EngineOpt, candidate, efficiency_for
+from inferencesize.errors import InputError, UsageError
+from inferencesize.estimate import Candidate, Estimator
+from inferencesize.io_trace import read_trace, requests_csv
+from inferencesize.memory import MAX_NUM_TOKENS
+from inferencesize.simulate import (
+    BALANCERS,
+    POLICIES,
+    Balancer,
+    BatchingConfig,
+    SimResult,
+    Summary,
+    Workload,
+    gamma_arrivals,
+    kv_budget,
+    lengths,
+    poisson_arrivals,
+    simulate_llm,
+    summarize,
+)
+
+FORMATS = ("table", "json", "csv")
+#: Batch size of static / dynamic batching when --max-batch is not given.
+DEFAULT_REQUEST_BATCH = 16
+#: Chunked-prefill token budget per step when --step-tokens is not given (vLLM's classic
+#: max_num_batched_tokens); plain in-flight steps are limited to memory.MAX_NUM_TOKENS.
+CHUNK_TOKENS = 2048
+
+
+def _workload(
+    rate: float | None,
+    cv: float,
+    concurrency: int | None,
+    trace: Path | None,
+    requests: int,
+    isl: int,
+    osl: int,
+    isl_stddev: float,
+    osl_stddev: float,
+    seed: int,
+) -> tuple[Workload, str]:
+    given = [x for x in (rate, concurrency, trace) if x is not None]
+    if len(given) != 1:
+        raise UsageError("simulate needs exactly one of --rate, --concurrency or --trace")
+    if trace is not None:
+        return read_trace(trace), f"trace {trace.name}"
+    rng = np.random.default_rng(seed)
+    isl_a = lengths(rng, requests, isl, isl_stddev)
+    osl_a = lengths(rng, requests, osl, osl_stddev)
+    if concurrency is not None:
+        return Workload(isl_a, osl_a, None, concurrency), f"closed loop, {concurrency} clients"
+    assert rate is not None
+    if rate <= 0:
+        raise InputError(f"--rate: must be > 0 requests/s (got {rate})")
+    if cv <= 0:
+        raise InputError(f"--cv: must be > 0 (got {cv})")
+    if cv == 1.0:
+        return Workload(isl_a, osl_a, poisson_arrivals(rng, requests, rate)), (
+            f"Poisson {rate:g} req/s"
+        )
+    times = gamma_arrivals(rng, requests, rate, cv)
+    return Workload(isl_a, osl_a, times), f"gamma {rate:g} req/s, cv {cv:g}"
+
+
+def _dist_ms(summary: Summary, name: str) -> dict[str, float]:
+    d = summary.metric(name)
+    return {k: getattr(d, k) * 1e3 for k in ("mean", "p50", "p90", "p95", "p99")}
+
+
+def sim_record(
+    cand: Candidate,
+    cfg: BatchingConfig,
+    res: SimResult,
+    summary: Summary,
+    arrivals: str,
+    instances: int,
+    balancer: str,
+    seed: int,
+    engine: str,
+) -> dict[str, Any]:
+    """The JSON record of one simulation (documented in the README)."""
+    return {
+        "model": cand.model.id,
+        "hardware": cand.hardware_id,
+        "precision": cand.precision,
+        "kv_precision": cand.kv_precision,
+        "tp": cand.par.tp,
+        "pp": cand.par.pp,
+        "ep": cand.par.ep,
+        "isl_mean": float(res.isl.mean()),
+        "osl_mean": float(res.osl.mean()),
+        "arrivals": arrivals,
+        "concurrency": res.concurrency if res.closed_loop else None,
+        "batching": cfg.policy,
+        "max_batch": cfg.max_batch,
+        "max_queue_delay_ms": cfg.max_queue_delay_s * 1e3 if cfg.policy == "dynamic" else None,
+        "step_tokens": cfg.step_tokens if cfg.policy in ("inflight", "chunked") else None,
+        "instances": instances,
+        "balancer": balancer,
+        "seed": seed,
+        "requests": len(res.arrival_s),
+        "measured_requests": summary.requests,
+        "dropped_requests": summary.dropped,
+        "ttft_ms": _dist_ms(summary, "ttft_s"),
+        "itl_ms": _dist_ms(summary, "itl_s"),
+        "e2e_ms": _dist_ms(summary, "e2e_s"),
+        "queue_ms": _dist_ms(summary, "queue_s"),
+        "requests_per_s": summary.requests_per_s,
+        "output_tokens_per_s": summary.output_tokens_per_s,
+        "gpu_busy": summary.gpu_busy,
+        "simulated_s": summary.duration_s,
+        "engine": engine,
+    }
+
+
+def _policies(compare: str | None, batching: str) -> list[str]:
+    names = [batching] if compare is None else [p.strip() for p in compare.split(",") if p.strip()]
+    for name in names:
+        if name not in POLICIES:
+            flag = "--compare" if compare is not None else "--batching"
+            raise UsageError(f"{flag}: '{name}' is not one of {', '.join(POLICIES)}")
+    if not names:
+        raise UsageError("--compare: give a comma list such as static,dynamic,inflight")
+    return names
+
+
+def _print(records: list[dict[str, Any]]) -> None:
+    out = stdout()
+    r0 = records[0]
+    title = (
+        f"{r0['model']} on {r0['hardware']} {r0['precision']} tp{r0['tp']} pp{r0['pp']} "
+        f"ep{r0['ep']} · ISL {r0['isl_mean']:g} · OSL {r0['osl_mean']:g} · {r0['arrivals']} · "
+        f"{r0['instances']} instance(s), {r0['balancer']} · seed {r0['seed']}"
+    )
+    if len(records) > 1:
+        rows = [
+            [
+                r["batching"],
+                r["max_batch"],
+                f"{r['requests_per_s']:,.3f}",
+                f"{r['output_tokens_per_s']:,.0f}",
+                f"{r['ttft_ms']['mean']:,.1f}",
+                f"{r['ttft_ms']['p95']:,.1f}",
+                f"{r['itl_ms']['mean']:,.2f}",
+                f"{r['e2e_ms']['mean']:,.0f}",
+                f"{r['e2e_ms']['p95']:,.0f}",
+                f"{r['gpu_busy']:.0%}",
+            ]
+            for r in records
+        ]
+        cols = [
+            "batching",
+            "max batch",
+            "req/s",
+            "out tok/s",
+            "TTFT mean ms",
+            "TTFT p95 ms",
+            "ITL mean ms",
+            "E2E mean ms",
+            "E2E p95 ms",
+            "GPU busy",
+        ]
+        out.print(report.table(title, cols, rows))
+        return
+    r = r0
+
+    def line(d: dict[str, float], digits: int) -> str:
+        return " · ".join(f"{k} {d[k]:,.{digits}f}" for k in ("mean", "p50", "p90", "p95", "p99"))
+
+    pairs: list[tuple[str, Any]] = [
+        ("batching", f"{r['batching']} (max batch {r['max_batch']})"),
+        ("requests", f"{r['requests']} ({r['measured_requests']} measured after warm-up)"),
+        ("TTFT ms", line(r["ttft_ms"], 1)),
+        ("ITL ms", line(r["itl_ms"], 2)),
+        ("E2E ms", line(r["e2e_ms"], 0)),
+        ("queue ms", line(r["queue_ms"], 1)),
+        (
+            "throughput",
+            f"{r['requests_per_s']:,.3f} req/s · {r['output_tokens_per_s']:,.0f} output tok/s",
+        ),
+        ("GPU busy", f"{r['gpu_busy']:.1%}"),
+    ]
+    if r["dropped_requests"]:
+        pairs.append(("dropped", f"{r['dropped_requests']} (larger than the KV cache)"))
+    pairs.append(("engine", r["engine"]))
+    out.print(report.key_value_table(title, pairs))
+
+
+def simulate_command(
+    model: Annotated[str | None, typer.Option(help="Model id or alias.")] = None,
+    hardware: Annotated[str | None, typer.Option(help="GPU id or system id.")] = None,
+    precision: Annotated[str, typer.Option(help="fp32 bf16 fp16 fp8 int8 int4 fp4")] = "fp8",
+    kv_precision: Annotated[
+        str | None, typer.Option(help="KV cache precision (default: fp8 for fp8/fp4, else 16-bit).")
+    ] = None,
+    tp: Annotated[int, typer.Option(min=1, help="Tensor-parallel GPUs.")] = 1,
+    pp: Annotated[int, typer.Option(min=1, help="Pipeline stages.")] = 1,
+    ep: Annotated[int, typer.Option(min=1, help="Expert-parallel groups.")] = 1,
+    isl: Annotated[int, typer.Option(min=1, help="Input tokens per request (mean).")] = 2000,
+    osl: Annotated[int, typer.Option(min=1, help="Output tokens per request (mean).")] = 200,
+    isl_stddev: Annotated[
+        float, typer.Option(min=0, help="Standard deviation of ISL (normal); 0 = fixed.")
+    ] = 0.0,
+    osl_stddev: Annotated[
+        float, typer.Option(min=0, help="Standard deviation of OSL (normal); 0 = fixed.")
+    ] = 0.0,
+    rate: Annotated[
+        float | None, typer.Option(help="Open-loop arrivals, requests/s (Poisson unless --cv).")
+    ] = None,
+    cv: Annotated[
+        float,
+        typer.Option(
+            help="Coefficient of variation of inter-arrival times (gamma); 1 = "
+            "Poisson, > 1 burstier."
+        ),
+    ] = 1.0,
+    concurrency: Annotated[
+        int | None, typer.Option(min=1, help="Closed-loop clients (GenAI-Perf concurrency mode).")
+    ] = None,
+    trace: Annotated[
+        Path | None, typer.Option(help="CSV trace with columns arrival_s, isl, osl.")
+    ] = None,
+    requests: Annotated[
+        int, typer.Option(min=1, help="Requests to simulate (not with --trace).")
+    ] = 2000,
+    batching: Annotated[
+        str, typer.Option(help="inflight | chunked | dynamic | static")
+    ] = "inflight",
+    compare: Annotated[
+        str | None,
+        typer.Option(
+            help="Compare batching policies on the same traffic, e.g. static,dynamic,inflight."
+        ),
+    ] = None,
+    max_batch: Annotated[
+        int | None,
+        typer.Option(
+            min=1,
+            help=f"Largest batch (default: KV capacity for inflight/chunked, "
+            f"{DEFAULT_REQUEST_BATCH} for static/dynamic).",
+        ),
+    ] = None,
+    max_queue_delay_ms: Annotated[
+        float, typer.Option(min=0, help="Dynamic batching: longest wait of the oldest request.")
+    ] = 10.0,
+    step_tokens: Annotated[
+        int | None,
+        typer.Option(
+            min=1,
+            help=f"Tokens per step: inflight step limit (default {MAX_NUM_TOKENS}) or chunked"
+            f" prefill budget (default {CHUNK_TOKENS}).",
+        ),
+    ] = None,
+    instances: Annotated[int, typer.Option(min=1, help="Instances behind the balancer.")] = 1,
+    balancer: Annotated[str, typer.Option(help="least-loaded | round-robin")] = "least-loaded",
+    seed: Annotated[int, typer.Option(help="Random seed (same seed, same result).")] = 0,
+    warmup: Annotated[
+        float, typer.Option(min=0, max=0.9, help="Share of first requests left out of the stats.")
+    ] = 0.1,
+    requests_out: Annotated[
+        Path | None, typer.Option("--requests-out", help="Write per-request times to this CSV.")
+    ] = None,
+    fmt: Annotated[str, typer.Option("--format", "-f", help="table | json | csv")] = "table",
+    engine: EngineOpt = None,
+    calibration: CalibrationOpt = None,
+    catalog_dirs: CatalogOpt = None,
+) -> None:
+    """Simulate serving request by request: TTFT, ITL, E2E and queue percentiles, throughput.
+
+    Iteration-level discrete-event simulation on the step-time model of `estimate`, with KV
+    admission, batching policies and a load balancer over instances.
+
+    Examples:
+      infersize simulate --model llama-3-8b --hardware h100-sxm --rate 8 --requests 5000
+      infersize simulate --model llama-3-8b --hardware h100-sxm --concurrency 25
+      infersize simulate --model llama-3-8b --hardware h100-sxm --rate 4 --compare
+      static,dynamic,inflight
+      infersize simulate --model llama-3-8b --hardware h100-sxm --trace trace.csv
+      --requests-out requests.csv
+    """
+    check_format(fmt, FORMATS)
+    if model is None or hardware is None:
+        raise UsageError("simulate needs --model and --hardware")
+    if balancer not in BALANCERS:
+        raise UsageError(f"--balancer: '{balancer}' is not one of {', '.join(BALANCERS)}")
+    balance: Balancer = balancer
+    names = _policies(compare, batching)
+    if requests_out is not None and len(names) > 1:
+        raise UsageError("--requests-out works with one batching policy, not --compare")
+    wl, arrivals = _workload(
+        rate, cv, concurrency, trace, requests, isl, osl, isl_stddev, osl_stddev, seed
+    )
+    catalog = open_catalog(catalog_dirs)
+    eset = efficiency_for(catalog, engine, calibration)
+    est = Estimator(eset)
+    cand = candidate(catalog, model, hardware, precision, kv_precision, tp, pp, ep)
+    longest = int((wl.isl + wl.osl).max())
+    res = est.resolve(cand, longest)
+    if res.deployment is None or res.reason is not None:
+        raise InputError(f"{cand.label()}: {res.reason}")
+    kv_seqs = kv_budget(res.deployment, cand.gpu.memory_bytes, wl).max_sequences
+    records = []
+    last: SimResult | None = None
+    for name in names:
+        inflight = name in ("inflight", "chunked")
+        top = max_batch or (kv_seqs if inflight else DEFAULT_REQUEST_BATCH)
+        cfg = BatchingConfig(
+            name,  # type: ignore[arg-type]
+            max(1, min(top, kv_seqs)),
+            max_queue_delay_ms / 1e3,
+            step_tokens or (CHUNK_TOKENS if name == "chunked" else MAX_NUM_TOKENS),
+        )
+        last = simulate_llm(
+            res.deployment,
+            cand.gpu.memory_bytes,
+            wl,
+            cfg,
+            instances,
+            balance,
+        )
+        summary = summarize(last, warmup)
+        records.append(
+            sim_record(cand, cfg, last, summary, arrivals, instances, balancer, seed, eset.engine)
+        )
+    if requests_out is not None and last is not None:
+        _write(requests_out, requests_csv(last))
+    if fmt == "json":
+        report.emit(stdout(), report.to_json(records[0] if len(records) == 1 else records))
+    elif fmt == "csv":
+        report.emit(stdout(), report.csv_text([report.flatten(r) for r in records]))
+    else:
+        _print(records)
+
+
+def _write(path: Path, text: str) -> None:
+    try:
+        path.write_text(text, encoding="utf-8")
+    except OSError as err:
+        raise InputError(f"{path}: cannot write ({err.strerror})") from None

@@ -1,0 +1,116 @@
+"""Reading request traces and writing per-request results (CSV).
+
+A trace has a header row and one request per row with the columns ``arrival_s`` (seconds
+from the start, >= 0), ``isl`` and ``osl`` (tokens, integers >= 1); other columns are
+ignored. Rows need not be sorted. Errors name the file, the line and the column.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+from pathlib import Path
+
+import numpy as np
+
+from inferencesize.errors import InputError
+from inferencesize.simulate.arrivals import Workload
+from inferencesize.simulate.engine import SimResult
+from inferencesize.simulate.stats import per_request
+
+TRACE_COLUMNS = ("arrival_s", "isl", "osl")
+
+
+def _number(text: str, where: str, column: str, integer: bool) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise InputError(f"{where}: {column}: expected a number (got {text!r})") from None
+    if not math.isfinite(value):
+        raise InputError(f"{where}: {column}: expected a finite number (got {text!r})")
+    if column == "arrival_s" and value < 0:
+        raise InputError(f"{where}: {column}: must be >= 0 seconds (got {text})")
+    if integer and (value < 1 or value != int(value)):
+        raise InputError(f"{where}: {column}: expected a whole number of tokens >= 1 (got {text})")
+    return value
+
+
+def read_trace(path: Path) -> Workload:
+    """The requests of a trace CSV as an open-loop workload, sorted by arrival time."""
+    name = str(path)
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except FileNotFoundError:
+        raise InputError(f"{name}: file not found") from None
+    except (OSError, UnicodeDecodeError) as err:
+        raise InputError(f"{name}: cannot read: {err}") from None
+    reader = csv.DictReader(io.StringIO(text))
+    header = [h.strip() for h in (reader.fieldnames or [])]
+    missing = [c for c in TRACE_COLUMNS if c not in header]
+    if missing:
+        got = ", ".join(header) if header else "no header"
+        raise InputError(
+            f"{name}: missing column {', '.join(missing)}: a trace needs the columns "
+            f"{', '.join(TRACE_COLUMNS)} (got {got})"
+        )
+    reader.fieldnames = header
+    times: list[float] = []
+    isl: list[int] = []
+    osl: list[int] = []
+    for row in reader:
+        where = f"{name}: line {reader.line_num}"
+        cells = {c: (row.get(c) or "").strip() for c in TRACE_COLUMNS}
+        times.append(_number(cells["arrival_s"], where, "arrival_s", False))
+        isl.append(int(_number(cells["isl"], where, "isl", True)))
+        osl.append(int(_number(cells["osl"], where, "osl", True)))
+    if not times:
+        raise InputError(f"{name}: no requests (a header and at least one row are needed)")
+    order = np.argsort(np.asarray(times), kind="stable")
+    return Workload(
+        isl=np.asarray(isl, dtype=np.int64)[order],
+        osl=np.asarray(osl, dtype=np.int64)[order],
+        arrival_s=np.asarray(times, dtype=float)[order],
+    )
+
+
+REQUEST_COLUMNS = (
+    "request",
+    "instance",
+    "arrival_s",
+    "isl",
+    "osl",
+    "queue_s",
+    "ttft_s",
+    "itl_s",
+    "e2e_s",
+    "done_s",
+)
+
+
+def requests_csv(res: SimResult) -> str:
+    """One row per request (dropped requests have empty times)."""
+    pr = per_request(res)
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(REQUEST_COLUMNS)
+
+    def cell(v: float) -> str:
+        return "" if math.isnan(v) else f"{v:.6f}"
+
+    for i in range(len(res.arrival_s)):
+        writer.writerow(
+            [
+                i,
+                int(res.instance[i]),
+                cell(float(res.arrival_s[i])),
+                int(res.isl[i]),
+                int(res.osl[i]),
+                cell(float(pr.queue_s[i])),
+                cell(float(pr.ttft_s[i])),
+                cell(float(pr.itl_s[i])),
+                cell(float(pr.e2e_s[i])),
+                cell(float(res.done_s[i])),
+            ]
+        )
+    return out.getvalue()

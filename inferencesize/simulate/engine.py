@@ -1,0 +1,435 @@
+"""Iteration-level discrete-event simulation of instances behind a load balancer.
+
+Each instance runs forward steps back to back while it has work; the time of a step comes
+from a :class:`~inferencesize.simulate.service.Service`. Batching policies:
+
+* ``static``: request-level batches of exactly ``max_batch`` requests (a partial batch only
+  when no more requests can arrive); the batch is prefilled in one step, then decoded until
+  its longest answer is done (finished sequences keep their slot: padding).
+* ``dynamic`` (Triton's dynamic batcher): like static, but a batch starts when ``max_batch``
+  requests wait or when the oldest has waited ``max_queue_delay_s``.
+* ``inflight`` (continuous batching): at every step boundary waiting requests join (FIFO)
+  while the KV cache, ``max_batch`` and the step token limit allow; a joining prompt is
+  prefilled whole in one step together with the running decodes; finished sequences leave at
+  once.
+* ``chunked``: in-flight batching with chunked prefill; a step holds at most ``step_tokens``
+  tokens, decodes first, then prompt chunks (FIFO) in the remaining budget.
+
+KV admission: a request reserves KV for ISL + OSL tokens from admission to completion (the
+no-eviction scheduler of ``memory``); requests wait while the cache is full. A request that
+can never fit is dropped.
+
+Between two events (an arrival, a completion) an in-flight instance's batch is fixed, so its
+decode steps are advanced in bulk with the closed form of the service (step time affine in
+the summed context). Every run of steps stops at the first step boundary at or after the next
+pending event, so arrivals join at the next boundary after they arrive. Closed-loop clients
+send their next request the moment the previous one completes.
+
+Pure: no I/O; randomness only in the workload (``arrivals``).
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections import deque
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+import numpy.typing as npt
+
+from inferencesize.simulate.arrivals import Workload
+from inferencesize.simulate.service import Service, chunk_pairs
+
+Policy = Literal["static", "dynamic", "inflight", "chunked"]
+Balancer = Literal["round-robin", "least-loaded"]
+POLICIES: tuple[Policy, ...] = ("static", "dynamic", "inflight", "chunked")
+BALANCERS: tuple[Balancer, ...] = ("round-robin", "least-loaded")
+INF = math.inf
+
+
+@dataclass(frozen=True)
+class BatchingConfig:
+    """How an instance batches. ``step_tokens``: tokens one step may hold (in-flight: prompts
+    are not split, one prompt always fits; chunked: the chunk budget per step)."""
+
+    policy: Policy
+    max_batch: int
+    max_queue_delay_s: float = 0.0
+    step_tokens: int = 8192
+
+    def __post_init__(self) -> None:
+        if self.policy not in POLICIES:
+            raise ValueError(f"unknown batching {self.policy!r}; expected {', '.join(POLICIES)}")
+        if self.max_batch < 1:
+            raise ValueError(f"max batch must be >= 1 (got {self.max_batch})")
+        if self.max_queue_delay_s < 0:
+            raise ValueError(f"max queue delay must be >= 0 (got {self.max_queue_delay_s})")
+        if self.step_tokens < 1:
+            raise ValueError(f"step token budget must be >= 1 (got {self.step_tokens})")
+
+
+@dataclass(frozen=True)
+class SimResult:
+    """Per-request times (seconds; NaN for dropped requests) and per-instance busy time."""
+
+    arrival_s: npt.NDArray[np.float64]
+    admit_s: npt.NDArray[np.float64]  # start of the step that began serving it
+    first_token_s: npt.NDArray[np.float64]
+    done_s: npt.NDArray[np.float64]
+    instance: npt.NDArray[np.int64]
+    isl: npt.NDArray[np.int64]
+    osl: npt.NDArray[np.int64]
+    busy_s: npt.NDArray[np.float64]
+    end_s: float
+    closed_loop: bool
+    concurrency: int
+
+    @property
+    def dropped(self) -> int:
+        return int(np.count_nonzero(np.isnan(self.done_s)))
+
+
+class _Requests:
+    """Per-request columns as Python lists (fast scalar access in the event loop)."""
+
+    def __init__(self, wl: Workload, kv_need: npt.NDArray[np.float64]) -> None:
+        n = wl.n
+        self.isl = [int(v) for v in wl.isl]
+        self.osl = [int(v) for v in wl.osl]
+        self.need = [float(v) for v in kv_need]
+        nan = math.nan
+        self.arrive = [nan] * n
+        self.admit = [nan] * n
+        self.first = [nan] * n
+        self.done = [nan] * n
+        self.where = [-1] * n
+
+
+class _Instance:
+    def __init__(self, req: _Requests, service: Service, cfg: BatchingConfig, cap: float) -> None:
+        self.req = req
+        self.service = service
+        self.cfg = cfg
+        self.cap = cap
+        self.t = 0.0
+        self.busy = 0.0
+        self.waiting: deque[int] = deque()
+        self.kv_used = 0.0
+        self.flush = False
+
+    def enqueue(self, rid: int, now: float) -> None:
+        self.waiting.append(rid)
+        if not self.working():
+            self.t = max(self.t, now)
+
+    def working(self) -> bool:
+        raise NotImplementedError
+
+    def next_time(self) -> float:
+        raise NotImplementedError
+
+    def run(self, bound_s: float, done: list[tuple[float, int]]) -> None:
+        raise NotImplementedError
+
+
+class _Inflight(_Instance):
+    def __init__(self, req: _Requests, service: Service, cfg: BatchingConfig, cap: float) -> None:
+        super().__init__(req, service, cfg, cap)
+        self.step = 0
+        self.decoders: list[tuple[int, int]] = []  # (last decode step, rid)
+        self.ctx_offset = 0.0  # Σ (isl + 1 − first decode step) over decoders
+        self.prefilling: list[list[int]] = []  # [rid, prompt tokens done] (chunked)
+
+    def working(self) -> bool:
+        return bool(self.decoders or self.prefilling)
+
+    def next_time(self) -> float:
+        return self.t if (self.decoders or self.prefilling or self.waiting) else INF
+
+    def _admit_whole(self) -> tuple[int, float, list[int]]:
+        req, cfg = self.req, self.cfg
+        b = len(self.decoders)
+        budget = cfg.step_tokens - b
+        tokens, pairs = 0, 0.0
+        new: list[int] = []
+        while self.waiting and b + len(new) < cfg.max_batch:
+            rid = self.waiting[0]
+            need = req.need[rid]
+            if self.kv_used + need > self.cap:
+                break
+            length = req.isl[rid]
+            if new and tokens + length > budget:
+                break
+            self.waiting.popleft()
+            self.kv_used += need
+            req.admit[rid] = self.t
+            new.append(rid)
+            tokens += length
+            pairs += length * (length + 1) / 2.0
+        return tokens, pairs, new
+
+    def _admit_chunks(self) -> tuple[int, float, int, list[int]]:
+        req, cfg = self.req, self.cfg
+        b = len(self.decoders)
+        budget = cfg.step_tokens - b
+        tokens, pairs, parts, finished = 0, 0.0, 0, []
+        for entry in self.prefilling:
+            if budget <= 0:
+                break
+            rid, done = entry
+            chunk = min(req.isl[rid] - done, budget)
+            pairs += chunk_pairs(done, chunk)
+            entry[1] = done + chunk
+            budget -= chunk
+            tokens += chunk
+            parts += 1
+            if entry[1] >= req.isl[rid]:
+                finished.append(rid)
+        while self.waiting and budget > 0 and b + len(self.prefilling) < cfg.max_batch:
+            rid = self.waiting[0]
+            need = req.need[rid]
+            if self.kv_used + need > self.cap:
+                break
+            self.waiting.popleft()
+            self.kv_used += need
+            req.admit[rid] = self.t
+            chunk = min(req.isl[rid], budget)
+            pairs += chunk_pairs(0, chunk)
+            budget -= chunk
+            tokens += chunk
+            parts += 1
+            self.prefilling.append([rid, chunk])
+            if chunk >= req.isl[rid]:
+                finished.append(rid)
+        if finished:
+            gone = set(finished)
+            self.prefilling = [e for e in self.prefilling if e[0] not in gone]
+        return tokens, pairs, parts, finished
+
+    def _finish(self, last_step: int, done: list[tuple[float, int]]) -> None:
+        req, dec = self.req, self.decoders
+        while dec and dec[0][0] <= last_step:
+            finish, rid = heapq.heappop(dec)
+            first_step = finish - req.osl[rid] + 2
+            self.ctx_offset -= req.isl[rid] + 1 - first_step
+            self.kv_used -= req.need[rid]
+            req.done[rid] = self.t
+            done.append((self.t, rid))
+
+    def run(self, bound_s: float, done: list[tuple[float, int]]) -> None:
+        req, svc = self.req, self.service
+        b = len(self.decoders)
+        if self.cfg.policy == "chunked":
+            tokens, pairs, parts, prefilled = self._admit_chunks()
+        else:
+            tokens, pairs, prefilled = self._admit_whole()
+            parts = len(prefilled)
+        sum_ctx = self.ctx_offset + b * self.step
+        if tokens > 0:
+            dt = svc.mixed_s(b, sum_ctx, tokens, pairs, parts)
+            self.t += dt
+            self.busy += dt
+            self._finish(self.step, done)
+            self.step += 1
+            for rid in prefilled:
+                req.first[rid] = self.t
+                osl = req.osl[rid]
+                if osl <= 1:
+                    self.kv_used -= req.need[rid]
+                    req.done[rid] = self.t
+                    done.append((self.t, rid))
+                    continue
+                heapq.heappush(self.decoders, (self.step + osl - 2, rid))
+                self.ctx_offset += req.isl[rid] + 1 - self.step
+            return
+        if b == 0:  # an empty instance always admits its first waiting request
+            raise RuntimeError("in-flight instance has work but cannot step")
+        # Decode-only run with a fixed batch: until the next completion or the next event.
+        steps = self.decoders[0][0] - self.step + 1
+        a = svc.decode_base_s[b]
+        sig = svc.context_s
+        if bound_s < INF:
+            gap = bound_s - self.t
+            quad = sig * b / 2.0
+            lin = a + sig * sum_ctx - quad
+            if gap <= 0:
+                k = 1
+            elif quad > 0:
+                k = math.ceil((-lin + math.sqrt(lin * lin + 4.0 * quad * gap)) / (2.0 * quad))
+            else:
+                k = math.ceil(gap / lin)
+            steps = max(1, min(steps, k))
+        dt = a * steps + sig * (steps * sum_ctx + b * steps * (steps - 1) / 2.0)
+        self.t += dt
+        self.busy += dt
+        self.step += steps
+        self._finish(self.step - 1, done)
+
+
+class _Batched(_Instance):
+    """Static and dynamic (request-level) batching."""
+
+    def working(self) -> bool:
+        return False  # a batch runs to completion inside run(); t is when the instance is free
+
+    def next_time(self) -> float:
+        if not self.waiting:
+            return INF
+        cfg = self.cfg
+        if len(self.waiting) >= cfg.max_batch or self.flush:
+            return self.t
+        if cfg.policy == "dynamic":
+            return max(self.t, self.req.arrive[self.waiting[0]] + cfg.max_queue_delay_s)
+        return INF
+
+    def run(self, bound_s: float, done: list[tuple[float, int]]) -> None:
+        req, svc, cfg = self.req, self.service, self.cfg
+        self.flush = False
+        batch: list[int] = []
+        used = 0.0
+        while self.waiting and len(batch) < cfg.max_batch:
+            rid = self.waiting[0]
+            if batch and used + req.need[rid] > self.cap:
+                break
+            self.waiting.popleft()
+            used += req.need[rid]
+            req.admit[rid] = self.t
+            batch.append(rid)
+        b = len(batch)
+        isl = [req.isl[r] for r in batch]
+        tokens = sum(isl)
+        pairs = sum(x * (x + 1) / 2.0 for x in isl)
+        t_first = self.t + svc.mixed_s(0, 0.0, tokens, pairs, b)
+        ctx0 = float(sum(x + 1 for x in isl))
+        a, sig = svc.decode_base_s[b], svc.context_s
+
+        def decode_s(k: int) -> float:
+            return a * k + sig * (k * ctx0 + b * k * (k - 1) / 2.0)
+
+        for rid in batch:
+            req.first[rid] = t_first
+            req.done[rid] = t_first + decode_s(req.osl[rid] - 1)
+            done.append((req.done[rid], rid))
+        end = t_first + decode_s(max(req.osl[r] for r in batch) - 1)
+        self.busy += end - self.t
+        self.t = end
+
+
+def simulate(
+    workload: Workload,
+    service: Service,
+    batching: BatchingConfig,
+    kv_capacity: float,
+    kv_need: npt.NDArray[np.float64],
+    instances: int = 1,
+    balancer: Balancer = "least-loaded",
+) -> SimResult:
+    """Run the workload through ``instances`` identical instances (see module docstring).
+
+    ``kv_capacity``: KV one instance holds; ``kv_need``: what each request reserves (same
+    unit, e.g. bytes per GPU). Least-loaded sends a request to the instance with the fewest
+    requests outstanding (lowest index on ties); round-robin cycles.
+    """
+    if instances < 1:
+        raise ValueError(f"instances must be >= 1 (got {instances})")
+    if balancer not in BALANCERS:
+        raise ValueError(f"unknown balancer {balancer!r}; expected {', '.join(BALANCERS)}")
+    if len(kv_need) != workload.n:
+        raise ValueError("kv_need must have one value per request")
+    req = _Requests(workload, kv_need)
+    kind = _Batched if batching.policy in ("static", "dynamic") else _Inflight
+    insts = [kind(req, service, batching, kv_capacity) for _ in range(instances)]
+    outstanding = [0] * instances
+    version = [0] * instances
+    ready: list[tuple[float, int, int]] = []  # (next time, version, instance)
+    events: list[tuple[float, int]] = []  # completions (time, rid)
+    done: list[tuple[float, int]] = []
+    n = workload.n
+    closed = workload.closed_loop
+    arrivals = [] if closed else [float(v) for v in workload.arrival_s]  # type: ignore[union-attr]
+    next_arrival = 0
+    issued = 0
+    rr = 0
+    # completions matter to the loop only for closed-loop clients and least-loaded balancing
+    track = closed or (instances > 1 and balancer == "least-loaded")
+
+    def schedule(i: int) -> None:
+        version[i] += 1
+        when = insts[i].next_time()
+        if when < INF:
+            heapq.heappush(ready, (when, version[i], i))
+
+    def dispatch(rid: int, now: float) -> None:
+        nonlocal rr
+        req.arrive[rid] = now
+        if req.need[rid] > kv_capacity:
+            if track:
+                heapq.heappush(events, (now, -1 - rid))  # dropped: never fits; frees its client
+            return
+        if instances == 1:
+            i = 0
+        elif balancer == "round-robin":
+            i = rr
+            rr = (rr + 1) % instances
+        else:
+            i = min(range(instances), key=outstanding.__getitem__)
+        req.where[rid] = i
+        outstanding[i] += 1
+        insts[i].enqueue(rid, now)
+        schedule(i)
+
+    if closed:
+        for _ in range(min(workload.concurrency, n)):
+            dispatch(issued, 0.0)
+            issued += 1
+    while True:
+        t_arr = arrivals[next_arrival] if next_arrival < len(arrivals) else INF
+        t_evt = events[0][0] if events else INF
+        t_next = min(t_arr, t_evt)
+        while ready and ready[0][1] != version[ready[0][2]]:
+            heapq.heappop(ready)
+        if ready and ready[0][0] < t_next:
+            when, _, i = heapq.heappop(ready)
+            inst = insts[i]
+            inst.t = max(inst.t, when)
+            done.clear()
+            inst.run(t_next, done)
+            if track:
+                for item in done:
+                    heapq.heappush(events, item)
+            schedule(i)
+            continue
+        if t_evt <= t_arr and events:
+            now, code = heapq.heappop(events)
+            if code >= 0:
+                outstanding[req.where[code]] -= 1
+            if closed and issued < n:
+                dispatch(issued, now)
+                issued += 1
+            continue
+        if t_arr < INF:
+            dispatch(next_arrival, t_arr)
+            next_arrival += 1
+            continue
+        stuck = [i for i, inst in enumerate(insts) if inst.waiting]
+        if not stuck:
+            break
+        for i in stuck:  # static batches that can never fill: run what is there
+            insts[i].flush = True
+            schedule(i)
+    end = max(inst.t for inst in insts)
+    return SimResult(
+        arrival_s=np.asarray(req.arrive, dtype=float),
+        admit_s=np.asarray(req.admit, dtype=float),
+        first_token_s=np.asarray(req.first, dtype=float),
+        done_s=np.asarray(req.done, dtype=float),
+        instance=np.asarray(req.where, dtype=np.int64),
+        isl=np.asarray(workload.isl, dtype=np.int64),
+        osl=np.asarray(workload.osl, dtype=np.int64),
+        busy_s=np.asarray([inst.busy for inst in insts], dtype=float),
+        end_s=end,
+        closed_loop=closed,
+        concurrency=workload.concurrency,
+    )

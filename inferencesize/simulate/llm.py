@@ -1,0 +1,53 @@
+"""The simulator on an LLM instance: step times from ``latency``, KV capacity from ``memory``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from inferencesize.latency import Deployment
+from inferencesize.memory import kv_bytes_per_sequence_per_gpu, memory_budget
+from inferencesize.simulate.arrivals import Workload
+from inferencesize.simulate.engine import Balancer, BatchingConfig, SimResult, simulate
+from inferencesize.simulate.service import LlmService
+
+
+@dataclass(frozen=True)
+class KvBudget:
+    """KV bytes per GPU the instance holds, and what each request reserves (ISL + OSL)."""
+
+    capacity_bytes: float
+    need_bytes: npt.NDArray[np.float64]
+
+    @property
+    def max_sequences(self) -> int:
+        """Most requests that fit at once (of the shortest reservation)."""
+        smallest = float(self.need_bytes.min()) if self.need_bytes.size else 0.0
+        return int(self.capacity_bytes // smallest) if smallest > 0 else 0
+
+
+def kv_budget(dep: Deployment, memory_bytes: float, workload: Workload) -> KvBudget:
+    seq = (workload.isl + workload.osl).astype(np.int64)
+    cap = memory_budget(dep, memory_bytes, 1.0).kv_capacity_bytes
+    unique, inverse = np.unique(seq, return_inverse=True)
+    per = np.array([kv_bytes_per_sequence_per_gpu(dep, float(s)) for s in unique])
+    return KvBudget(cap, per[inverse].astype(float))
+
+
+def simulate_llm(
+    dep: Deployment,
+    memory_bytes: float,
+    workload: Workload,
+    batching: BatchingConfig,
+    instances: int = 1,
+    balancer: Balancer = "least-loaded",
+) -> SimResult:
+    """Simulate ``workload`` on ``instances`` copies of the deployment ``dep`` whose GPUs have
+    ``memory_bytes`` each; batch sizes are capped by the KV cache as well as ``max_batch``."""
+    kv = kv_budget(dep, memory_bytes, workload)
+    top = max(1, min(batching.max_batch, kv.max_sequences))
+    service = LlmService(dep, top)
+    cfg = BatchingConfig(batching.policy, top, batching.max_queue_delay_s, batching.step_tokens)
+    return simulate(workload, service, cfg, kv.capacity_bytes, kv.need_bytes, instances, balancer)

@@ -1,0 +1,93 @@
+"""Step-time models the simulator runs on.
+
+The engine only asks two things of a service:
+
+* ``decode_base_s[b]`` and ``context_s``: a decode-only step of ``b`` sequences takes
+  ``decode_base_s[b] + context_s · Σ context`` seconds (the KV read of decode attention is
+  linear in the context each sequence attends to, everything else depends on ``b`` only), so
+  a run of ``k`` steps with a fixed batch has a closed form;
+* ``mixed_s(b, Σ context, prompt tokens, prompt pairs, prompts)``: one step that decodes ``b``
+  sequences and prefills prompt chunks of ``tokens`` new tokens attending ``pairs``
+  (query, key) pairs.
+
+:class:`LlmService` answers with the roofline step model of ``latency`` (the model
+``estimate`` uses); :class:`ConstantService` makes every step take a fixed time regardless of
+the batch (queueing-theory checks: M/D/1, M/M/1, M/M/c).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from inferencesize.latency import Deployment, decode_step, step_time
+
+#: Context (tokens) at which the decode attention slope is measured (a chord for models with
+#: sliding-window layers, exact for the others: their decode attention is linear in context).
+SLOPE_CONTEXT = 4096.0
+
+
+class Service:
+    """Interface of a step-time model (see module docstring)."""
+
+    decode_base_s: list[float]
+    context_s: float
+
+    def mixed_s(self, b: int, sum_ctx: float, tokens: int, pairs: float, prompts: int) -> float:
+        raise NotImplementedError
+
+
+@dataclass
+class ConstantService(Service):
+    """Every step takes ``step_s`` (decode) or ``prefill_s`` (a step with prompt work)."""
+
+    step_s: float
+    prefill_s: float
+    max_batch: int
+
+    def __post_init__(self) -> None:
+        self.decode_base_s = [self.step_s] * (self.max_batch + 1)
+        self.context_s = 0.0
+
+    def mixed_s(self, b: int, sum_ctx: float, tokens: int, pairs: float, prompts: int) -> float:
+        return self.prefill_s if tokens > 0 else self.step_s
+
+
+@dataclass
+class LlmService(Service):
+    """The roofline step model of one instance (``latency.step_time``), cached by step shape."""
+
+    dep: Deployment
+    max_batch: int
+    _cache: dict[tuple[int, int, float], float] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        b = np.arange(self.max_batch + 1, dtype=float)
+        base = np.asarray(decode_step(self.dep, b, 0.0).total_s, dtype=float)
+        base = np.broadcast_to(base, b.shape).copy()
+        base[0] = 0.0
+        self.decode_base_s = [float(v) for v in base]
+        one = float(decode_step(self.dep, 1.0, SLOPE_CONTEXT).total_s)
+        self.context_s = (one - float(decode_step(self.dep, 1.0, 0.0).total_s)) / SLOPE_CONTEXT
+
+    def mixed_s(self, b: int, sum_ctx: float, tokens: int, pairs: float, prompts: int) -> float:
+        if tokens <= 0:
+            return self.decode_base_s[b] + self.context_s * sum_ctx
+        key = (b, tokens, pairs)
+        base = self._cache.get(key)
+        if base is None:
+            # Prompt chunks of different lengths as ``n`` equal prompts of ``length`` tokens
+            # with the same token count (GEMMs) and the same causal pairs (attention):
+            # n·length = tokens, n·length(length + 1)/2 = pairs.
+            length = max(2.0 * pairs / tokens - 1.0, 1.0)
+            n = tokens / length
+            base = float(step_time(self.dep, float(b), 0.0, n, length).total_s)
+            self._cache[key] = base
+        return base + self.context_s * sum_ctx
+
+
+def chunk_pairs(done: int, chunk: int) -> float:
+    """Causal (query, key) pairs of prompt tokens ``done + 1 … done + chunk``."""
+    end = done + chunk
+    return (end * (end + 1) - done * (done + 1)) / 2.0

@@ -1,0 +1,148 @@
+"""``plan --verify``: check a plan request by request with the discrete-event simulator.
+
+The chosen plan's instances get Poisson arrivals at the peak rate behind a least-loaded
+balancer; the simulated percentile (the scenario's, e.g. p95) of TTFT, ITL and E2E is held to
+the plan's limits. When it misses, instances are added (doubling, then bisection on the count,
+with the same random arrivals for every count) until the percentile meets the limits.
+Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from inferencesize.estimate import Batching, Estimator
+from inferencesize.planner import Limits, Plan
+from inferencesize.simulate import (
+    BatchingConfig,
+    Workload,
+    lengths,
+    per_request,
+    poisson_arrivals,
+    simulate_llm,
+)
+from inferencesize.simulate.stats import measured_mask, percentile_of
+
+#: Requests simulated per instance (at least MIN_REQUESTS in all).
+REQUESTS_PER_INSTANCE = 400
+MIN_REQUESTS = 4000
+#: Give up after this many times the planned instances.
+MAX_FACTOR = 8
+
+
+@dataclass(frozen=True)
+class Verification:
+    """Simulated percentile latencies of a plan and the instances it needed."""
+
+    percentile: float
+    requests: int
+    seed: int
+    planned_instances: int
+    instances: int
+    ttft_s: float
+    itl_s: float
+    e2e_s: float
+    meets: bool
+
+    @property
+    def added(self) -> int:
+        return self.instances - self.planned_instances
+
+
+def _run(
+    est: Estimator,
+    p: Plan,
+    isl: int,
+    osl: int,
+    batching: Batching,
+    instances: int,
+    requests: int,
+    seed: int,
+    q: float,
+) -> tuple[float, float, float]:
+    res = est.resolve(p.candidate, isl + osl)
+    assert res.deployment is not None
+    rng = np.random.default_rng(seed)
+    wl = Workload(
+        lengths(rng, requests, isl),
+        lengths(rng, requests, osl),
+        poisson_arrivals(rng, requests, p.peak_rps),
+    )
+    if batching == "static":
+        cfg = BatchingConfig("static", p.point.concurrency)
+    else:
+        cfg = BatchingConfig("inflight", res.max_concurrency)
+    sim = simulate_llm(res.deployment, p.candidate.gpu.memory_bytes, wl, cfg, instances)
+    keep = measured_mask(sim, 0.1)
+    pr = per_request(sim)
+    return (
+        percentile_of(pr.ttft_s[keep], q),
+        percentile_of(pr.itl_s[keep], q),
+        percentile_of(pr.e2e_s[keep], q),
+    )
+
+
+def _meets(limits: Limits, values: tuple[float, float, float]) -> bool:
+    by_name = dict(zip(("ttft", "itl", "e2e"), values, strict=True))
+    return all(by_name[name] <= limit for name, limit in limits.active())
+
+
+def verify_plan(
+    est: Estimator,
+    p: Plan,
+    isl: int,
+    osl: int,
+    limits: Limits,
+    percentile: float,
+    batching: Batching = "inflight",
+    requests: int | None = None,
+    seed: int = 0,
+) -> Verification:
+    """Simulate ``p`` at its peak rate; add instances until the ``percentile`` meets ``limits``."""
+    if not 0 < percentile < 1:
+        raise ValueError(f"percentile must be in (0, 1) (got {percentile})")
+    planned = p.instances
+
+    def count(inst: int) -> int:
+        return requests or max(MIN_REQUESTS, REQUESTS_PER_INSTANCE * inst)
+
+    cache: dict[int, tuple[float, float, float]] = {}
+
+    def at(inst: int) -> tuple[float, float, float]:
+        if inst not in cache:
+            cache[inst] = _run(est, p, isl, osl, batching, inst, count(inst), seed, percentile)
+        return cache[inst]
+
+    def result(inst: int, ok: bool) -> Verification:
+        t, i, e = at(inst)
+        return Verification(percentile, count(inst), seed, planned, inst, t, i, e, ok)
+
+    if _meets(limits, at(planned)):
+        return result(planned, True)
+    lo, hi = planned, 0  # lo misses; hi meets once found
+    step = 1
+    while planned + step <= planned * MAX_FACTOR:
+        if _meets(limits, at(planned + step)):
+            hi = planned + step
+            break
+        lo = planned + step
+        step *= 2
+    if hi == 0:
+        return result(lo, False)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if _meets(limits, at(mid)):
+            hi = mid
+        else:
+            lo = mid
+    return result(hi, True)
+
+
+def servers_for(p: Plan, instances: int) -> int:
+    """Servers for ``instances`` copies of the plan's instance (the planner's packing)."""
+    per, node = p.gpus_per_instance, p.gpus_per_node
+    if per > node:
+        return instances * -(-per // node)
+    return -(-instances // (node // per))

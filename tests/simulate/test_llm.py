@@ -1,0 +1,145 @@
+"""The simulator on the roofline step model, and against `estimate`'s closed-loop point.
+
+Seed case: Llama-3-8B FP8 on one H100-SXM (TP1), ISL 2000, OSL 200, closed-loop clients.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from inferencesize.catalog import load_catalog
+from inferencesize.estimate import Candidate, Estimator, Resolved
+from inferencesize.latency import decode_step, step_time
+from inferencesize.parallelism import Parallelism
+from inferencesize.simulate import (
+    BatchingConfig,
+    LlmService,
+    Workload,
+    kv_budget,
+    lengths,
+    simulate_llm,
+    summarize,
+)
+from inferencesize.simulate.service import chunk_pairs
+
+ISL, OSL = 2000, 200
+
+
+@pytest.fixture(scope="module")
+def seed_case() -> tuple[Estimator, Resolved]:
+    cat = load_catalog()
+    gpu, system = cat.hardware("h100-sxm")
+    cand = Candidate(cat.model("llama-3-8b"), gpu, system, "fp8", "fp8", Parallelism(1, 1, 1))
+    est = Estimator(cat.efficiency_set(None))
+    return est, est.resolve(cand, ISL + OSL)
+
+
+def test_service_matches_the_step_model(seed_case: tuple[Estimator, Resolved]) -> None:
+    _, res = seed_case
+    dep = res.deployment
+    assert dep is not None
+    svc = LlmService(dep, 64)
+    for b, ctx in ((1, 2100.0), (17, 2500.0), (64, 4000.0)):
+        want = float(decode_step(dep, b, ctx).total_s)
+        assert svc.decode_base_s[b] + svc.context_s * b * ctx == pytest.approx(want, rel=1e-9)
+    # three equal prompts next to 5 decodes: the equal-prompt form is exact
+    want = float(step_time(dep, 5, 2100.0, 3, 2000).total_s)
+    pairs = 3 * chunk_pairs(0, 2000)
+    assert svc.mixed_s(5, 5 * 2100.0, 6000, pairs, 3) == pytest.approx(want, rel=1e-9)
+
+
+def test_kv_budget_matches_memory(seed_case: tuple[Estimator, Resolved]) -> None:
+    _, res = seed_case
+    assert res.deployment is not None
+    wl = Workload(lengths(None, 3, ISL), lengths(None, 3, OSL), None, 1)  # type: ignore[arg-type]
+    kv = kv_budget(res.deployment, res.candidate.gpu.memory_bytes, wl)
+    assert kv.max_sequences == res.max_concurrency
+
+
+def closed_loop(res: Resolved, n_clients: int, requests: int) -> tuple[float, float, float]:
+    assert res.deployment is not None
+    wl = Workload(
+        lengths(None, requests, ISL),  # type: ignore[arg-type]
+        lengths(None, requests, OSL),  # type: ignore[arg-type]
+        None,
+        n_clients,
+    )
+    sim = simulate_llm(
+        res.deployment, res.candidate.gpu.memory_bytes, wl, BatchingConfig("inflight", 10**6)
+    )
+    s = summarize(sim)
+    return s.ttft_s.mean, s.itl_s.mean, s.requests_per_s
+
+
+def test_one_client_equals_estimate(seed_case: tuple[Estimator, Resolved]) -> None:
+    # one client: prefill alone, then OSL − 1 decode steps whose mean context is ISL + OSL/2
+    est, res = seed_case
+    op = est.point(res, ISL, OSL, 1, "inflight")
+    assert op is not None
+    ttft, itl, rps = closed_loop(res, 1, 200)
+    assert ttft == pytest.approx(op.ttft_s, rel=1e-6)
+    assert itl == pytest.approx(op.itl_s, rel=1e-6)
+    assert rps == pytest.approx(op.requests_per_s, rel=1e-3)
+
+
+@pytest.mark.parametrize("clients", [10, 50])
+def test_closed_loop_itl_and_throughput_near_estimate(
+    seed_case: tuple[Estimator, Resolved], clients: int
+) -> None:
+    # measured (40 requests per client, nim-2024 after the count-each-prefill-once fix):
+    # 10 clients ITL +5 %, req/s +1 %; 25 clients ITL +18 %, req/s −1 %; 50 clients ITL +29 %,
+    # req/s −3 %. Throughput agrees; ITL does not at high concurrency because the simulated
+    # clients drift apart (every prefill then lands in some decode step) while the analytic
+    # model keeps the synchronised cohort the NIM measurements show (TTFT 489.5 ms at 25
+    # clients, which the simulator puts at 143 ms): see README "Simulation".
+    est, res = seed_case
+    op = est.point(res, ISL, OSL, clients, "inflight")
+    assert op is not None
+    _, itl, rps = closed_loop(res, clients, 40 * clients)
+    assert rps == pytest.approx(op.requests_per_s, rel=0.05)
+    assert itl == pytest.approx(op.itl_s, rel=0.10 if clients <= 10 else 0.35)
+    assert itl >= op.itl_s  # desynchronised clients stall each other's decode steps more
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="estimate's cohort prefill wait (prefill_sync, cohort_tokens) has no counterpart in"
+    " a simulation with an 8192-token step limit: TTFT 131 vs 204 ms (10), 148 vs 914 ms (50)",
+)
+@pytest.mark.parametrize("clients", [10, 50])
+def test_closed_loop_ttft_within_10_percent_of_estimate(
+    seed_case: tuple[Estimator, Resolved], clients: int
+) -> None:
+    est, res = seed_case
+    op = est.point(res, ISL, OSL, clients, "inflight")
+    assert op is not None
+    ttft, _, _ = closed_loop(res, clients, 40 * clients)
+    assert ttft == pytest.approx(op.ttft_s, rel=0.10)
+
+
+def test_more_clients_more_throughput_and_latency(seed_case: tuple[Estimator, Resolved]) -> None:
+    _, res = seed_case
+    points = [closed_loop(res, n, 30 * n + 200) for n in (2, 8, 32)]
+    rps = [p[2] for p in points]
+    itl = [p[1] for p in points]
+    assert rps == sorted(rps) and itl == sorted(itl)
+
+
+def test_static_slower_than_inflight_at_the_same_load(
+    seed_case: tuple[Estimator, Resolved],
+) -> None:
+    _, res = seed_case
+    assert res.deployment is not None
+    rng = np.random.default_rng(5)
+    from inferencesize.simulate import poisson_arrivals
+
+    wl = Workload(lengths(rng, 600, ISL), lengths(rng, 600, OSL), poisson_arrivals(rng, 600, 3.0))
+    out = {}
+    for policy in ("static", "dynamic", "inflight"):
+        cfg = BatchingConfig(policy, 8, max_queue_delay_s=0.05)  # type: ignore[arg-type]
+        out[policy] = summarize(
+            simulate_llm(res.deployment, res.candidate.gpu.memory_bytes, wl, cfg)
+        )
+    assert out["inflight"].e2e_s.mean < out["dynamic"].e2e_s.mean < out["static"].e2e_s.mean
+    assert out["inflight"].ttft_s.mean < out["dynamic"].ttft_s.mean
