@@ -14,6 +14,7 @@ from inferencesize.latency import Deployment
 from inferencesize.parallelism import Parallelism, invalid_reason
 from inferencesize.roofline import Efficiency
 from inferencesize.specs import EfficiencySet, GpuSpec, SystemSpec
+from inferencesize.techniques import Techniques
 from inferencesize.transformer import ModelCosts
 from inferencesize.units import COMPUTE_PRECISION, bytes_per_element
 
@@ -112,14 +113,17 @@ def build_deployment(
     kv_precision: str,
     par: Parallelism,
     eff: Efficiency,
+    techniques: Techniques = Techniques(),
 ) -> Deployment | str:
-    """A Deployment, or the reason this candidate cannot run."""
+    """A Deployment, or the reason this candidate cannot run. Weight-only quantization
+    computes on 16-bit units; 2:4 sparsity scales weight bytes and GEMM peak as stated."""
     reason = invalid_reason(costs, par)
     if reason:
         return reason
-    peak = peak_flops(gpu, precision)
+    compute = "bf16" if techniques.weight_only else precision
+    peak = peak_flops(gpu, compute)
     if peak is None:
-        return f"{gpu.id} has no {COMPUTE_PRECISION[precision]} tensor units for {precision}"
+        return f"{gpu.id} has no {COMPUTE_PRECISION[compute]} tensor units for {precision}"
     peak16 = peak_flops(gpu, "bf16") or peak
     if (
         system is not None
@@ -131,12 +135,13 @@ def build_deployment(
     return Deployment(
         costs=costs,
         par=par,
-        weight_bytes_per_param=bytes_per_element(precision),
+        weight_bytes_per_param=bytes_per_element(precision) * techniques.sparse_weight_factor,
         kv_bytes_per_element=bytes_per_element(kv_precision),
-        peak_flops=peak,
+        peak_flops=peak * techniques.sparse_compute_speedup,
         peak_flops_attention=peak16,
         hbm_bytes_per_s=gpu.hbm_bandwidth_bytes_per_s,
         tp_link=link.tp,
         pp_link=link.pp,
         eff=eff,
+        techniques=techniques,
     )

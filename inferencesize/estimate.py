@@ -15,6 +15,8 @@ from inferencesize.memory import MemoryBudget, memory_budget
 from inferencesize.parallelism import Parallelism
 from inferencesize.serving import OperatingPoint, inflight, points, static
 from inferencesize.specs import EfficiencySet, GpuSpec, ModelSpec, SystemSpec
+from inferencesize.technique_steps import longest_gap_s
+from inferencesize.techniques import Techniques, describe
 from inferencesize.transformer import ModelCosts, model_costs
 from inferencesize.units import GIB
 
@@ -65,6 +67,7 @@ class Estimator:
     """Predicts operating points with one efficiency set (an engine generation)."""
 
     efficiency: EfficiencySet
+    techniques: Techniques = Techniques()
     _costs: dict[str, ModelCosts] = field(default_factory=dict)
     _deps: dict[tuple[Any, ...], tuple[Deployment | str, str]] = field(default_factory=dict)
 
@@ -85,6 +88,7 @@ class Estimator:
                 cand.kv_precision,
                 cand.par,
                 eff,
+                self.techniques,
             )
             self._deps[key] = (dep, origin)
         dep, origin = self._deps[key]
@@ -159,6 +163,14 @@ def record(
             / GIB,
         }
     ok = op is not None and reason is None
+    itl_max = None
+    if op is not None and res.deployment is not None:
+        gap = (
+            longest_gap_s(res.deployment, op.in_flight, isl + osl / 2.0, isl)
+            if batching == "inflight"
+            else op.itl_s * res.deployment.techniques.tokens_per_step
+        )
+        itl_max = float(gap) * 1e3
     return {
         "model": cand.model.id,
         "hardware": cand.hardware_id,
@@ -174,6 +186,7 @@ def record(
         "gpus": cand.par.gpus,
         "ttft_ms": op.ttft_s * 1e3 if op else None,
         "itl_ms": op.itl_s * 1e3 if op else None,
+        "itl_max_ms": itl_max,
         "e2e_ms": op.e2e_s * 1e3 if op else None,
         "requests_per_s": op.requests_per_s if op else None,
         "output_tokens_per_s": op.output_tokens_per_s if op else None,
@@ -184,6 +197,7 @@ def record(
         "reason": reason,
         "engine": engine,
         "efficiency": res.efficiency_source,
+        "techniques": describe(res.deployment.techniques) if res.deployment else None,
     }
 
 

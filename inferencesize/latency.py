@@ -19,6 +19,7 @@ import numpy as np
 from inferencesize.comm import Link, allreduce_time, alltoall_time, p2p_time
 from inferencesize.parallelism import Parallelism, kv_share_per_gpu, layers_per_stage
 from inferencesize.roofline import Efficiency, gemm_efficiency, op_time
+from inferencesize.techniques import Techniques
 from inferencesize.transformer import ModelCosts, causal_pairs
 
 ACTIVATION_BYTES = 2.0  # activations and embeddings / lm_head stay 16-bit
@@ -38,6 +39,7 @@ class Deployment:
     tp_link: Link
     pp_link: Link
     eff: Efficiency
+    techniques: Techniques = Techniques()  # applied by technique_steps, not by step_time
 
 
 @dataclass(frozen=True)
@@ -80,10 +82,12 @@ def step_time(
     prefill_seqs: Any = 0.0,
     prefill_len: Any = 0.0,
     prefill_cached: Any = 0.0,
+    decode_tokens: Any = 1.0,
 ) -> StepTime:
     """One step of an instance: ``decode_seqs`` sequences each generating one token at
     ``decode_context`` and ``prefill_seqs`` prompts of ``prefill_len`` tokens (of which
-    ``prefill_cached`` leading tokens are reused from cache)."""
+    ``prefill_cached`` leading tokens are reused from cache). ``decode_tokens`` query tokens
+    per decoding sequence (speculative verification: k + 1) share one read of its KV cache."""
     c, par, eff = dep.costs, dep.par, dep.eff
     pp, tp = par.pp, par.tp
     # Decode: a stage holds 1/pp of the layers and works on a 1/pp micro-batch while the other
@@ -92,13 +96,13 @@ def step_time(
     dec = np.asarray(decode_seqs, dtype=float) / pp
     pre = np.asarray(prefill_seqs, dtype=float)
     new_per_prompt = np.asarray(prefill_len, dtype=float) - prefill_cached
-    tokens = dec + pre * new_per_prompt
+    tokens = dec * decode_tokens + pre * new_per_prompt
     layer_frac = layers_per_stage(c, pp) / c.num_layers
     shard = layer_frac / tp
 
     # GEMMs: linear FLOPs and the weights they stream (MoE: only the experts routed to).
     flops = 2.0 * tokens * c.active_linear_params * shard
-    flops += 2.0 * (dec + pre) * c.lm_head_params / tp  # lm_head, last stage
+    flops += 2.0 * (dec * decode_tokens + pre) * c.lm_head_params / tp  # lm_head, last stage
     weights = (c.dense_linear_params + _touched_expert_params(c, tokens)) * shard
     weight_bytes = weights * dep.weight_bytes_per_param
     weight_bytes += c.lm_head_params / tp * ACTIVATION_BYTES
@@ -115,7 +119,7 @@ def step_time(
     kv_layer_bytes = c.kv_elements_per_token_layer * dep.kv_bytes_per_element
     kv_bytes = dec * attended * kv_layer_bytes * kv_share_per_gpu(c, tp) * layer_frac
     decode_attn = op_time(
-        dec * attended * pair_flops,
+        dec * decode_tokens * attended * pair_flops,
         kv_bytes,
         dep.peak_flops_attention,
         dep.hbm_bytes_per_s,

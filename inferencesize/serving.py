@@ -15,6 +15,10 @@ In-flight (continuous) batching with N closed-loop clients (GenAI-Perf concurren
 * E2E = TTFT + (OSL − 1) · ITL; throughput X = N / E2E (Little's law), solved by fixed point.
 
 Static batching at batch B: TTFT = prefill of the whole batch; ITL = decode step at B.
+
+Serving techniques (prefix caching, speculative decoding, chunked prefill) enter through
+``technique_steps``: step times include them, and ITL is per output token (a speculative step
+emits several).
 """
 
 from __future__ import annotations
@@ -24,7 +28,14 @@ from typing import Any, Literal
 
 import numpy as np
 
-from inferencesize.latency import Deployment, decode_step, prefill, step_time
+from inferencesize.latency import Deployment
+from inferencesize.technique_steps import (
+    chunked_prefill,
+    decode_step,
+    per_token_decode_s,
+    prefill,
+    step_time,
+)
 
 Batching = Literal["inflight", "static"]
 #: Prefill work may take at most this share of the decode steps' time (keeps ITL finite).
@@ -70,7 +81,7 @@ def inflight_arrays(
     n = np.maximum(np.asarray(concurrency, dtype=float), 1.0)
     b = np.maximum(np.minimum(n, np.asarray(max_in_flight, dtype=float)), 1.0)
     context = isl + osl / 2.0
-    t_decode = decode_step(dep, b, context).total_s
+    t_decode = per_token_decode_s(dep, b, context)
     t_own = step_time(dep, b - 1, context, 1.0, isl).total_s
     t_alone = prefill(dep, 1.0, isl).total_s
     t_marginal = np.where(
@@ -80,6 +91,12 @@ def inflight_arrays(
     # average, for half of the cohort's other prefills (batched, so FLOP-bound).
     cohort = np.minimum(b - 1, dep.eff.cohort_tokens / np.maximum(isl, 1.0))
     prefill_wait = dep.eff.prefill_sync * 0.5 * prefill(dep, cohort, isl).total_s * (b > 1)
+    if dep.techniques.chunk_tokens:  # the prompt rides on ceil(ISL / chunk) decode steps
+        chunks = chunked_prefill(dep, b - 1, context, isl)
+        t_own = chunks.first_token_s
+        t_marginal = np.where(b > 1, chunks.marginal_s, t_alone)
+        per_prompt = chunks.first_token_s * np.minimum(1.0, isl / dep.techniques.chunk_tokens)
+        prefill_wait = dep.eff.prefill_sync * 0.5 * cohort * per_prompt * (b > 1)
     busy = b > 1
     others = (b - 1) / b  # a client's decode steps interleave with the others' prefills only
 
@@ -126,7 +143,8 @@ def points(
     if batching == "static":
         pre = prefill(dep, n, isl)
         dec = decode_step(dep, n, ctx)
-        ttft, itl = np.asarray(pre.total_s, float), np.asarray(dec.total_s, float)
+        ttft = np.asarray(pre.total_s, float)
+        itl = np.asarray(dec.total_s, float) / dep.techniques.tokens_per_step
         e2e = ttft + (osl - 1) * itl
         rate = n / e2e
         inflight_now = n
