@@ -14,7 +14,7 @@ from inferencesize.latency import Deployment
 from inferencesize.parallelism import Parallelism, invalid_reason
 from inferencesize.roofline import Efficiency
 from inferencesize.specs import EfficiencySet, GpuSpec, SystemSpec
-from inferencesize.techniques import Techniques
+from inferencesize.techniques import NO_TECHNIQUES, Techniques
 from inferencesize.transformer import ModelCosts
 from inferencesize.units import COMPUTE_PRECISION, bytes_per_element
 
@@ -113,7 +113,7 @@ def build_deployment(
     kv_precision: str,
     par: Parallelism,
     eff: Efficiency,
-    techniques: Techniques = Techniques(),
+    techniques: Techniques = NO_TECHNIQUES,
 ) -> Deployment | str:
     """A Deployment, or the reason this candidate cannot run. Weight-only quantization
     computes on 16-bit units; 2:4 sparsity scales weight bytes and GEMM peak as stated."""

@@ -16,7 +16,7 @@ from inferencesize.parallelism import Parallelism
 from inferencesize.serving import OperatingPoint, inflight, points, static
 from inferencesize.specs import EfficiencySet, GpuSpec, ModelSpec, SystemSpec
 from inferencesize.technique_steps import longest_gap_s
-from inferencesize.techniques import Techniques, describe
+from inferencesize.techniques import NO_TECHNIQUES, Techniques, describe
 from inferencesize.transformer import ModelCosts, model_costs
 from inferencesize.units import GIB
 
@@ -67,7 +67,7 @@ class Estimator:
     """Predicts operating points with one efficiency set (an engine generation)."""
 
     efficiency: EfficiencySet
-    techniques: Techniques = Techniques()
+    techniques: Techniques = NO_TECHNIQUES
     _costs: dict[str, ModelCosts] = field(default_factory=dict)
     _deps: dict[tuple[Any, ...], tuple[Deployment | str, str]] = field(default_factory=dict)
 
@@ -170,7 +170,8 @@ def record(
             if batching == "inflight"
             else op.itl_s * res.deployment.techniques.tokens_per_step
         )
-        itl_max = float(gap) * 1e3
+        # never below the mean gap (the mean also spreads batched prefills of cohorts)
+        itl_max = max(float(gap), op.itl_s * res.deployment.techniques.tokens_per_step) * 1e3
     return {
         "model": cand.model.id,
         "hardware": cand.hardware_id,

@@ -19,7 +19,7 @@ import numpy as np
 from inferencesize.comm import Link, allreduce_time, alltoall_time, p2p_time
 from inferencesize.parallelism import Parallelism, kv_share_per_gpu, layers_per_stage
 from inferencesize.roofline import Efficiency, gemm_efficiency, op_time
-from inferencesize.techniques import Techniques
+from inferencesize.techniques import NO_TECHNIQUES, Techniques
 from inferencesize.transformer import ModelCosts, causal_pairs
 
 ACTIVATION_BYTES = 2.0  # activations and embeddings / lm_head stay 16-bit
@@ -39,7 +39,7 @@ class Deployment:
     tp_link: Link
     pp_link: Link
     eff: Efficiency
-    techniques: Techniques = Techniques()  # applied by technique_steps, not by step_time
+    techniques: Techniques = NO_TECHNIQUES  # applied by technique_steps, not by step_time
 
 
 @dataclass(frozen=True)

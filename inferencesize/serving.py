@@ -91,18 +91,36 @@ def inflight_arrays(
     # average, for half of the cohort's other prefills (batched, so FLOP-bound).
     cohort = np.minimum(b - 1, dep.eff.cohort_tokens / np.maximum(isl, 1.0))
     prefill_wait = dep.eff.prefill_sync * 0.5 * prefill(dep, cohort, isl).total_s * (b > 1)
-    if dep.techniques.chunk_tokens:  # the prompt rides on ceil(ISL / chunk) decode steps
+    chunk = dep.techniques.chunk_tokens
+    itl_cap: Any = np.inf
+    x_cap: Any = np.inf
+    if chunk:  # the prompt rides on ceil(ISL / chunk) decode steps
         chunks = chunked_prefill(dep, b - 1, context, isl)
         t_own = chunks.first_token_s
         t_marginal = np.where(b > 1, chunks.marginal_s, t_alone)
-        per_prompt = chunks.first_token_s * np.minimum(1.0, isl / dep.techniques.chunk_tokens)
+        # A full step: one chunk, or chunk / ISL short prompts. Prompts ahead take their
+        # share of such steps; the budget admits chunk / new tokens prompts per full step
+        # (beyond that, prompts queue: TTFT), and no decode step is longer than a full one.
+        full = np.where(
+            isl < chunk,
+            step_time(dep, b - 1, context, chunk / np.maximum(isl, 1.0), isl).total_s,
+            chunks.longest_step_s,
+        )
+        new = np.maximum(dep.techniques.expected_new_tokens(isl), 1.0)
+        per_prompt = full * new / chunk
         prefill_wait = dep.eff.prefill_sync * 0.5 * cohort * per_prompt * (b > 1)
+        itl_cap = full / dep.techniques.tokens_per_step
+        x_cap = np.where(b > 1, chunk / (new * full), np.inf)
     busy = b > 1
     others = (b - 1) / b  # a client's decode steps interleave with the others' prefills only
 
     def service(x: Any) -> tuple[Any, Any]:
         itl = t_decode / (1.0 - np.minimum(x * t_marginal * others, LOAD_CAP))
+        if chunk:
+            itl = np.maximum(np.minimum(itl, itl_cap), t_decode)
         ttft = np.where(busy, 0.5 * itl, 0.0) + prefill_wait + t_own
+        if chunk:
+            ttft = np.where(x < x_cap, ttft, np.inf)
         return ttft, itl
 
     # X = B / S(X) with S increasing in X: bisection on [0, B / S(0)] is exact and monotone.
@@ -115,7 +133,11 @@ def inflight_arrays(
         lo = np.where(too_low, mid, lo)
         hi = np.where(too_low, hi, mid)
     x = 0.5 * (lo + hi)
+    if chunk:  # the budget's limit is an open bound: keep the last rate known to be served
+        x = np.where(lo > 0, lo, x)
     ttft_service, itl = service(x)
+    if chunk:  # at the budget's limit the closed loop waits for it: TTFT = B / X − decode
+        ttft_service = np.maximum(ttft_service, b / x - (osl - 1) * itl)
     queue_wait = (n - b) / x
     ttft = queue_wait + ttft_service
     e2e = ttft + (osl - 1) * itl

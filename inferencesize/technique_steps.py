@@ -25,7 +25,7 @@ import numpy as np
 from inferencesize import latency
 from inferencesize.latency import Deployment, StepTime
 from inferencesize.parallelism import Parallelism
-from inferencesize.techniques import Techniques
+from inferencesize.techniques import NO_TECHNIQUES
 
 
 def draft_deployment(dep: Deployment) -> Deployment | None:
@@ -40,7 +40,7 @@ def draft_deployment(dep: Deployment) -> Deployment | None:
         costs=spec.draft,
         par=Parallelism(dep.par.tp, 1, 1),
         eff=eff,
-        techniques=Techniques(),
+        techniques=NO_TECHNIQUES,
     )
 
 
@@ -55,7 +55,9 @@ def _add(a: StepTime, b: StepTime) -> StepTime:
 
 
 def _scale(a: StepTime, w: Any) -> StepTime:
-    return StepTime(a.gemm_s * w, a.attention_s * w, a.comm_s * w, a.overhead_s * w, a.gemm_compute_bound)
+    return StepTime(
+        a.gemm_s * w, a.attention_s * w, a.comm_s * w, a.overhead_s * w, a.gemm_compute_bound
+    )
 
 
 def _spec_step(
@@ -97,7 +99,9 @@ def step_time(
     """``latency.step_time`` with the deployment's techniques (module docstring)."""
     t = dep.techniques
     if not t.prefix_active:
-        return _spec_step(dep, decode_seqs, decode_context, prefill_seqs, prefill_len, prefill_cached)
+        return _spec_step(
+            dep, decode_seqs, decode_context, prefill_seqs, prefill_len, prefill_cached
+        )
     hit_cached = np.maximum(prefill_cached, t.cached_tokens(prefill_len))
     hit = _spec_step(dep, decode_seqs, decode_context, prefill_seqs, prefill_len, hit_cached)
     miss = _spec_step(dep, decode_seqs, decode_context, prefill_seqs, prefill_len, prefill_cached)
@@ -129,7 +133,9 @@ class ChunkedPrefill:
     longest_step_s: Any  # the longest of those steps: the worst gap the decodes see
 
 
-def _chunks(dep: Deployment, decode_seqs: Any, context: Any, start: Any, isl: Any) -> ChunkedPrefill:
+def _chunks(
+    dep: Deployment, decode_seqs: Any, context: Any, start: Any, isl: Any
+) -> ChunkedPrefill:
     chunk = float(dep.techniques.chunk_tokens)
     start = np.asarray(start, dtype=float)
     isl = np.asarray(isl, dtype=float)

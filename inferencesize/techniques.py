@@ -20,7 +20,7 @@ Every default leaves the performance model exactly as without techniques.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 import numpy as np
 
@@ -93,7 +93,7 @@ class Techniques:
 
     @property
     def active(self) -> bool:
-        return self != Techniques()
+        return self != NO_TECHNIQUES
 
     def cached_tokens(self, isl: Any) -> Any:
         """Prefix tokens a cache hit skips for a prompt of ``isl`` tokens (the last prompt
@@ -105,9 +105,13 @@ class Techniques:
         return isl - self.prefix_hit_rate * self.cached_tokens(isl) if self.prefix_active else isl
 
 
+#: No technique: the default every deployment carries.
+NO_TECHNIQUES: Final = Techniques()
+
+
 def describe(t: Techniques) -> dict[str, Any] | None:
     """The techniques in the JSON records (None when no technique is on)."""
-    if not t.active:
+    if t == NO_TECHNIQUES:
         return None
     out: dict[str, Any] = {}
     if t.prefix_active:
@@ -130,25 +134,3 @@ def describe(t: Techniques) -> dict[str, Any] | None:
             "compute_speedup": t.sparse_compute_speedup,
         }
     return out
-
-
-def label(t: Techniques) -> str:
-    """Short human text: 'prefix 2000×0.8 · chunk 2048 · spec llama-3-8b k4 a0.7'."""
-    parts = []
-    if t.prefix_active:
-        parts.append(f"prefix cache {t.prefix_tokens:.0f} tok × hit {t.prefix_hit_rate:g}")
-    if t.chunk_tokens:
-        parts.append(f"chunked prefill {t.chunk_tokens}")
-    s = t.speculative
-    if s is not None:
-        parts.append(
-            f"speculative {s.draft_id} k={s.draft_tokens} a={s.acceptance:g}"
-            f" ({s.tokens_per_step:.2f} tok/step)"
-        )
-    if t.weight_only:
-        parts.append("weight-only (16-bit compute)")
-    if t.sparse_weight_factor != 1.0 or t.sparse_compute_speedup != 1.0:
-        parts.append(
-            f"sparsity weights ×{t.sparse_weight_factor:g}, GEMMs ×{t.sparse_compute_speedup:g}"
-        )
-    return " · ".join(parts) or "none"

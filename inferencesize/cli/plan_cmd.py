@@ -12,11 +12,29 @@ from inferencesize import report
 from inferencesize.catalog import Catalog, check_scenario, display_path, parse_spec, read_yaml
 from inferencesize.cli.common import CatalogOpt, check_format, open_catalog, stdout
 from inferencesize.cli.perf_cmd import CalibrationOpt, EngineOpt, efficiency_for
+from inferencesize.cli.technique_opts import (
+    AcceptanceOpt,
+    ChunkOpt,
+    DraftOpt,
+    DraftTokensOpt,
+    KvPrecisionOpt,
+    PrefixHitOpt,
+    PrefixTokensOpt,
+    SparseSpeedupOpt,
+    SparseWeightsOpt,
+    WeightOnlyOpt,
+    merge_techniques,
+    resolve_techniques,
+    technique_flags,
+    techniques_text,
+)
 from inferencesize.errors import InfeasibleError, InputError, OverBudgetError
 from inferencesize.estimate import Estimator
 from inferencesize.planner import Limits, Plan, PlanResult, fmt_seconds, plan
 from inferencesize.specs.scenario import ScenarioSpec
+from inferencesize.techniques import describe
 from inferencesize.traffic import peak_rps
+from inferencesize.units import tokens_from_words
 
 SCHEMA_VERSION = 1
 FORMATS = ("table", "json", "yaml", "csv")
@@ -95,6 +113,8 @@ def load_scenario(
     for key in ("tp", "pp", "ep"):
         if key in given:
             given[key] = _split(given[key], f"--{key}")
+    if "techniques" in given:
+        given["techniques"] = merge_techniques(data.get("techniques"), given["techniques"])
     data.update(given)
     shown_flags = f"{shown} (with flags)" if given else shown
     scenario = parse_spec(ScenarioSpec, data, shown_flags)
@@ -245,6 +265,11 @@ def _print_table(scenario: ScenarioSpec, rec: dict[str, Any], explain: bool) -> 
                 f"pp{p['pp']} ep{p['ep']} · {p['gpus_per_instance']} GPU(s)",
             ),
             ("binding constraint", _limit_text(scenario, p["binding_constraint"])),
+            *(
+                [("techniques", techniques_text(rec["techniques"]))]
+                if rec.get("techniques")
+                else []
+            ),
             (
                 "operating point",
                 f"concurrency {op['concurrency']} · {op['requests_per_s']:,.3f} req/s per instance",
@@ -353,11 +378,24 @@ def _prepare(
         if flags.get(key) is not None and flags[key] not in allowed:
             raise InputError(f"--{key}: '{flags[key]}' is not one of {', '.join(allowed)}")
     catalog = open_catalog(catalog_dirs)
-    scenario, _ = load_scenario(catalog, scenario_name, flags)
+    scenario, shown = load_scenario(catalog, scenario_name, flags)
     eset = efficiency_for(catalog, engine, calibration)
-    est = Estimator(eset)
+    system_prompt = scenario.system_prompt_tokens + (
+        tokens_from_words(scenario.system_prompt_words) if scenario.system_prompt_words else 0
+    )
+    techniques = resolve_techniques(
+        catalog,
+        scenario.techniques,
+        catalog.model(scenario.model),
+        scenario.input_tokens,
+        system_prompt,
+        shown,
+    )
+    est = Estimator(eset, techniques)
     result, peak = solve(scenario, catalog, est, top)
-    return scenario, result_record(scenario, result, peak, eset.engine), result
+    rec = result_record(scenario, result, peak, eset.engine)
+    rec["techniques"] = describe(techniques)
+    return scenario, rec, result
 
 
 def plan_command(
@@ -378,6 +416,16 @@ def plan_command(
     ep: EpOpt = None,
     mode: ModeOpt = None,
     batching: BatchingOpt = None,
+    kv_precision: KvPrecisionOpt = None,
+    prefix_tokens: PrefixTokensOpt = None,
+    prefix_hit_rate: PrefixHitOpt = None,
+    chunked_prefill: ChunkOpt = None,
+    draft: DraftOpt = None,
+    draft_tokens: DraftTokensOpt = None,
+    acceptance: AcceptanceOpt = None,
+    weight_only: WeightOnlyOpt = None,
+    sparse_weights: SparseWeightsOpt = None,
+    sparse_speedup: SparseSpeedupOpt = None,
     top: Annotated[int, typer.Option("--top", min=0, help="Alternatives to show.")] = 3,
     explain: Annotated[bool, typer.Option("--explain", help="List rejected candidates.")] = False,
     fmt: Annotated[str, typer.Option("--format", "-f", help="table | json | yaml | csv")] = "table",
@@ -420,6 +468,8 @@ def _flags(values: dict[str, Any]) -> dict[str, Any]:
         "ep": values["ep"],
         "mode": values["mode"],
         "batching": values["batching"],
+        "kv_precision": values["kv_precision"],
+        "techniques": technique_flags(values),
     }
 
 
@@ -448,6 +498,16 @@ def check_command(
     ep: EpOpt = None,
     mode: ModeOpt = None,
     batching: BatchingOpt = None,
+    kv_precision: KvPrecisionOpt = None,
+    prefix_tokens: PrefixTokensOpt = None,
+    prefix_hit_rate: PrefixHitOpt = None,
+    chunked_prefill: ChunkOpt = None,
+    draft: DraftOpt = None,
+    draft_tokens: DraftTokensOpt = None,
+    acceptance: AcceptanceOpt = None,
+    weight_only: WeightOnlyOpt = None,
+    sparse_weights: SparseWeightsOpt = None,
+    sparse_speedup: SparseSpeedupOpt = None,
     fmt: Annotated[
         str, typer.Option("--format", "-f", help="text (stderr line only) | json")
     ] = "text",

@@ -7,6 +7,7 @@ from typing import Annotated, Literal
 from pydantic import Field, field_validator, model_validator
 
 from inferencesize.specs.common import PositiveInt, Spec
+from inferencesize.specs.techniques import TechniquesSpec
 from inferencesize.units import PRECISIONS, tokens_from_words
 
 Auto = Literal["auto"]
@@ -48,6 +49,7 @@ class ScenarioSpec(Spec):
     pp: Auto | list[PositiveInt] = "auto"
     ep: Auto | list[PositiveInt] = "auto"
     budget: Budget | None = None
+    techniques: TechniquesSpec | None = None
     source: str | None = None
 
     @field_validator("precision")
