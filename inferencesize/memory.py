@@ -5,7 +5,8 @@ free = memory − weights − activations − runtime reserve; KV capacity = kv_
 ISL + OSL tokens from admission (the no-eviction scheduler reserves the whole sequence), so
 max concurrent sequences = KV capacity / KV bytes of one ISL + OSL sequence.
 Techniques: a draft model adds its weights and KV; a prefix cache holds the prefix's KV once
-and a hit shares it; chunked prefill sizes the activation buffers for one chunk.
+and a hit shares it; chunked prefill below MAX_NUM_TOKENS sizes the activation buffers for one
+chunk.
 """
 
 from __future__ import annotations
@@ -74,7 +75,7 @@ def activation_bytes_per_gpu(dep: Deployment) -> float:
     """Activation buffers for one step of MAX_NUM_TOKENS tokens: hidden states, the widest
     sharded intermediate (QKV / MLP), and fp32 logits of one token per sequence."""
     c, tp = dep.costs, dep.par.tp
-    step_tokens = dep.techniques.chunk_tokens or MAX_NUM_TOKENS
+    step_tokens = min(dep.techniques.chunk_tokens or MAX_NUM_TOKENS, MAX_NUM_TOKENS)
     widest = max(c.dense_linear_params / max(c.num_layers, 1) / c.hidden_size, c.hidden_size)
     per_token = (4 * c.hidden_size + 2 * widest / tp) * ACTIVATION_BYTES
     logits = 256 * c.lm_head_params / c.hidden_size / tp * 4.0
