@@ -7,7 +7,7 @@ anything spanning domains uses the per-GPU NIC bandwidth (one direction) of the 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from inferencesize.comm import PCIE_BYTES_PER_S, Link
 from inferencesize.latency import Deployment
@@ -116,7 +116,8 @@ def build_deployment(
     techniques: Techniques = NO_TECHNIQUES,
 ) -> Deployment | str:
     """A Deployment, or the reason this candidate cannot run. Weight-only quantization
-    computes on 16-bit units; 2:4 sparsity scales weight bytes and GEMM peak as stated."""
+    computes on 16-bit units (its small-batch fixed cost scales with the stored bytes); 2:4
+    sparsity scales weight bytes and GEMM peak as stated."""
     reason = invalid_reason(costs, par)
     if reason:
         return reason
@@ -132,6 +133,11 @@ def build_deployment(
     ):
         return f"{par.gpus} GPUs exceed one {system.id} node and it has no inter-node network"
     link = links(gpu, system, par, eff.comm_latency_s)
+    if techniques.weight_only and bytes_per_element(precision) < 2.0:
+        # Small-M GEMMs pay a fixed cost of m_half tokens of math; for a weight-only kernel it
+        # is the narrower weights' loading, so it shrinks with the stored bytes (int8 weight-only
+        # then costs what W8A8 int8 does on half the peak: 2P · m_half / 2 / (peak / 2)).
+        eff = replace(eff, gemm_m_half=eff.gemm_m_half * bytes_per_element(precision) / 2.0)
     return Deployment(
         costs=costs,
         par=par,
