@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+import numpy as np
+
 from inferencesize.deployment import build_deployment, default_kv_precision, resolve_efficiency
 from inferencesize.latency import Deployment
 from inferencesize.memory import MemoryBudget, memory_budget
@@ -135,8 +137,10 @@ def record(
     batching: Batching,
     op: OperatingPoint | None,
     engine: str,
+    itl_max_s: float | None = None,
 ) -> dict[str, Any]:
-    """The stable JSON record of ``infersize estimate`` (documented in the README)."""
+    """The stable JSON record of ``infersize estimate`` (documented in the README);
+    ``itl_max_s`` when already computed (``longest_gaps``)."""
     cand = res.candidate
     reason = res.reason
     if op is not None and batching == "static" and concurrency > res.max_concurrency:
@@ -165,13 +169,9 @@ def record(
     ok = op is not None and reason is None
     itl_max = None
     if op is not None and res.deployment is not None:
-        gap = (
-            longest_gap_s(res.deployment, op.in_flight, isl + osl / 2.0, isl)
-            if batching == "inflight"
-            else op.itl_s * res.deployment.techniques.tokens_per_step
-        )
-        # never below the mean gap (the mean also spreads batched prefills of cohorts)
-        itl_max = max(float(gap), op.itl_s * res.deployment.techniques.tokens_per_step) * 1e3
+        if itl_max_s is None:
+            itl_max_s = longest_gaps(res, [isl], [osl], [op], batching)[0]
+        itl_max = itl_max_s * 1e3
     return {
         "model": cand.model.id,
         "hardware": cand.hardware_id,
@@ -200,6 +200,24 @@ def record(
         "efficiency": res.efficiency_source,
         "techniques": describe(res.deployment.techniques) if res.deployment else None,
     }
+
+
+def longest_gaps(
+    res: Resolved, isl: Any, osl: Any, ops: list[OperatingPoint], batching: Batching
+) -> list[float]:
+    """Longest gap between two tokens of a stream at each operating point (seconds): under
+    in-flight batching a decode step carrying a new prompt (or one chunk of it), never below
+    the mean gap (which also spreads cohorts' batched prefills); static: the decode step."""
+    assert res.deployment is not None
+    per_step = res.deployment.techniques.tokens_per_step
+    mean = np.array([op.itl_s for op in ops]) * per_step
+    if batching != "inflight":
+        return [float(g) for g in mean]
+    isl_a = np.asarray(isl, dtype=float)
+    ctx = isl_a + np.asarray(osl, dtype=float) / 2.0
+    b = np.array([op.in_flight for op in ops], dtype=float)
+    gaps = np.maximum(longest_gap_s(res.deployment, b, ctx, isl_a), mean)
+    return [float(g) for g in np.broadcast_to(gaps, mean.shape)]
 
 
 def operating_points(

@@ -32,7 +32,7 @@ from inferencesize.cli.technique_opts import (
 )
 from inferencesize.deployment import default_kv_precision
 from inferencesize.errors import InputError, UnknownIdError, UsageError
-from inferencesize.estimate import Candidate, Estimator, operating_points, record
+from inferencesize.estimate import Candidate, Estimator, longest_gaps, operating_points, record
 from inferencesize.io_measurements import (
     Measurement,
     dedupe,
@@ -295,10 +295,13 @@ def _batch(catalog: Catalog, est: Estimator, path: Path, fmt: str) -> None:
             [r.max_concurrency for _, r in ok],
             batching,
         )
-        for ((i, isl, osl, conc), r), op in zip(ok, ops, strict=True):
+        gaps = longest_gaps(
+            ok[0][1], [it[1] for it, _ in ok], [it[2] for it, _ in ok], ops, batching
+        )
+        for ((i, isl, osl, conc), r), op, gap in zip(ok, ops, gaps, strict=True):
             records[i] = {
                 **rows[i],
-                **record(r, isl, osl, conc, batching, op, est.efficiency.engine),
+                **record(r, isl, osl, conc, batching, op, est.efficiency.engine, gap),
             }
     final = [r for r in records if r is not None]
     out = stdout()
