@@ -7,13 +7,14 @@ anything spanning domains uses the per-GPU NIC bandwidth (one direction) of the 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from inferencesize.comm import PCIE_BYTES_PER_S, Link
 from inferencesize.latency import Deployment
 from inferencesize.parallelism import Parallelism, invalid_reason
 from inferencesize.roofline import Efficiency
 from inferencesize.specs import EfficiencySet, GpuSpec, SystemSpec
+from inferencesize.techniques import NO_TECHNIQUES, Techniques
 from inferencesize.transformer import ModelCosts
 from inferencesize.units import COMPUTE_PRECISION, bytes_per_element
 
@@ -90,12 +91,18 @@ def resolve_efficiency(eset: EfficiencySet, gpu: GpuSpec, precision: str) -> tup
                 {k: v for k, v in entry.model_dump().items() if k in values and v is not None}
             )
             origin = f"{eset.id}: {gpu.id} (all precisions)"
-    for entry in eset.entries:
-        if entry.gpu in names and entry.precision == precision:
-            values.update(
-                {k: v for k, v in entry.model_dump().items() if k in values and v is not None}
-            )
-            origin = f"{eset.id}: {gpu.id} {precision}"
+    # No entry for the precision itself: use the one of the tensor units it computes on
+    # (weight-only int4 runs its GEMMs on the 16-bit units).
+    own = [e for e in eset.entries if e.gpu in names and e.precision == precision]
+    unit = COMPUTE_PRECISION.get(precision, precision)
+    unit_entries = [e for e in eset.entries if e.gpu in names and e.precision == unit]
+    for entry in own or unit_entries:
+        values.update(
+            {k: v for k, v in entry.model_dump().items() if k in values and v is not None}
+        )
+        origin = f"{eset.id}: {gpu.id} {entry.precision}" + (
+            "" if own else f" (computes on {unit} units)"
+        )
     return Efficiency(**{k: v for k, v in values.items() if v is not None}), origin
 
 
@@ -116,14 +123,18 @@ def build_deployment(
     kv_precision: str,
     par: Parallelism,
     eff: Efficiency,
+    techniques: Techniques = NO_TECHNIQUES,
 ) -> Deployment | str:
-    """A Deployment, or the reason this candidate cannot run."""
+    """A Deployment, or the reason this candidate cannot run. Weight-only quantization
+    computes on 16-bit units (its small-batch fixed cost scales with the stored bytes); 2:4
+    sparsity scales weight bytes and GEMM peak as stated."""
     reason = invalid_reason(costs, par)
     if reason:
         return reason
-    peak = peak_flops(gpu, precision)
+    compute = "bf16" if techniques.weight_only else precision
+    peak = peak_flops(gpu, compute)
     if peak is None:
-        return f"{gpu.id} has no {COMPUTE_PRECISION[precision]} tensor units for {precision}"
+        return f"{gpu.id} has no {COMPUTE_PRECISION[compute]} tensor units for {precision}"
     peak16 = peak_flops(gpu, "bf16") or peak
     if (
         system is not None
@@ -132,16 +143,22 @@ def build_deployment(
     ):
         return f"{par.gpus} GPUs exceed one {system.id} node and it has no inter-node network"
     link = links(gpu, system, par, eff.comm_latency_s)
+    if techniques.weight_only and bytes_per_element(precision) < 2.0:
+        # Small-M GEMMs pay a fixed cost of m_half tokens of math; for a weight-only kernel it
+        # is the narrower weights' loading, so it shrinks with the stored bytes (int8 weight-only
+        # then costs what W8A8 int8 does on half the peak: 2P · m_half / 2 / (peak / 2)).
+        eff = replace(eff, gemm_m_half=eff.gemm_m_half * bytes_per_element(precision) / 2.0)
     return Deployment(
         costs=costs,
         par=par,
-        weight_bytes_per_param=bytes_per_element(precision),
+        weight_bytes_per_param=bytes_per_element(precision) * techniques.sparse_weight_factor,
         kv_bytes_per_element=bytes_per_element(kv_precision),
-        peak_flops=peak,
+        peak_flops=peak * techniques.sparse_compute_speedup,
         peak_flops_attention=peak16,
         hbm_bytes_per_s=gpu.hbm_bandwidth_bytes_per_s,
         tp_link=link.tp,
         pp_link=link.pp,
         eff=eff,
         ep_link=link.ep,
+        techniques=techniques,
     )

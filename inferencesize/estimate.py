@@ -9,12 +9,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+import numpy as np
+
 from inferencesize.deployment import build_deployment, default_kv_precision, resolve_efficiency
 from inferencesize.latency import Deployment
 from inferencesize.memory import MemoryBudget, memory_budget
 from inferencesize.parallelism import Parallelism
 from inferencesize.serving import OperatingPoint, inflight, points, static
 from inferencesize.specs import EfficiencySet, GpuSpec, ModelSpec, SystemSpec
+from inferencesize.technique_steps import longest_gap_s
+from inferencesize.techniques import NO_TECHNIQUES, Techniques, describe
 from inferencesize.transformer import ModelCosts, capped_costs, model_costs
 from inferencesize.units import GIB
 
@@ -68,6 +72,7 @@ class Estimator:
     #: Scenario KV cap on global layers: (attention-sink tokens, recent-window tokens); (0, 0)
     #: = none (see ``transformer.capped_costs``).
     kv_cap: tuple[int, int] = (0, 0)
+    techniques: Techniques = NO_TECHNIQUES
     _costs: dict[str, ModelCosts] = field(default_factory=dict)
     _deps: dict[tuple[Any, ...], tuple[Deployment | str, str]] = field(default_factory=dict)
 
@@ -91,6 +96,7 @@ class Estimator:
                 cand.kv_precision,
                 cand.par,
                 eff,
+                self.techniques,
             )
             self._deps[key] = (dep, origin)
         dep, origin = self._deps[key]
@@ -137,8 +143,10 @@ def record(
     batching: Batching,
     op: OperatingPoint | None,
     engine: str,
+    itl_max_s: float | None = None,
 ) -> dict[str, Any]:
-    """The stable JSON record of ``infersize estimate`` (documented in the README)."""
+    """The stable JSON record of ``infersize estimate`` (documented in the README);
+    ``itl_max_s`` when already computed (``longest_gaps``)."""
     cand = res.candidate
     reason = res.reason
     if op is not None and batching == "static" and concurrency > res.max_concurrency:
@@ -165,6 +173,11 @@ def record(
             / GIB,
         }
     ok = op is not None and reason is None
+    itl_max = None
+    if op is not None and res.deployment is not None:
+        if itl_max_s is None:
+            itl_max_s = longest_gaps(res, [isl], [osl], [op], batching)[0]
+        itl_max = itl_max_s * 1e3
     return {
         "model": cand.model.id,
         "hardware": cand.hardware_id,
@@ -181,6 +194,7 @@ def record(
         "gpus": cand.par.gpus,
         "ttft_ms": op.ttft_s * 1e3 if op else None,
         "itl_ms": op.itl_s * 1e3 if op else None,
+        "itl_max_ms": itl_max,
         "e2e_ms": op.e2e_s * 1e3 if op else None,
         "requests_per_s": op.requests_per_s if op else None,
         "output_tokens_per_s": op.output_tokens_per_s if op else None,
@@ -191,7 +205,26 @@ def record(
         "reason": reason,
         "engine": engine,
         "efficiency": res.efficiency_source,
+        "techniques": describe(res.deployment.techniques) if res.deployment else None,
     }
+
+
+def longest_gaps(
+    res: Resolved, isl: Any, osl: Any, ops: list[OperatingPoint], batching: Batching
+) -> list[float]:
+    """Longest gap between two tokens of a stream at each operating point (seconds): under
+    in-flight batching a decode step carrying a new prompt (or one chunk of it), never below
+    the mean gap (which also spreads cohorts' batched prefills); static: the decode step."""
+    assert res.deployment is not None
+    per_step = res.deployment.techniques.tokens_per_step
+    mean = np.array([op.itl_s for op in ops]) * per_step
+    if batching != "inflight":
+        return [float(g) for g in mean]
+    isl_a = np.asarray(isl, dtype=float)
+    ctx = isl_a + np.asarray(osl, dtype=float) / 2.0
+    b = np.array([op.in_flight for op in ops], dtype=float)
+    gaps = np.maximum(longest_gap_s(res.deployment, b, ctx, isl_a), mean)
+    return [float(g) for g in np.broadcast_to(gaps, mean.shape)]
 
 
 def operating_points(

@@ -19,6 +19,7 @@ import numpy as np
 from inferencesize.comm import Link, allreduce_time, alltoall_time, p2p_time
 from inferencesize.parallelism import Parallelism, kv_share_per_gpu, layers_per_stage
 from inferencesize.roofline import Efficiency, gemm_efficiency, op_time
+from inferencesize.techniques import NO_TECHNIQUES, Techniques
 from inferencesize.transformer import ModelCosts, causal_pairs
 
 ACTIVATION_BYTES = 2.0  # activations and embeddings / lm_head stay 16-bit
@@ -39,6 +40,7 @@ class Deployment:
     pp_link: Link
     eff: Efficiency
     ep_link: Link | None = None  # all-to-all across DP groups (attention DP); None = tp_link
+    techniques: Techniques = NO_TECHNIQUES  # applied by technique_steps, not by step_time
 
 
 @dataclass(frozen=True)
@@ -81,10 +83,12 @@ def step_time(
     prefill_seqs: Any = 0.0,
     prefill_len: Any = 0.0,
     prefill_cached: Any = 0.0,
+    decode_tokens: Any = 1.0,
 ) -> StepTime:
     """One step of an instance: ``decode_seqs`` sequences each generating one token at
     ``decode_context`` and ``prefill_seqs`` prompts of ``prefill_len`` tokens (of which
-    ``prefill_cached`` leading tokens are reused from cache)."""
+    ``prefill_cached`` leading tokens are reused from cache). ``decode_tokens`` query tokens
+    per decoding sequence (speculative verification: k + 1) share one read of its KV cache."""
     c, par, eff = dep.costs, dep.par, dep.eff
     pp, tp = par.pp, par.tp
     # Decode: a stage holds 1/pp of the layers and works on a 1/pp micro-batch while the other
@@ -93,16 +97,16 @@ def step_time(
     dec = np.asarray(decode_seqs, dtype=float) / pp
     pre = np.asarray(prefill_seqs, dtype=float)
     new_per_prompt = np.asarray(prefill_len, dtype=float) - prefill_cached
-    instance_tokens = dec + pre * new_per_prompt  # routed to the experts of all DP groups
+    instance_tokens = dec * decode_tokens + pre * new_per_prompt  # routed to all DP groups' experts
     if par.dp > 1:  # attention DP: the busiest group; a prompt is never split across groups
         dec, pre = dec / par.dp, np.maximum(pre / par.dp, np.minimum(pre, 1.0))
-    tokens = dec + pre * new_per_prompt
+    tokens = dec * decode_tokens + pre * new_per_prompt
     layer_frac = layers_per_stage(c, pp) / c.num_layers
     shard = layer_frac / tp
 
     # GEMMs: linear FLOPs and the weights they stream (MoE: only the experts routed to).
     flops = 2.0 * tokens * c.active_linear_params * shard
-    flops += 2.0 * (dec + pre) * c.lm_head_params / tp  # lm_head, last stage
+    flops += 2.0 * (dec * decode_tokens + pre) * c.lm_head_params / tp  # lm_head, last stage
     weights = (c.dense_linear_params + _touched_expert_params(c, tokens)) * shard
     if par.dp > 1:  # experts spread over all dp · tp GPUs and see every group's tokens
         expert_active = c.moe_layers * c.top_k * c.expert_params
@@ -127,7 +131,7 @@ def step_time(
     )
     kv_bytes = dec * attended * kv_layer_bytes * kv_share_per_gpu(c, tp) * layer_frac
     decode_attn = op_time(
-        dec * attended * pair_flops,
+        dec * decode_tokens * attended * pair_flops,
         kv_bytes,
         dep.peak_flops_attention,
         dep.hbm_bytes_per_s,

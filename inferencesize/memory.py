@@ -4,15 +4,19 @@ free = memory − weights − activations − runtime reserve; KV capacity = kv_
 (TensorRT-LLM's kv_cache_free_gpu_mem_fraction, default 0.9). A request holds KV for
 ISL + OSL tokens from admission (the no-eviction scheduler reserves the whole sequence), so
 max concurrent sequences = KV capacity / KV bytes of one ISL + OSL sequence.
+Techniques: a draft model adds its weights and KV; a prefix cache holds the prefix's KV once
+and a hit shares it; chunked prefill below MAX_NUM_TOKENS sizes the activation buffers for one
+chunk.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from inferencesize.latency import ACTIVATION_BYTES, Deployment
 from inferencesize.parallelism import kv_share_per_gpu, layers_per_stage
+from inferencesize.technique_steps import draft_deployment
 from inferencesize.units import GIB
 
 #: CUDA context, runtime and allocator slack per GPU (aiconfigurator reserves ~3.5 GiB).
@@ -74,10 +78,11 @@ def activation_bytes_per_gpu(dep: Deployment) -> float:
     """Activation buffers for one step of MAX_NUM_TOKENS tokens: hidden states, the widest
     sharded intermediate (QKV / MLP), and fp32 logits of one token per sequence."""
     c, tp = dep.costs, dep.par.tp
+    step_tokens = min(dep.techniques.chunk_tokens or MAX_NUM_TOKENS, MAX_NUM_TOKENS)
     widest = max(c.dense_linear_params / max(c.num_layers, 1) / c.hidden_size, c.hidden_size)
     per_token = (4 * c.hidden_size + 2 * widest / tp) * ACTIVATION_BYTES
     logits = 256 * c.lm_head_params / c.hidden_size / tp * 4.0
-    return MAX_NUM_TOKENS * per_token + logits
+    return step_tokens * per_token + logits
 
 
 def kv_bytes_per_sequence_per_gpu(dep: Deployment, seq_len: float) -> float:
@@ -91,16 +96,42 @@ def kv_bytes_per_sequence_per_gpu(dep: Deployment, seq_len: float) -> float:
     return tokens * per * stage / par.dp
 
 
+def _technique_bytes(dep: Deployment, seq_len: float) -> tuple[float, float, float]:
+    """(extra weights, KV bytes per sequence, KV held by the prefix cache) per GPU: a draft
+    model's weights and KV (built-in heads share the target's embedding and lm_head); prefix
+    caching keeps one copy of the prefix and a hit (share h) does not hold its own."""
+    t = dep.techniques
+    draft = draft_deployment(dep)
+    extra = draft_kv = 0.0
+    if draft is not None:
+        if t.speculative is not None and t.speculative.kind == "mtp":
+            draft = replace(draft, costs=replace(draft.costs, embedding_params=0, lm_head_params=0))
+        extra = weight_bytes_per_gpu(draft)
+        draft_kv = kv_bytes_per_sequence_per_gpu(draft, seq_len)
+    own = seq_len
+    held = 0.0
+    if t.prefix_active:
+        prefix = min(t.prefix_tokens, max(seq_len - 1, 0.0))
+        own = seq_len - t.prefix_hit_rate * prefix
+        held = kv_bytes_per_sequence_per_gpu(dep, prefix)
+    return extra, kv_bytes_per_sequence_per_gpu(dep, own) + draft_kv, held
+
+
 def memory_budget(dep: Deployment, memory_bytes: float, seq_len: float) -> MemoryBudget:
     weights = weight_bytes_per_gpu(dep)
     acts = activation_bytes_per_gpu(dep)
     reserve = RUNTIME_RESERVE_BYTES + (COMM_BUFFER_BYTES if dep.par.gpus > 1 else 0.0)
+    per_sequence = kv_bytes_per_sequence_per_gpu(dep, seq_len)
+    held = 0.0
+    if dep.techniques.active:
+        extra, per_sequence, held = _technique_bytes(dep, seq_len)
+        weights += extra
     free = memory_bytes - weights - acts - reserve
     return MemoryBudget(
         capacity_bytes=memory_bytes,
         weights_bytes=weights,
         activations_bytes=acts,
         reserve_bytes=reserve,
-        kv_capacity_bytes=max(free, 0.0) * KV_FRACTION,
-        kv_bytes_per_sequence=kv_bytes_per_sequence_per_gpu(dep, seq_len),
+        kv_capacity_bytes=max(max(free, 0.0) * KV_FRACTION - held, 0.0),
+        kv_bytes_per_sequence=per_sequence,
     )

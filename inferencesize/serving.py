@@ -17,6 +17,10 @@ In-flight (continuous) batching with N closed-loop clients (GenAI-Perf concurren
 * E2E = TTFT + (OSL − 1) · ITL; throughput X = N / E2E (Little's law), solved by fixed point.
 
 Static batching at batch B: TTFT = prefill of the whole batch; ITL = decode step at B.
+
+Serving techniques (prefix caching, speculative decoding, chunked prefill) enter through
+``technique_steps``: step times include them, and ITL is per output token (a speculative step
+emits several).
 """
 
 from __future__ import annotations
@@ -26,7 +30,14 @@ from typing import Any, Literal
 
 import numpy as np
 
-from inferencesize.latency import Deployment, decode_step, prefill, step_time
+from inferencesize.latency import Deployment
+from inferencesize.technique_steps import (
+    chunked_prefill,
+    decode_step,
+    per_token_decode_s,
+    prefill,
+    step_time,
+)
 
 Batching = Literal["inflight", "static"]
 #: Prefill work may take at most this share of the decode steps' time (keeps ITL finite).
@@ -72,7 +83,7 @@ def inflight_arrays(
     n = np.maximum(np.asarray(concurrency, dtype=float), 1.0)
     b = np.maximum(np.minimum(n, np.asarray(max_in_flight, dtype=float)), 1.0)
     context = isl + osl / 2.0
-    t_decode = decode_step(dep, b, context).total_s
+    t_decode = per_token_decode_s(dep, b, context)
     t_own = step_time(dep, b - 1, context, 1.0, isl).total_s
     t_alone = prefill(dep, 1.0, isl).total_s
     t_marginal = np.where(
@@ -82,6 +93,26 @@ def inflight_arrays(
     # average, for half of the cohort's other prefills (batched, so FLOP-bound).
     cohort = np.minimum(b - 1, dep.eff.cohort_tokens / np.maximum(isl, 1.0))
     prefill_wait = dep.eff.prefill_sync * 0.5 * prefill(dep, cohort, isl).total_s * (b > 1)
+    chunk = dep.techniques.chunk_tokens
+    itl_cap: Any = np.inf
+    x_cap: Any = np.inf
+    if chunk:  # the prompt rides on ceil(ISL / chunk) decode steps
+        chunks = chunked_prefill(dep, b - 1, context, isl)
+        t_own = chunks.first_token_s
+        t_marginal = np.where(b > 1, chunks.marginal_s, t_alone)
+        # A full step: one chunk, or chunk / ISL short prompts. Prompts ahead take their
+        # share of such steps; the budget admits chunk / new tokens prompts per full step
+        # (beyond that, prompts queue: TTFT), and no decode step is longer than a full one.
+        full = np.where(
+            isl < chunk,
+            step_time(dep, b - 1, context, chunk / np.maximum(isl, 1.0), isl).total_s,
+            chunks.longest_step_s,
+        )
+        new = np.maximum(dep.techniques.expected_new_tokens(isl), 1.0)
+        per_prompt = full * new / chunk
+        prefill_wait = dep.eff.prefill_sync * 0.5 * cohort * per_prompt * (b > 1)
+        itl_cap = full / dep.techniques.tokens_per_step
+        x_cap = np.where(b > 1, chunk / (new * full), np.inf)
     busy = b > 1
     # A client's decode steps interleave with the other clients' prefills only, and not with
     # those it already waited for before its first token (each prefill is counted once).
@@ -90,7 +121,11 @@ def inflight_arrays(
 
     def service(x: Any) -> tuple[Any, Any]:
         itl = t_decode / (1.0 - np.minimum(x * t_marginal * others, LOAD_CAP))
+        if chunk:
+            itl = np.maximum(np.minimum(itl, itl_cap), t_decode)
         ttft = np.where(busy, 0.5 * itl, 0.0) + prefill_wait + t_own
+        if chunk:
+            ttft = np.where(x < x_cap, ttft, np.inf)
         return ttft, itl
 
     # X = B / S(X) with S increasing in X: bisection on [0, B / S(0)] is exact and monotone.
@@ -103,7 +138,11 @@ def inflight_arrays(
         lo = np.where(too_low, mid, lo)
         hi = np.where(too_low, hi, mid)
     x = 0.5 * (lo + hi)
+    if chunk:  # the budget's limit is an open bound: keep the last rate known to be served
+        x = np.where(lo > 0, lo, x)
     ttft_service, itl = service(x)
+    if chunk:  # at the budget's limit the closed loop waits for it: TTFT = B / X − decode
+        ttft_service = np.maximum(ttft_service, b / x - (osl - 1) * itl)
     queue_wait = (n - b) / x
     ttft = queue_wait + ttft_service
     e2e = ttft + (osl - 1) * itl
@@ -131,7 +170,8 @@ def points(
     if batching == "static":
         pre = prefill(dep, n, isl)
         dec = decode_step(dep, n, ctx)
-        ttft, itl = np.asarray(pre.total_s, float), np.asarray(dec.total_s, float)
+        ttft = np.asarray(pre.total_s, float)
+        itl = np.asarray(dec.total_s, float) / dep.techniques.tokens_per_step
         e2e = ttft + (osl - 1) * itl
         rate = n / e2e
         inflight_now = n

@@ -16,9 +16,23 @@ from inferencesize import report
 from inferencesize.catalog import Catalog, load_file
 from inferencesize.cli.catalog_cmd import write_new_file
 from inferencesize.cli.common import CatalogOpt, check_format, open_catalog, stdout
+from inferencesize.cli.technique_opts import (
+    AcceptanceOpt,
+    ChunkOpt,
+    DraftOpt,
+    DraftTokensOpt,
+    PrefixHitOpt,
+    PrefixTokensOpt,
+    SparseSpeedupOpt,
+    SparseWeightsOpt,
+    WeightOnlyOpt,
+    parse_flags,
+    resolve_techniques,
+    techniques_text,
+)
 from inferencesize.deployment import default_kv_precision
 from inferencesize.errors import InputError, UnknownIdError, UsageError
-from inferencesize.estimate import Candidate, Estimator, operating_points, record
+from inferencesize.estimate import Candidate, Estimator, longest_gaps, operating_points, record
 from inferencesize.io_measurements import (
     Measurement,
     dedupe,
@@ -96,6 +110,7 @@ RESULT_KEYS = (
     "ttft_ms",
     "itl_ms",
     "e2e_ms",
+    "itl_max_ms",
     "requests_per_s",
     "output_tokens_per_s",
     "max_concurrency",
@@ -133,6 +148,15 @@ def estimate(
     engine: EngineOpt = None,
     calibration: CalibrationOpt = None,
     catalog_dirs: CatalogOpt = None,
+    prefix_tokens: PrefixTokensOpt = None,
+    prefix_hit_rate: PrefixHitOpt = None,
+    chunked_prefill: ChunkOpt = None,
+    draft: DraftOpt = None,
+    draft_tokens: DraftTokensOpt = None,
+    acceptance: AcceptanceOpt = None,
+    weight_only: WeightOnlyOpt = None,
+    sparse_weights: SparseWeightsOpt = None,
+    sparse_speedup: SparseSpeedupOpt = None,
 ) -> None:
     """Predict TTFT, ITL, E2E, throughput and memory of one instance at one operating point.
 
@@ -141,11 +165,21 @@ def estimate(
 
     Batch mode: infersize estimate --points points.csv --format csv  (columns: model, hardware,
     precision, tp, pp, ep, isl, osl, concurrency, batching, kv_precision; optional ones default).
+
+    Techniques: infersize estimate --model llama-3.1-70b --hardware h100-sxm --tp 4
+    --draft llama-3.1-8b --draft-tokens 4 --acceptance 0.7  (see the Serving techniques flags).
     """
     catalog = open_catalog(catalog_dirs)
     eset = efficiency_for(catalog, engine, calibration)
+    tech_spec = parse_flags(locals())
     est = Estimator(eset)
     if points is not None:
+        if draft is not None:
+            raise UsageError("--draft needs one target model: use it without --points")
+        if tech_spec is not None:
+            est = Estimator(
+                eset, techniques=resolve_techniques(catalog, tech_spec, None, None, 0, "flags")
+            )
         check_format(fmt if fmt != "table" else "csv", ("csv", "jsonl"))
         _batch(catalog, est, points, "csv" if fmt == "table" else fmt)
         return
@@ -155,6 +189,10 @@ def estimate(
     if batching not in ("inflight", "static"):
         raise UsageError(f"--batching: '{batching}' is not one of inflight, static")
     cand = candidate(catalog, model, hardware, precision, kv_precision, tp, pp, ep)
+    if tech_spec is not None:
+        est = Estimator(
+            eset, techniques=resolve_techniques(catalog, tech_spec, cand.model, isl, 0, "flags")
+        )
     res = est.resolve(cand, isl + osl)
     op = est.point(res, isl, osl, concurrency, batching)  # type: ignore[arg-type]
     rec = record(res, isl, osl, concurrency, batching, op, eset.engine)  # type: ignore[arg-type]
@@ -181,6 +219,7 @@ def _human_pairs(rec: dict[str, Any]) -> list[tuple[str, Any]]:
         ("TTFT (mean)", ms(rec["ttft_ms"])),
         ("ITL (mean)", ms(rec["itl_ms"])),
         ("E2E (mean)", ms(rec["e2e_ms"])),
+        ("longest token gap", ms(rec["itl_max_ms"])),
     ]
     if rec["requests_per_s"] is not None:
         pairs += [
@@ -203,6 +242,8 @@ def _human_pairs(rec: dict[str, Any]) -> list[tuple[str, Any]]:
         pairs.append(
             ("bound", f"prefill {rec['bound']['prefill']}, decode {rec['bound']['decode']}")
         )
+    if rec["techniques"]:
+        pairs.append(("techniques", techniques_text(rec["techniques"])))
     pairs += [
         ("precision / KV", f"{rec['precision']} / {rec['kv_precision']}"),
         ("engine", rec["engine"]),
@@ -258,10 +299,13 @@ def _batch(catalog: Catalog, est: Estimator, path: Path, fmt: str) -> None:
             [r.max_concurrency for _, r in ok],
             batching,
         )
-        for ((i, isl, osl, conc), r), op in zip(ok, ops, strict=True):
+        gaps = longest_gaps(
+            ok[0][1], [it[1] for it, _ in ok], [it[2] for it, _ in ok], ops, batching
+        )
+        for ((i, isl, osl, conc), r), op, gap in zip(ok, ops, gaps, strict=True):
             records[i] = {
                 **rows[i],
-                **record(r, isl, osl, conc, batching, op, est.efficiency.engine),
+                **record(r, isl, osl, conc, batching, op, est.efficiency.engine, gap),
             }
     final = [r for r in records if r is not None]
     out = stdout()

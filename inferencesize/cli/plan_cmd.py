@@ -14,11 +14,29 @@ from inferencesize.cli import economics_opts as econ
 from inferencesize.cli import pipeline_cmd, scale_opts, verify_out
 from inferencesize.cli.common import CatalogOpt, check_format, open_catalog, stdout
 from inferencesize.cli.perf_cmd import CalibrationOpt, EngineOpt, efficiency_for
+from inferencesize.cli.technique_opts import (
+    AcceptanceOpt,
+    ChunkOpt,
+    DraftOpt,
+    DraftTokensOpt,
+    KvPrecisionOpt,
+    PrefixHitOpt,
+    PrefixTokensOpt,
+    SparseSpeedupOpt,
+    SparseWeightsOpt,
+    WeightOnlyOpt,
+    merge_techniques,
+    resolve_techniques,
+    technique_flags,
+    techniques_text,
+)
 from inferencesize.errors import InfeasibleError, InputError, OverBudgetError
 from inferencesize.estimate import Estimator
 from inferencesize.pipeline import PipelineResult
 from inferencesize.planner import Limits, Plan, PlanResult, fmt_seconds, plan
 from inferencesize.specs.scenario import ScenarioSpec
+from inferencesize.techniques import describe
+from inferencesize.units import tokens_from_words
 
 SCHEMA_VERSION = 1
 FORMATS = ("table", "json", "yaml", "csv")
@@ -99,6 +117,8 @@ def load_scenario(
     for key in ("tp", "pp", "ep"):
         if key in given:
             given[key] = _split(given[key], f"--{key}")
+    if "techniques" in given:
+        given["techniques"] = merge_techniques(data.get("techniques"), given["techniques"])
     data.update(given)
     scaled = scale_opts.apply_flags(data, scale)
     shown_flags = f"{shown} (with flags)" if given or scaled else shown
@@ -264,6 +284,11 @@ def _print_table(scenario: ScenarioSpec, rec: dict[str, Any], explain: bool) -> 
                 + f" · {p['gpus_per_instance']} GPU(s)",
             ),
             ("binding constraint", _limit_text(scenario, p["binding_constraint"])),
+            *(
+                [("techniques", techniques_text(rec["techniques"]))]
+                if rec.get("techniques")
+                else []
+            ),
             (
                 "operating point",
                 f"concurrency {op['concurrency']} · {op['requests_per_s']:,.3f} req/s per instance",
@@ -378,12 +403,27 @@ def _prepare(
     catalog = open_catalog(catalog_dirs)
     scenario, shown = load_scenario(catalog, scenario_name, flags)
     eset = efficiency_for(catalog, engine, calibration)
-    est = Estimator(eset, kv_cap=scale_opts.kv_cap(scenario))
+    kv_cap = scale_opts.kv_cap(scenario)
     if scenario.pipeline is not None:
+        est = Estimator(eset, kv_cap=kv_cap)
         piped = pipeline_cmd.solve(scenario, catalog, est, top)
         return scenario, pipeline_cmd.record(scenario, piped, eset.engine), piped
+    assert scenario.model is not None
+    system_prompt = scenario.system_prompt_tokens + (
+        tokens_from_words(scenario.system_prompt_words) if scenario.system_prompt_words else 0
+    )
+    techniques = resolve_techniques(
+        catalog,
+        scenario.techniques,
+        catalog.model(scenario.model),
+        scenario.input_tokens,
+        system_prompt,
+        shown,
+    )
+    est = Estimator(eset, kv_cap=kv_cap, techniques=techniques)
     result, peak, limits = solve_with_limits(scenario, catalog, est, top)
     rec = result_record(scenario, result, peak, eset.engine)
+    rec["techniques"] = describe(techniques)
     cmp = scale_opts.compare(catalog, scenario, result, peak, limits, est, shown)
     if cmp is not None:
         rec["disaggregated"] = scale_opts.record(cmp)
@@ -421,6 +461,16 @@ def plan_command(
     requests_per_day: econ.RequestsPerDayOpt = None,
     peak_hour_share: econ.PeakShareOpt = None,
     hourly_rps: econ.HourlyOpt = None,
+    kv_precision: KvPrecisionOpt = None,
+    prefix_tokens: PrefixTokensOpt = None,
+    prefix_hit_rate: PrefixHitOpt = None,
+    chunked_prefill: ChunkOpt = None,
+    draft: DraftOpt = None,
+    draft_tokens: DraftTokensOpt = None,
+    acceptance: AcceptanceOpt = None,
+    weight_only: WeightOnlyOpt = None,
+    sparse_weights: SparseWeightsOpt = None,
+    sparse_speedup: SparseSpeedupOpt = None,
     top: Annotated[int, typer.Option("--top", min=0, help="Alternatives to show.")] = 3,
     explain: Annotated[bool, typer.Option("--explain", help="List rejected candidates.")] = False,
     fmt: Annotated[str, typer.Option("--format", "-f", help="table | json | yaml | csv")] = "table",
@@ -501,6 +551,8 @@ def _flags(values: dict[str, Any]) -> dict[str, Any]:
         "batching": values["batching"],
         **econ.flags(values),
         **{k: values.get(k) for k in scale_opts.KEYS},
+        "kv_precision": values.get("kv_precision"),
+        "techniques": technique_flags(values),
     }
 
 
@@ -545,6 +597,16 @@ def check_command(
         float | None,
         typer.Option("--max-power-kw", min=0.0, help="IT power budget, kW (exit 4 over it)."),
     ] = None,
+    kv_precision: KvPrecisionOpt = None,
+    prefix_tokens: PrefixTokensOpt = None,
+    prefix_hit_rate: PrefixHitOpt = None,
+    chunked_prefill: ChunkOpt = None,
+    draft: DraftOpt = None,
+    draft_tokens: DraftTokensOpt = None,
+    acceptance: AcceptanceOpt = None,
+    weight_only: WeightOnlyOpt = None,
+    sparse_weights: SparseWeightsOpt = None,
+    sparse_speedup: SparseSpeedupOpt = None,
     fmt: Annotated[
         str, typer.Option("--format", "-f", help="text (stderr line only) | json")
     ] = "text",

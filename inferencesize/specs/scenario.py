@@ -8,6 +8,7 @@ from pydantic import Field, field_validator, model_validator
 
 from inferencesize.specs.common import PositiveInt, Spec
 from inferencesize.specs.economics import DailySpec, EconomicsSpec, PipelineStage
+from inferencesize.specs.techniques import TechniquesSpec
 from inferencesize.units import PRECISIONS, tokens_from_words
 
 Auto = Literal["auto"]
@@ -110,6 +111,7 @@ class ScenarioSpec(Spec):
     )
     kv_cap: KvCap | None = None
     disaggregated: Disaggregated | None = None
+    techniques: TechniquesSpec | None = None
     source: str | None = None
 
     @field_validator("precision")
