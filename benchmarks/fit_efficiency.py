@@ -25,12 +25,6 @@ DATA = [
     ROOT / "data/calibration/static_batching_sweep.csv",
 ]
 SERVING_ONLY = {"prefill_sync", "cohort_tokens"}
-#: Throughput-only data (offline max-throughput tables) cannot separate the shared latency
-#: parameters (attention, GEMM half-saturation, collectives drift to their bounds); such sets
-#: keep their base's and fit the per-step overhead (the scheduler cost that caps throughput at
-#: thousand-sequence batches) and the per-GPU × precision compute and memory efficiencies.
-LATENCY_METRICS = {"ttft_ms_avg", "prefill_ms", "itl_ms_avg", "e2e_ms_avg"}
-THROUGHPUT_ONLY_FREE = {"step_overhead_s"}
 
 
 def main(ids: list[str]) -> None:
@@ -46,7 +40,6 @@ def main(ids: list[str]) -> None:
             print(f"{set_id}: no rows for engines {base.engines}")
             continue
         serving = any(r.mode == "inflight" for r in mine)
-        has_latency = any(r.m.metric in LATENCY_METRICS for r in mine)
         free = [
             g
             for g in (
@@ -59,7 +52,7 @@ def main(ids: list[str]) -> None:
                 "prefill_sync",
                 "cohort_tokens",
             )
-            if (serving or g not in SERVING_ONLY) and (has_latency or g in THROUGHPUT_ONLY_FREE)
+            if serving or g not in SERVING_ONLY
         ]
         t0 = time.perf_counter()
         result = fit(base, mine, free)
