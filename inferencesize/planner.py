@@ -57,6 +57,17 @@ class Limits:
     e2e_s: float | None = None
     mode: Mode = "streaming"
 
+    @classmethod
+    def from_ms(
+        cls, ttft_ms: float | None, itl_ms: float | None, e2e_ms: float | None, mode: Mode
+    ) -> Limits:
+        """Limits from millisecond values as scenarios and flags state them."""
+
+        def s(ms: float | None) -> float | None:
+            return ms / 1e3 if ms is not None else None
+
+        return cls(s(ttft_ms), s(itl_ms), s(e2e_ms), mode)
+
     def active(self) -> list[tuple[Binding, float]]:
         """The (name, limit) pairs that apply in this mode."""
         if self.mode == "sequential":

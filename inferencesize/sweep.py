@@ -230,12 +230,7 @@ class Row:
 
 
 def limits_of(s: ScenarioSpec) -> Limits:
-    return Limits(
-        ttft_s=s.ttft_ms / 1e3 if s.ttft_ms is not None else None,
-        itl_s=s.itl_ms / 1e3 if s.itl_ms is not None else None,
-        e2e_s=s.e2e_ms / 1e3 if s.e2e_ms is not None else None,
-        mode=s.mode,
-    )
+    return Limits.from_ms(s.ttft_ms, s.itl_ms, s.e2e_ms, s.mode)
 
 
 @lru_cache(maxsize=65536)

@@ -205,12 +205,7 @@ def frontier_command(
             raise InputError(f"{scenario}: frontier needs a single-model scenario (not a pipeline)")
         model_id, hw_ids, precisions = spec.model, spec.hardware, spec.precision
         isl_t, osl_t, kv = spec.input_tokens, spec.output_tokens, spec.kv_precision
-        limits = Limits(
-            spec.ttft_ms / 1e3 if spec.ttft_ms is not None else None,
-            spec.itl_ms / 1e3 if spec.itl_ms is not None else None,
-            spec.e2e_ms / 1e3 if spec.e2e_ms is not None else None,
-            spec.mode,
-        )
+        limits = Limits.from_ms(spec.ttft_ms, spec.itl_ms, spec.e2e_ms, spec.mode)
         splits = [None if v == "auto" else list(v) for v in (spec.tp, spec.pp, spec.ep)]
         batch = spec.batching
     else:
@@ -229,11 +224,8 @@ def frontier_command(
                 raise InputError(
                     f"--precision: unknown '{p}'; expected one of {', '.join(PRECISIONS)}"
                 )
-        limits = Limits(
-            ttft_ms / 1e3 if ttft_ms is not None else None,
-            itl_ms / 1e3 if itl_ms is not None else None,
-            e2e_ms / 1e3 if e2e_ms is not None else None,
-            "sequential" if mode == "sequential" else "streaming",
+        limits = Limits.from_ms(
+            ttft_ms, itl_ms, e2e_ms, "sequential" if mode == "sequential" else "streaming"
         )
         splits = []
         for flag, value in (("--tp", tp), ("--pp", pp), ("--ep", ep)):

@@ -144,12 +144,7 @@ def solve_with_limits(
     assert scenario.model is not None  # pipeline scenarios go to pipeline_cmd
     model = catalog.model(scenario.model)
     hardware = [catalog.hardware(h) for h in dict.fromkeys(scenario.hardware)]
-    limits = Limits(
-        ttft_s=scenario.ttft_ms / 1e3 if scenario.ttft_ms is not None else None,
-        itl_s=scenario.itl_ms / 1e3 if scenario.itl_ms is not None else None,
-        e2e_s=scenario.e2e_ms / 1e3 if scenario.e2e_ms is not None else None,
-        mode=scenario.mode,
-    )
+    limits = Limits.from_ms(scenario.ttft_ms, scenario.itl_ms, scenario.e2e_ms, scenario.mode)
     peak = scenario_peak(scenario)
     result = plan(
         model,

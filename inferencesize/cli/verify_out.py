@@ -28,12 +28,7 @@ def add_verification(
         rec["verify"] = None
         return
     est = Estimator(efficiency_for(open_catalog(catalog_dirs), engine, calibration))
-    limits = Limits(
-        ttft_s=scenario.ttft_ms / 1e3 if scenario.ttft_ms is not None else None,
-        itl_s=scenario.itl_ms / 1e3 if scenario.itl_ms is not None else None,
-        e2e_s=scenario.e2e_ms / 1e3 if scenario.e2e_ms is not None else None,
-        mode=scenario.mode,
-    )
+    limits = Limits.from_ms(scenario.ttft_ms, scenario.itl_ms, scenario.e2e_ms, scenario.mode)
     v = verify_plan(
         est,
         p,
