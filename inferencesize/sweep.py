@@ -45,6 +45,27 @@ from inferencesize.units import PRECISIONS
 
 #: Scenario fields that describe rather than size a scenario (not variable).
 NOT_VARIABLE = ("id", "description", "source", "budget")
+#: Scenario options the sweep does not model yet (plan them point by point with `plan`): a
+#: sweep refuses them rather than silently ignoring them.
+NOT_SWEPT = (
+    "objective",
+    "economics",
+    "daily",
+    "pipeline",
+    "attention_dp",
+    "span_nvlink_domain",
+    "kv_cap",
+    "disaggregated",
+    "techniques",
+)
+
+
+def unsupported_options(spec: ScenarioSpec) -> list[str]:
+    """The options of ``spec`` a sweep would ignore (set to other than their defaults)."""
+    fields = ScenarioSpec.model_fields
+    return [f for f in NOT_SWEPT if getattr(spec, f) != fields[f].default]
+
+
 #: Fields whose value is a list: one axis value is one element, or several joined with '+'.
 LIST_FIELDS = ("hardware", "precision")
 SPLIT_FIELDS = ("tp", "pp", "ep")
@@ -64,7 +85,7 @@ MAX_POINTS = 1_000_000
 
 def variable_fields() -> list[str]:
     """Scenario fields a sweep can vary (every sizing field of the scenario schema)."""
-    return [f for f in ScenarioSpec.model_fields if f not in NOT_VARIABLE]
+    return [f for f in ScenarioSpec.model_fields if f not in (*NOT_VARIABLE, *NOT_SWEPT)]
 
 
 @dataclass(frozen=True)
@@ -168,6 +189,11 @@ def parse_axis(text: str) -> Axis:
     fields = variable_fields()
     if not sep or not name:
         raise InputError(f"--vary {text}: expected FIELD=VALUES, e.g. isl=500,1000,2000")
+    if name in NOT_SWEPT:
+        raise InputError(
+            f"--vary {name}: sweep does not model this option yet; plan such scenarios point by"
+            " point with `infersize plan`"
+        )
     if name not in fields:
         import difflib
 

@@ -14,11 +14,13 @@ from inferencesize.parallelism import Parallelism
 from inferencesize.planner import Limits, at_peak, plan, search_point
 from inferencesize.specs.scenario import ScenarioSpec
 from inferencesize.sweep import (
+    NOT_SWEPT,
     apply,
     choose,
     expand,
     grid_size,
     parse_axis,
+    unsupported_options,
     variable_fields,
     workload_key,
 )
@@ -88,9 +90,22 @@ def test_bad_axes_are_input_errors(text: str, message: str) -> None:
     assert "\n" not in str(err.value)
 
 
-def test_every_sizing_field_is_variable() -> None:
+def test_every_sizing_field_is_variable_except_the_unswept_options() -> None:
     fields = set(ScenarioSpec.model_fields) - {"id", "description", "source", "budget"}
-    assert set(variable_fields()) == fields
+    assert set(variable_fields()) == fields - set(NOT_SWEPT)
+    assert set(NOT_SWEPT) <= fields  # each refused option is a real scenario field
+
+
+@pytest.mark.parametrize("name", ["objective", "techniques", "disaggregated"])
+def test_unswept_option_is_refused_not_ignored(name: str) -> None:
+    with pytest.raises(InputError, match=f"--vary {name}: sweep does not model this option"):
+        parse_axis(f"{name}=x")
+
+
+def test_scenario_with_an_unswept_option_is_reported() -> None:
+    c = _catalog()
+    assert unsupported_options(c.scenario("prefix-caching")) == ["techniques"]
+    assert unsupported_options(c.scenario("default")) == []
 
 
 def test_expand_is_the_cartesian_product_last_axis_fastest() -> None:

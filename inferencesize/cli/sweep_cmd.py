@@ -47,6 +47,7 @@ from inferencesize.sweep import (
     expand,
     grid_size,
     parse_axis,
+    unsupported_options,
     variable_fields,
 )
 
@@ -322,7 +323,13 @@ def sweep_command(
         raise InputError(f"--vary: {total:,} points (at most {MAX_POINTS:,})")
     catalog = open_catalog(catalog_dirs)
     _check_ids(catalog, axes)
-    base_spec, _ = load_scenario(catalog, scenario, _flags(locals()))
+    base_spec, shown = load_scenario(catalog, scenario, _flags(locals()))
+    ignored = unsupported_options(base_spec)
+    if ignored:
+        raise InputError(
+            f"{shown}: sweep does not model {', '.join(ignored)} yet; plan such scenarios"
+            " point by point with `infersize plan`"
+        )
     base = base_spec.model_dump(by_alias=True, exclude_none=True)
     eset = efficiency_for(catalog, engine, calibration)
     sweeper = Sweeper(Estimator(eset), catalog)
