@@ -70,7 +70,9 @@ def sparsity() -> None:
     cand = Candidate(catalog.model("llama-2-70b"), gpu, system, "fp8", "fp8", Parallelism(1))
     eset = catalog.efficiency_set("nim-2024")
     dense = Estimator(eset).resolve(cand, 4000)
-    sparse = Estimator(eset, Techniques(sparse_weight_factor=0.63, sparse_compute_speedup=1.3))
+    sparse = Estimator(
+        eset, techniques=Techniques(sparse_weight_factor=0.63, sparse_compute_speedup=1.3)
+    )
     sp = sparse.resolve(cand, 4000)
     assert dense.deployment and sp.deployment and dense.memory and sp.memory
     size = sp.memory.weights_bytes / dense.memory.weights_bytes - 1
