@@ -35,7 +35,7 @@ from inferencesize.economics import plan_economics as _plan_economics
 from inferencesize.estimate import Batching, Candidate, Estimator, Resolved, operating_points
 from inferencesize.latency import prefill
 from inferencesize.parallelism import Parallelism, valid_splits
-from inferencesize.serving import OperatingPoint
+from inferencesize.serving import OperatingPoint, inflight_arrays
 from inferencesize.specs import GpuSpec, ModelSpec, SystemSpec
 
 #: GPUs per node assumed for a bare GPU id (no system): HGX/DGX-style 8-GPU servers.
@@ -223,13 +223,15 @@ def _metrics(
 ) -> tuple[Any, Any, Any]:
     """TTFT, ITL, E2E (seconds) at the concurrencies ``n`` (numpy arrays)."""
     assert res.deployment is not None
-    cap = n if batching == "static" else np.full(np.shape(n), float(res.max_concurrency))
-    ops = operating_points(res, isl, osl, n, cap, batching)
-    return (
-        np.array([o.ttft_s for o in ops]),
-        np.array([o.itl_s for o in ops]),
-        np.array([o.e2e_s for o in ops]),
-    )
+    if batching == "static":
+        ops = operating_points(res, isl, osl, n, n, "static")
+        return (
+            np.array([o.ttft_s for o in ops]),
+            np.array([o.itl_s for o in ops]),
+            np.array([o.e2e_s for o in ops]),
+        )
+    r = inflight_arrays(res.deployment, isl, osl, n, res.max_concurrency)
+    return r.ttft_s, r.itl_s, r.e2e_s
 
 
 def _first_miss(limits: Limits, ttft: Any, itl: Any, e2e: Any) -> Any:

@@ -75,7 +75,7 @@ class InflightArrays:
 
 
 def inflight_arrays(
-    dep: Deployment, isl: Any, osl: Any, concurrency: Any, max_in_flight: Any, iterations: int = 60
+    dep: Deployment, isl: Any, osl: Any, concurrency: Any, max_in_flight: Any, iterations: int = 44
 ) -> InflightArrays:
     """Closed-loop in-flight batching, elementwise over numpy arrays (module docstring)."""
     isl = np.asarray(isl, dtype=float)
@@ -128,16 +128,21 @@ def inflight_arrays(
             ttft = np.where(x < x_cap, ttft, np.inf)
         return ttft, itl
 
-    # X = B / S(X) with S increasing in X: bisection on [0, B / S(0)] is exact and monotone.
-    lo = np.zeros_like(b)
-    hi = b / (t_own + (osl - 1) * t_decode)
-    for _ in range(iterations):
-        mid = 0.5 * (lo + hi)
-        ttft_m, itl_m = service(mid)
-        too_low = b / (ttft_m + (osl - 1) * itl_m) > mid
-        lo = np.where(too_low, mid, lo)
-        hi = np.where(too_low, hi, mid)
-    x = 0.5 * (lo + hi)
+    if chunk:
+        # X = B / S(X) with S increasing in X: bisection on [0, B / S(0)] is exact and monotone.
+        lo = np.zeros_like(b)
+        hi = b / (t_own + (osl - 1) * t_decode)
+        for _ in range(iterations):
+            mid = 0.5 * (lo + hi)
+            ttft_m, itl_m = service(mid)
+            too_low = b / (ttft_m + (osl - 1) * itl_m) > mid
+            lo = np.where(too_low, mid, lo)
+            hi = np.where(too_low, hi, mid)
+        x = 0.5 * (lo + hi)
+    else:
+        x = _fixed_point(
+            b, prefill_wait + t_own, (osl - 1 + 0.5 * busy) * t_decode, t_marginal * others
+        )
     if chunk:  # the budget's limit is an open bound: keep the last rate known to be served
         x = np.where(lo > 0, lo, x)
     ttft_service, itl = service(x)
@@ -147,6 +152,20 @@ def inflight_arrays(
     ttft = queue_wait + ttft_service
     e2e = ttft + (osl - 1) * itl
     return InflightArrays(b, ttft, itl, e2e, n / e2e, queue_wait, prefill_wait)
+
+
+def _fixed_point(b: Any, c: Any, k: Any, a: Any) -> Any:
+    """Throughput X solving X · (c + k / (1 − min(a X, LOAD_CAP))) = B in closed form.
+
+    Without chunking, E2E(X) = c + k / (1 − a X): c = prefill wait + own prefill step,
+    k = (OSL − 1 + ½ if others are in flight) · T_decode, a = t_p · (B − 1)/B · (1 − w). Then
+    a c X² − (c + k + a B) X + B = 0, whose smaller root (written stably as
+    2B / (p + √(p² − 4 a c B)), p = c + k + a B) is the fixed point; it is B / (c + k) when
+    a = 0. Past the load cap the ITL stretch is constant and X = B / (c + k / (1 − cap)).
+    """
+    p = c + k + a * b
+    x = 2.0 * b / (p + np.sqrt(np.maximum(p * p - 4.0 * a * c * b, 0.0)))
+    return np.where(a * x > LOAD_CAP, b / (c + k / (1.0 - LOAD_CAP)), x)
 
 
 def _bounds(step: Any) -> Any:
