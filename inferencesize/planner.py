@@ -472,7 +472,14 @@ def _nearest_miss(rejected: list[Rejected], limits: Limits) -> str:
     return "no candidates (no hardware, precision or split to try)"
 
 
-def at_peak(p: Plan, peak_rps: float, isl: float, osl: float, est: Estimator) -> Plan:
+def at_peak(
+    p: Plan,
+    peak_rps: float,
+    isl: float,
+    osl: float,
+    est: Estimator,
+    pricing: Pricing | None = None,
+) -> Plan:
     """The same candidate and operating point sized for another peak (arithmetic only).
 
     Feasibility and the operating point do not depend on the peak, so a sweep plans once per
@@ -483,4 +490,4 @@ def at_peak(p: Plan, peak_rps: float, isl: float, osl: float, est: Estimator) ->
     c = p.candidate
     res = est.resolve(c, isl + osl)  # cached: the deployment the plan was made with
     hw = HardwareOption(c.gpu, c.system)
-    return _plan_for(c, res, p.point, p.binding, hw, peak_rps, isl, osl)
+    return _plan_for(c, res, p.point, p.binding, hw, peak_rps, isl, osl, pricing)

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Annotated, Any, Protocol
@@ -45,19 +45,20 @@ from inferencesize.units import PRECISIONS
 
 #: Scenario fields that describe rather than size a scenario (not variable).
 NOT_VARIABLE = ("id", "description", "source", "budget")
-#: Scenario options the sweep does not model yet (plan them point by point with `plan`): a
-#: sweep refuses them rather than silently ignoring them.
-NOT_SWEPT = (
+#: Scenario options whose answer is not one plan per point (a daily profile, a pipeline of
+#: models, disaggregated pools): a sweep refuses them rather than silently ignoring them.
+NOT_SWEPT = ("daily", "pipeline", "disaggregated")
+#: Options a sweep hands to the caller's ``configure`` (estimator and planner arguments).
+CONFIGURED = (
     "objective",
     "economics",
-    "daily",
-    "pipeline",
     "attention_dp",
     "span_nvlink_domain",
     "kv_cap",
-    "disaggregated",
     "techniques",
 )
+#: configure(scenario) -> (estimator, extra keyword arguments of planner.plan)
+Configure = Callable[[ScenarioSpec], tuple[Estimator, dict[str, Any]]]
 
 
 def unsupported_options(spec: ScenarioSpec) -> list[str]:
@@ -288,7 +289,17 @@ def workload_key(s: ScenarioSpec) -> tuple[Any, ...]:
         s.tp if s.tp == "auto" else tuple(s.tp),
         s.pp if s.pp == "auto" else tuple(s.pp),
         s.ep if s.ep == "auto" else tuple(s.ep),
+        *(_frozen(getattr(s, f)) for f in CONFIGURED),
     )
+
+
+def _frozen(value: Any) -> Any:
+    """A hashable form of a scenario option (pydantic blocks as their JSON)."""
+    if hasattr(value, "model_dump_json"):
+        return value.model_dump_json()
+    if isinstance(value, list):
+        return tuple(value)
+    return value
 
 
 def _invalid(err: ValidationError) -> str:
@@ -333,7 +344,20 @@ class Sweeper:
 
     est: Estimator
     lookup: Lookup
+    #: Estimator and planner options of a scenario's ``CONFIGURED`` fields (techniques, KV
+    #: cap, objective, pricing, attention DP, NVLink span); None: the plain estimator.
+    configure: Configure | None = None
     _results: dict[tuple[Any, ...], PlanResult] | None = None
+    _setups: dict[tuple[Any, ...], tuple[Estimator, dict[str, Any]]] | None = None
+
+    def setup(self, s: ScenarioSpec) -> tuple[Estimator, dict[str, Any]]:
+        """The estimator and extra planner arguments of ``s`` (cached per workload)."""
+        if self._setups is None:
+            self._setups = {}
+        key = workload_key(s)
+        if key not in self._setups:
+            self._setups[key] = self.configure(s) if self.configure else (self.est, {})
+        return self._setups[key]
 
     def capacity(self, s: ScenarioSpec) -> PlanResult:
         """The planner's result for the workload of ``s`` (sized for 1 req/s; re-size with
@@ -343,6 +367,7 @@ class Sweeper:
         key = workload_key(s)
         if key not in self._results:
             assert s.model is not None  # pipeline scenarios are refused before sweeping
+            est, extra = self.setup(s)
             self._results[key] = plan(
                 self.lookup.model(s.model),
                 [self.lookup.hardware(h) for h in dict.fromkeys(s.hardware)],
@@ -351,13 +376,14 @@ class Sweeper:
                 s.output_tokens,
                 1.0,
                 limits_of(s),
-                self.est,
+                est,
                 kv_precision=s.kv_precision,
                 tps=None if s.tp == "auto" else s.tp,
                 pps=None if s.pp == "auto" else s.pp,
                 eps=None if s.ep == "auto" else s.ep,
                 batching=s.batching,
                 top=0,
+                **extra,
             )
         return self._results[key]
 
@@ -388,7 +414,11 @@ class Sweeper:
             s, pk = item
             key = workload_key(s)
             result = self.capacity(s)
-            if key not in done:
+            est, extra = self.setup(s)
+            pricing = extra.get("pricing")
+            objective = extra.get("objective", "servers")
+            fast = objective == "servers" and pricing is None
+            if fast and key not in done:
                 done.add(key)
                 members = groups[key]
                 if result.feasible:
@@ -398,7 +428,21 @@ class Sweeper:
                 reason = result.nearest_miss or "no feasible plan"
                 yield Row(i, dict(values), s, pk, None, result.binding_constraint, reason)
                 continue
-            best = at_peak(
-                result.feasible[chosen.pop(i)], pk, s.input_tokens, s.output_tokens, self.est
-            )
+            if fast:
+                best = at_peak(
+                    result.feasible[chosen.pop(i)], pk, s.input_tokens, s.output_tokens, est
+                )
+            else:  # rank every feasible plan at this peak as the planner does
+                sized = [
+                    at_peak(p, pk, s.input_tokens, s.output_tokens, est, pricing)
+                    for p in result.feasible
+                ]
+                best = min(
+                    sized,
+                    key=lambda p: (
+                        (*p.objective_key(objective), p.candidate.label())
+                        if objective != "servers"
+                        else p.sort_key()
+                    ),
+                )
             yield Row(i, dict(values), s, pk, best, best.binding, None)

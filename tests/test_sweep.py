@@ -96,7 +96,7 @@ def test_every_sizing_field_is_variable_except_the_unswept_options() -> None:
     assert set(NOT_SWEPT) <= fields  # each refused option is a real scenario field
 
 
-@pytest.mark.parametrize("name", ["objective", "techniques", "disaggregated"])
+@pytest.mark.parametrize("name", ["daily", "pipeline", "disaggregated"])
 def test_unswept_option_is_refused_not_ignored(name: str) -> None:
     with pytest.raises(InputError, match=f"--vary {name}: sweep does not model this option"):
         parse_axis(f"{name}=x")
@@ -104,8 +104,8 @@ def test_unswept_option_is_refused_not_ignored(name: str) -> None:
 
 def test_scenario_with_an_unswept_option_is_reported() -> None:
     c = _catalog()
-    assert unsupported_options(c.scenario("prefix-caching")) == ["techniques"]
-    assert unsupported_options(c.scenario("default")) == []
+    assert unsupported_options(c.scenario("daily-chat")) == ["daily"]
+    assert unsupported_options(c.scenario("prefix-caching")) == []  # techniques are swept
 
 
 def test_expand_is_the_cartesian_product_last_axis_fastest() -> None:

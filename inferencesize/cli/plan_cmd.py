@@ -34,6 +34,7 @@ from inferencesize.errors import InfeasibleError, InputError, OverBudgetError
 from inferencesize.estimate import Estimator
 from inferencesize.pipeline import PipelineResult
 from inferencesize.planner import Limits, Plan, PlanResult, fmt_seconds, plan
+from inferencesize.specs import EfficiencySet
 from inferencesize.specs.scenario import ScenarioSpec
 from inferencesize.techniques import describe
 from inferencesize.units import tokens_from_words
@@ -403,6 +404,21 @@ def _prepare(
         est = Estimator(eset, kv_cap=kv_cap)
         piped = pipeline_cmd.solve(scenario, catalog, est, top)
         return scenario, pipeline_cmd.record(scenario, piped, eset.engine), piped
+    est = scenario_estimator(catalog, eset, scenario, shown)
+    result, peak, limits = solve_with_limits(scenario, catalog, est, top)
+    rec = result_record(scenario, result, peak, eset.engine)
+    rec["techniques"] = describe(est.techniques)
+    cmp = scale_opts.compare(catalog, scenario, result, peak, limits, est, shown)
+    if cmp is not None:
+        rec["disaggregated"] = scale_opts.record(cmp)
+        rec["feasible"] = not scale_opts.infeasible(cmp, result)
+    return scenario, rec, result
+
+
+def scenario_estimator(
+    catalog: Catalog, eset: EfficiencySet, scenario: ScenarioSpec, shown: str
+) -> Estimator:
+    """The estimator of a single-model scenario: its serving techniques and KV cap applied."""
     assert scenario.model is not None
     system_prompt = scenario.system_prompt_tokens + (
         tokens_from_words(scenario.system_prompt_words) if scenario.system_prompt_words else 0
@@ -415,15 +431,22 @@ def _prepare(
         system_prompt,
         shown,
     )
-    est = Estimator(eset, kv_cap=kv_cap, techniques=techniques)
-    result, peak, limits = solve_with_limits(scenario, catalog, est, top)
-    rec = result_record(scenario, result, peak, eset.engine)
-    rec["techniques"] = describe(techniques)
-    cmp = scale_opts.compare(catalog, scenario, result, peak, limits, est, shown)
-    if cmp is not None:
-        rec["disaggregated"] = scale_opts.record(cmp)
-        rec["feasible"] = not scale_opts.infeasible(cmp, result)
-    return scenario, rec, result
+    return Estimator(eset, kv_cap=scale_opts.kv_cap(scenario), techniques=techniques)
+
+
+def sweep_setup(
+    catalog: Catalog, eset: EfficiencySet, scenario: ScenarioSpec, shown: str
+) -> tuple[Estimator, dict[str, Any]]:
+    """What a sweep point needs beyond the plain planner: the scenario's estimator and the
+    planner arguments ``plan`` would pass (objective, pricing, attention DP, NVLink span)."""
+    extra: dict[str, Any] = {
+        "objective": scenario.objective,
+        "dps": scale_opts.dps(scenario.attention_dp),
+        "span_nvlink_domain": scenario.span_nvlink_domain,
+    }
+    if scenario.economics is not None:
+        extra["pricing"] = econ.pricing(scenario)
+    return scenario_estimator(catalog, eset, scenario, shown), extra
 
 
 def plan_command(

@@ -35,6 +35,7 @@ from inferencesize.cli.plan_cmd import (
     TtftOpt,
     _flags,
     load_scenario,
+    sweep_setup,
 )
 from inferencesize.errors import InputError, UnknownIdError
 from inferencesize.estimate import Estimator
@@ -332,7 +333,9 @@ def sweep_command(
         )
     base = base_spec.model_dump(by_alias=True, exclude_none=True)
     eset = efficiency_for(catalog, engine, calibration)
-    sweeper = Sweeper(Estimator(eset), catalog)
+    sweeper = Sweeper(
+        Estimator(eset), catalog, configure=lambda s: sweep_setup(catalog, eset, s, shown)
+    )
     columns = columns_for(axes)
     grid = list(expand(axes))
     bar = _progress(total)

@@ -178,3 +178,33 @@ def test_bad_input_is_one_line(args: list[str], message: str | None) -> None:
     assert result.exit_code == 1
     assert result.stderr.startswith(message)
     assert result.stderr.count("\n") == 1 and result.stdout == ""
+
+
+@pytest.mark.parametrize(
+    ("scenario", "axis", "flag"),
+    [
+        ("prefix-caching", "", None),  # techniques applied per point (isl axis)
+        ("default", "objective=gpus,cost", "--objective"),  # ranked by the point's objective
+        ("economics-owned", "isl=1000,2000", "--isl"),  # priced by the scenario's economics
+    ],
+)
+def test_configured_options_plan_like_plan(scenario: str, axis: str, flag: str | None) -> None:
+    """A point whose scenario sets techniques / objective / economics is what `plan` says."""
+    if flag is None:
+        axis, flag = "isl=1500,2500", "--isl"
+    field, values = axis.split("=")
+    sweep = runner.invoke(app, ["sweep", scenario, "--vary", axis])
+    pairs = [(field, [flag, v]) for v in values.split(",")]  # grid order = input order
+    assert sweep.exit_code == 0, sweep.stderr
+    rows = _rows(sweep.stdout)
+    assert len(rows) == 2
+    for r, (_, extra) in zip(rows, pairs, strict=True):
+        planned = runner.invoke(app, ["plan", scenario, *extra, "--format", "json"])
+        assert planned.exit_code == 0, planned.stderr
+        p = json.loads(planned.stdout)["plan"]
+        assert (p["hardware"], p["servers"], p["gpus"]) == (
+            r["hardware"],
+            int(r["servers"]),
+            int(r["gpus"]),
+        )
+        assert p["per_instance"]["concurrency"] == int(r["concurrency"])
