@@ -27,7 +27,14 @@ def allreduce_time(message_bytes: float, n: int, link: Link, efficiency: float =
     if n <= 1 or message_bytes <= 0:
         return 0.0
     volume = 2.0 * (n - 1) / n * message_bytes
-    return link.latency_s + volume / (link.bytes_per_s * efficiency)
+    return allreduce_latency(n, link) + volume / (link.bytes_per_s * efficiency)
+
+
+def allreduce_latency(n: int, link: Link) -> float:
+    """Fixed cost of an all-reduce over ``n`` GPUs: each GPU exchanges with n − 1 peers (ring
+    steps, or the peer reads of a one-shot kernel), so alpha grows with n − 1 (alpha is fitted
+    as the two-GPU cost)."""
+    return link.latency_s * (n - 1) if n > 1 else 0.0
 
 
 def alltoall_time(message_bytes: float, n: int, link: Link, efficiency: float = 1.0) -> float:

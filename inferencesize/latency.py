@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from inferencesize.comm import Link, allreduce_time, alltoall_time, p2p_time
+from inferencesize.comm import Link, allreduce_latency, allreduce_time, alltoall_time, p2p_time
 from inferencesize.parallelism import Parallelism, kv_share_per_gpu, layers_per_stage
 from inferencesize.roofline import Efficiency, gemm_efficiency, op_time
 from inferencesize.techniques import NO_TECHNIQUES, Techniques
@@ -190,9 +190,9 @@ def causal_pairs_array(seq_len: Any, window: float = 0.0) -> Any:
 def allreduce_time_array(message: Any, n: int, link: Link, efficiency: float) -> Any:
     if n <= 1:
         return 0.0 * np.asarray(message, dtype=float)
-    return np.where(message > 0, allreduce_time(1.0, n, link, efficiency) - link.latency_s, 0) * (
-        message
-    ) + np.where(message > 0, link.latency_s, 0.0)
+    alpha = allreduce_latency(n, link)
+    per_byte = allreduce_time(1.0, n, link, efficiency) - alpha
+    return np.where(message > 0, alpha + per_byte * message, 0.0)
 
 
 def alltoall_time_array(message: Any, n: int, link: Link, efficiency: float) -> Any:

@@ -47,7 +47,7 @@ def test_prefix_caching_needs_fewer_gpus_than_no_cache() -> None:
 def test_speculative_with_zero_acceptance_cannot_meet_the_itl_it_was_chosen_for() -> None:
     data = plan_json("scenarios/speculative-decoding.yaml")
     assert data["techniques"]["speculative"]["tokens_per_step"] == pytest.approx((1 - 0.7**5) / 0.3)
-    assert data["plan"]["per_instance"]["itl_ms"] <= 12
+    assert data["plan"]["per_instance"]["itl_ms"] <= 15
     plan_json("scenarios/speculative-decoding.yaml", "--acceptance", "0", code=3)
 
 

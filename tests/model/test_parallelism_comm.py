@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from inferencesize.catalog import Catalog, load_catalog
-from inferencesize.comm import Link, allreduce_time, alltoall_time, p2p_time
+from inferencesize.comm import Link, allreduce_latency, allreduce_time, alltoall_time, p2p_time
 from inferencesize.deployment import links
 from inferencesize.latency import allreduce_time_array, alltoall_time_array, p2p_time_array
 from inferencesize.parallelism import (
@@ -146,17 +146,21 @@ NVLINK = Link("nvlink", 450e9, 5e-6)
 
 
 def test_allreduce_time_hand_computed() -> None:
-    # ring: 2 (n − 1) / n of the message per GPU = 2 · 7/8 · 1 MB = 1.75 MB
-    # t = 5 µs + 1.75e6 / 450e9 = 5e-6 + 3.888...e-6 = 8.888...e-6 s
-    expected = 5e-6 + 2 * 7 / 8 * 1e6 / 450e9
+    # ring: 2 (n − 1) / n of the message per GPU = 2 · 7/8 · 1 MB = 1.75 MB; alpha per peer:
+    # t = 7 · 5 µs + 1.75e6 / 450e9 = 35e-6 + 3.888...e-6 = 38.888...e-6 s
+    expected = 7 * 5e-6 + 2 * 7 / 8 * 1e6 / 450e9
     assert allreduce_time(1e6, 8, NVLINK) == pytest.approx(expected, rel=1e-12)
-    assert allreduce_time(1e6, 8, NVLINK) == pytest.approx(8.8889e-6, rel=1e-4)
-    # half the link efficiency doubles the bandwidth term: 5e-6 + 7.777...e-6
+    assert allreduce_time(1e6, 8, NVLINK) == pytest.approx(38.8889e-6, rel=1e-4)
+    # half the link efficiency doubles the bandwidth term: 35e-6 + 7.777...e-6
     assert allreduce_time(1e6, 8, NVLINK, 0.5) == pytest.approx(
-        5e-6 + 2 * 7 / 8 * 1e6 / 225e9, rel=1e-12
+        7 * 5e-6 + 2 * 7 / 8 * 1e6 / 225e9, rel=1e-12
     )
-    # 2 GPUs move 2 · 1/2 = the whole message once, like a point-to-point send
+    # 2 GPUs move 2 · 1/2 = the whole message once with one alpha, like a point-to-point send
     assert allreduce_time(1e6, 2, NVLINK) == pytest.approx(p2p_time(1e6, NVLINK), rel=1e-12)
+    # the fixed cost grows with the peers: 1, 3, 7 alphas for 2, 4, 8 GPUs
+    assert [allreduce_latency(n, NVLINK) / 5e-6 for n in (1, 2, 4, 8)] == pytest.approx(
+        [0, 1, 3, 7]
+    )
 
 
 def test_alltoall_and_p2p_hand_computed() -> None:

@@ -91,18 +91,18 @@ def test_nearly_every_row_is_predicted(predictions: tuple[list[Prediction], int,
 # (group, metric) -> (minimum rows, median APE bound, p90 APE bound); today's values in comments
 BOUNDS = {
     # NIM in-flight serving (nim-2024), 469 rows per metric
-    ("nvidia_dli_nim", "itl_ms_avg"): (400, 0.13, 0.30),  # median 10.3 %, p90 22.8 %
-    ("nvidia_dli_nim", "e2e_ms_avg"): (400, 0.13, 0.30),  # median 9.6 %, p90 20.3 %
-    ("nvidia_dli_nim", "req_per_s"): (400, 0.13, 0.30),  # median 8.9 %, p90 21.6 %
-    ("nvidia_dli_nim", "output_tok_s_total"): (400, 0.13, 0.30),  # median 8.9 %, p90 21.6 %
-    ("nvidia_dli_nim", "ttft_ms_avg"): (400, 0.20, 0.55),  # median 13.4 %, p90 44.0 %
+    ("nvidia_dli_nim", "itl_ms_avg"): (400, 0.11, 0.27),  # median 8.5 %, p90 21.4 %
+    ("nvidia_dli_nim", "e2e_ms_avg"): (400, 0.10, 0.25),  # median 7.4 %, p90 19.9 %
+    ("nvidia_dli_nim", "req_per_s"): (400, 0.10, 0.26),  # median 6.9 %, p90 20.6 %
+    ("nvidia_dli_nim", "output_tok_s_total"): (400, 0.10, 0.26),  # median 6.9 %, p90 20.6 %
+    ("nvidia_dli_nim", "ttft_ms_avg"): (400, 0.20, 0.55),  # median 14.6 %, p90 43.4 %
     # TRT-LLM 0.9 static batching (trtllm-0.9-static), ~1,800-1,950 rows per metric
-    ("nvidia_dli_trtllm_static", "prefill_ms"): (1500, 0.15, 0.45),  # median 7.6 %, p90 27.4 %
-    ("nvidia_dli_trtllm_static", "itl_ms_avg"): (1500, 0.15, 0.50),  # median 6.1 %, p90 35.1 %
-    ("nvidia_dli_trtllm_static", "e2e_ms_avg"): (1500, 0.15, 0.50),  # median 5.6 %, p90 31.1 %
-    ("nvidia_dli_trtllm_static", "output_tok_s_total"): (1500, 0.15, 0.50),  # 5.5 %, 31.1 %
+    ("nvidia_dli_trtllm_static", "prefill_ms"): (1500, 0.10, 0.35),  # median 7.6 %, p90 27.9 %
+    ("nvidia_dli_trtllm_static", "itl_ms_avg"): (1500, 0.09, 0.38),  # median 6.1 %, p90 30.3 %
+    ("nvidia_dli_trtllm_static", "e2e_ms_avg"): (1500, 0.09, 0.35),  # median 5.8 %, p90 28.2 %
+    ("nvidia_dli_trtllm_static", "output_tok_s_total"): (1500, 0.09, 0.35),  # 5.6 %, 28.3 %
     # TRT-LLM 0.14 / 0.17 max-throughput tables, 848 rows, each with its own fitted set
-    ("trtllm_perf_overview", "output_tok_s_total"): (700, 0.12, 0.32),  # median 7.4 %, p90 22.2 %
+    ("trtllm_perf_overview", "output_tok_s_total"): (700, 0.10, 0.26),  # median 7.3 %, p90 19.0 %
 }
 
 
@@ -123,9 +123,9 @@ def test_accuracy_bounds(table: dict[str, Summary], source: str, metric: str) ->
 @pytest.mark.parametrize(
     "set_id",
     [
-        # prefill 3.047 s (+17.2 %), decode 23.34 ms/token (−12.9 %)
+        # prefill 3.042 s (+17.0 %), decode 21.11 ms/token (−21.2 %)
         "nim-2024",
-        # prefill 2.181 s (−16.1 %), decode 19.95 ms/token (−25.6 %: the thinner margin)
+        # prefill 2.158 s (−17.0 %), decode 19.62 ms/token (−26.8 %: the thinner margin)
         "trtllm-0.9-static",
     ],
 )
