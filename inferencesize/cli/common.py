@@ -13,7 +13,8 @@ import typer
 from rich.console import Console
 
 from inferencesize.catalog import Catalog, load_catalog
-from inferencesize.errors import EXIT_USAGE, InfersizeError
+from inferencesize.errors import EXIT_USAGE, InfersizeError, InputError
+from inferencesize.serving import OperatingPoint
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -93,3 +94,29 @@ def usage_error(message: str) -> typer.Exit:
 def as_dict(obj: Any) -> dict[str, Any]:
     dumped: dict[str, Any] = obj.model_dump(by_alias=True, exclude_none=True)
     return dumped
+
+
+def split_ints(value: str, flag: str) -> str | list[int]:
+    """A TP/PP/EP-style flag: 'auto' or a comma list of integers >= 1 (one-line error else)."""
+    if value.strip().lower() == "auto":
+        return "auto"
+    try:
+        out = [int(v) for v in value.split(",") if v.strip()]
+    except ValueError:
+        raise InputError(
+            f"{flag}: expected an integer, a comma list or 'auto' (got {value!r})"
+        ) from None
+    if not out or min(out) < 1:
+        raise InputError(f"{flag}: expected integers >= 1 or 'auto' (got {value!r})")
+    return out
+
+
+def point_record(op: OperatingPoint) -> dict[str, Any]:
+    """The JSON of a per-instance operating point (plan, check, pipelines)."""
+    return {
+        "concurrency": op.concurrency,
+        "requests_per_s": op.requests_per_s,
+        "ttft_ms": op.ttft_s * 1e3,
+        "itl_ms": op.itl_s * 1e3,
+        "e2e_ms": op.e2e_s * 1e3,
+    }

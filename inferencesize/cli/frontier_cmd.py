@@ -11,7 +11,7 @@ import typer
 from rich import box
 
 from inferencesize import report
-from inferencesize.cli.common import CatalogOpt, check_format, open_catalog, stdout
+from inferencesize.cli.common import CatalogOpt, check_format, open_catalog, split_ints, stdout
 from inferencesize.cli.perf_cmd import CalibrationOpt, EngineOpt, efficiency_for
 from inferencesize.cli.plan_cmd import (
     BatchingOpt,
@@ -27,7 +27,6 @@ from inferencesize.cli.plan_cmd import (
     PrecisionOpt,
     TpOpt,
     TtftOpt,
-    _split,
     load_scenario,
 )
 from inferencesize.errors import InputError
@@ -229,7 +228,7 @@ def frontier_command(
         )
         splits = []
         for flag, value in (("--tp", tp), ("--pp", pp), ("--ep", ep)):
-            parsed = _split(value, flag) if value is not None else "auto"
+            parsed = split_ints(value, flag) if value is not None else "auto"
             splits.append(parsed if isinstance(parsed, list) else None)
         batch = "static" if batching == "static" else "inflight"
     spec_model = catalog.model(model_id)

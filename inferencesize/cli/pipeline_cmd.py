@@ -7,7 +7,7 @@ from typing import Any
 from inferencesize import report
 from inferencesize.catalog import Catalog
 from inferencesize.cli import economics_opts as econ
-from inferencesize.cli.common import stdout
+from inferencesize.cli.common import point_record, stdout
 from inferencesize.estimate import Estimator
 from inferencesize.pipeline import PipelineResult, Stage, plan_pipeline
 from inferencesize.planner import Plan
@@ -63,13 +63,7 @@ def _plan(p: Plan) -> dict[str, Any]:
         "instances": p.instances,
         "gpus": p.gpus,
         "servers": p.servers,
-        "per_instance": {
-            "concurrency": op.concurrency,
-            "requests_per_s": op.requests_per_s,
-            "ttft_ms": op.ttft_s * 1e3,
-            "itl_ms": op.itl_s * 1e3,
-            "e2e_ms": op.e2e_s * 1e3,
-        },
+        "per_instance": point_record(op),
         "binding_constraint": p.binding,
         "power_kw": p.power_watts / 1e3 if p.power_watts is not None else None,
         "cost_per_hour_usd": p.cost_per_hour_usd,

@@ -12,7 +12,14 @@ from inferencesize import report
 from inferencesize.catalog import Catalog, check_scenario, display_path, parse_spec, read_yaml
 from inferencesize.cli import economics_opts as econ
 from inferencesize.cli import pipeline_cmd, scale_opts, verify_out
-from inferencesize.cli.common import CatalogOpt, check_format, open_catalog, stdout
+from inferencesize.cli.common import (
+    CatalogOpt,
+    check_format,
+    open_catalog,
+    point_record,
+    split_ints,
+    stdout,
+)
 from inferencesize.cli.perf_cmd import CalibrationOpt, EngineOpt, efficiency_for
 from inferencesize.cli.technique_opts import (
     AcceptanceOpt,
@@ -80,20 +87,6 @@ ModeOpt = Annotated[
 BatchingOpt = Annotated[str | None, typer.Option("--batching", help="inflight | static")]
 
 
-def _split(value: str, flag: str) -> str | list[int]:
-    if value.strip().lower() == "auto":
-        return "auto"
-    try:
-        out = [int(v) for v in value.split(",") if v.strip()]
-    except ValueError:
-        raise InputError(
-            f"{flag}: expected an integer, a comma list or 'auto' (got {value!r})"
-        ) from None
-    if not out or min(out) < 1:
-        raise InputError(f"{flag}: expected integers >= 1 or 'auto' (got {value!r})")
-    return out
-
-
 def load_scenario(
     catalog: Catalog, name: str | None, flags: dict[str, Any]
 ) -> tuple[ScenarioSpec, str]:
@@ -117,7 +110,7 @@ def load_scenario(
             data.pop(other, None)
     for key in ("tp", "pp", "ep"):
         if key in given:
-            given[key] = _split(given[key], f"--{key}")
+            given[key] = split_ints(given[key], f"--{key}")
     if "techniques" in given:
         given["techniques"] = merge_techniques(data.get("techniques"), given["techniques"])
     data.update(given)
@@ -190,14 +183,7 @@ def plan_record(p: Plan, engine: str) -> dict[str, Any]:
         "gpus_per_server": p.gpus_per_node,
         "servers_are": "systems" if c.system else f"{p.gpus_per_node}-GPU nodes (assumed)",
         "multi_node": p.multi_node,
-        "per_instance": {
-            "concurrency": op.concurrency,
-            "requests_per_s": op.requests_per_s,
-            "ttft_ms": op.ttft_s * 1e3,
-            "itl_ms": op.itl_s * 1e3,
-            "e2e_ms": op.e2e_s * 1e3,
-            "output_tokens_per_s": op.output_tokens_per_s,
-        },
+        "per_instance": {**point_record(op), "output_tokens_per_s": op.output_tokens_per_s},
         "capacity_rps": p.capacity_rps,
         "headroom": p.headroom,
         "binding_constraint": p.binding,

@@ -9,7 +9,7 @@ import typer
 
 from inferencesize import report
 from inferencesize.catalog import Catalog
-from inferencesize.cli.common import stdout
+from inferencesize.cli.common import split_ints, stdout
 from inferencesize.disagg import (
     Comparison,
     DisaggPlan,
@@ -77,20 +77,6 @@ PrefillCpOpt = Annotated[
 ]
 
 
-def _ints(value: str, flag: str) -> list[int] | str:
-    if value.strip().lower() == "auto":
-        return "auto"
-    try:
-        out = [int(v) for v in value.split(",") if v.strip()]
-    except ValueError:
-        raise InputError(
-            f"{flag}: expected an integer, a comma list or 'auto' (got {value!r})"
-        ) from None
-    if not out or min(out) < 1:
-        raise InputError(f"{flag}: expected integers >= 1 or 'auto' (got {value!r})")
-    return out
-
-
 #: Flag keys this module owns (``plan_cmd._flags``).
 KEYS = (
     "disaggregated",
@@ -113,7 +99,7 @@ def apply_flags(data: dict[str, Any], flags: dict[str, Any]) -> bool:
             data.pop("disaggregated", None)
     if flags.get("attention_dp") is not None:
         given = True
-        data["attention_dp"] = _ints(flags["attention_dp"], "--attention-dp")
+        data["attention_dp"] = split_ints(flags["attention_dp"], "--attention-dp")
     if flags.get("span_nvlink_domain") is not None:
         given = True
         data["span_nvlink_domain"] = flags["span_nvlink_domain"]
@@ -127,7 +113,7 @@ def apply_flags(data: dict[str, Any], flags: dict[str, Any]) -> bool:
         data["kv_cap"] = cap
     if flags.get("prefill_cp") is not None:
         given = True
-        cps = _ints(flags["prefill_cp"], "--prefill-cp")
+        cps = split_ints(flags["prefill_cp"], "--prefill-cp")
         if cps == "auto":
             raise InputError("--prefill-cp: expected integers >= 1 (got 'auto')")
         dis = dict(data.get("disaggregated") or {})
