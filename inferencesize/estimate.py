@@ -15,7 +15,7 @@ from inferencesize.deployment import build_deployment, default_kv_precision, res
 from inferencesize.latency import Deployment
 from inferencesize.memory import MemoryBudget, memory_budget
 from inferencesize.parallelism import Parallelism
-from inferencesize.serving import OperatingPoint, inflight, points, static
+from inferencesize.serving import InflightArrays, OperatingPoint, inflight, points, static
 from inferencesize.specs import EfficiencySet, GpuSpec, ModelSpec, SystemSpec
 from inferencesize.technique_steps import longest_gap_s
 from inferencesize.techniques import NO_TECHNIQUES, Techniques, describe
@@ -228,8 +228,15 @@ def longest_gaps(
 
 
 def operating_points(
-    res: Resolved, isl: Any, osl: Any, concurrency: Any, max_in_flight: Any, batching: Batching
+    res: Resolved,
+    isl: Any,
+    osl: Any,
+    concurrency: Any,
+    max_in_flight: Any,
+    batching: Batching,
+    arrays: InflightArrays | None = None,
 ) -> list[OperatingPoint]:
-    """Vectorised predictions for many operating points of one resolved candidate."""
+    """Vectorised predictions for many operating points of one resolved candidate
+    (``arrays``: in-flight results already solved for these concurrencies)."""
     assert res.deployment is not None
-    return points(res.deployment, isl, osl, concurrency, max_in_flight, batching)
+    return points(res.deployment, isl, osl, concurrency, max_in_flight, batching, arrays)

@@ -35,7 +35,7 @@ from inferencesize.economics import plan_economics as _plan_economics
 from inferencesize.estimate import Batching, Candidate, Estimator, Resolved, operating_points
 from inferencesize.latency import prefill
 from inferencesize.parallelism import Parallelism, valid_splits
-from inferencesize.serving import OperatingPoint, inflight_arrays
+from inferencesize.serving import InflightArrays, OperatingPoint, inflight_arrays, select
 from inferencesize.specs import GpuSpec, ModelSpec, SystemSpec
 
 #: GPUs per node assumed for a bare GPU id (no system): HGX/DGX-style 8-GPU servers.
@@ -220,8 +220,9 @@ REFINE_BATCH = 1024
 
 def _metrics(
     res: Resolved, isl: float, osl: float, n: Any, batching: Batching
-) -> tuple[Any, Any, Any]:
-    """TTFT, ITL, E2E (seconds) at the concurrencies ``n`` (numpy arrays)."""
+) -> tuple[Any, Any, Any, InflightArrays | None]:
+    """TTFT, ITL, E2E (seconds) at the concurrencies ``n`` (numpy arrays), and the in-flight
+    solution they come from (None for static batching)."""
     assert res.deployment is not None
     if batching == "static":
         ops = operating_points(res, isl, osl, n, n, "static")
@@ -229,9 +230,10 @@ def _metrics(
             np.array([o.ttft_s for o in ops]),
             np.array([o.itl_s for o in ops]),
             np.array([o.e2e_s for o in ops]),
+            None,
         )
     r = inflight_arrays(res.deployment, isl, osl, n, res.max_concurrency)
-    return r.ttft_s, r.itl_s, r.e2e_s
+    return r.ttft_s, r.itl_s, r.e2e_s, r
 
 
 def _first_miss(limits: Limits, ttft: Any, itl: Any, e2e: Any) -> Any:
@@ -264,7 +266,8 @@ def search_point(
         return None, "out of memory: no room for one sequence"
     active = limits.active()
     ns = np.unique(np.linspace(1, top, min(top, SEARCH_BATCH)).round().astype(int))
-    miss = _first_miss(limits, *_metrics(res, isl, osl, ns, batching))
+    *lat, solved = _metrics(res, isl, osl, ns, batching)
+    miss = _first_miss(limits, *lat)
     if miss[0] >= 0:
         first = est.point(res, isl, osl, 1, batching)
         assert first is not None
@@ -285,10 +288,16 @@ def search_point(
         if hi - lo <= 1:
             break
         ns = np.unique(np.linspace(lo, hi, min(hi - lo + 1, REFINE_BATCH)).round().astype(int))
-        miss = _first_miss(limits, *_metrics(res, isl, osl, ns, batching))
-    op = est.point(res, isl, osl, lo, batching)
-    assert op is not None
-    return op, binding
+        *lat, solved = _metrics(res, isl, osl, ns, batching)
+        miss = _first_miss(limits, *lat)
+    if solved is None:  # static batching
+        op = est.point(res, isl, osl, lo, batching)
+        assert op is not None
+        return op, binding
+    at = np.flatnonzero(ns == lo)[:1]  # lo is among the last concurrencies solved
+    nlo = np.array([float(lo)])
+    pick = operating_points(res, isl, osl, nlo, nlo, "inflight", select(solved, at))
+    return pick[0], binding
 
 
 def pack_servers(instances: int, gpus_per_instance: int, gpus_per_node: int) -> int:

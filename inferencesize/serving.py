@@ -25,7 +25,7 @@ emits several).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any, Literal
 
 import numpy as np
@@ -178,10 +178,27 @@ def _bounds(step: Any) -> Any:
     return np.where(over > np.maximum(work, comm), "overhead", out)
 
 
+def select(r: InflightArrays, index: Any) -> InflightArrays:
+    """The elements ``index`` of vectorised in-flight results (scalars broadcast)."""
+    shape = np.shape(r.ttft_s)
+    return InflightArrays(
+        *(np.broadcast_to(np.asarray(getattr(r, f.name)), shape)[index] for f in fields(r))
+    )
+
+
 def points(
-    dep: Deployment, isl: Any, osl: Any, concurrency: Any, max_in_flight: Any, batching: Batching
+    dep: Deployment,
+    isl: Any,
+    osl: Any,
+    concurrency: Any,
+    max_in_flight: Any,
+    batching: Batching,
+    arrays: InflightArrays | None = None,
 ) -> list[OperatingPoint]:
-    """Operating points elementwise over arrays (static: batch = ``concurrency``)."""
+    """Operating points elementwise over arrays (static: batch = ``concurrency``).
+
+    ``arrays``: in-flight results already computed for these concurrencies (skips the solve).
+    """
     isl = np.asarray(isl, dtype=float)
     osl = np.asarray(osl, dtype=float)
     n = np.atleast_1d(np.maximum(np.asarray(concurrency, dtype=float), 1.0))
@@ -197,7 +214,7 @@ def points(
         queue = prefill_wait = np.zeros_like(n)
         pre_b, dec_b = _bounds(pre), _bounds(dec)
     else:
-        r = inflight_arrays(dep, isl, osl, n, max_in_flight)
+        r = arrays if arrays is not None else inflight_arrays(dep, isl, osl, n, max_in_flight)
         ttft, itl, e2e, rate = r.ttft_s, r.itl_s, r.e2e_s, r.requests_per_s
         inflight_now, queue, prefill_wait = r.in_flight, r.queue_wait_s, r.prefill_wait_s
         b = np.asarray(r.in_flight, dtype=float)
