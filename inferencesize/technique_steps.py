@@ -16,7 +16,6 @@ they return exactly ``latency``'s values.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
@@ -177,8 +176,3 @@ def longest_gap_s(dep: Deployment, in_flight: Any, context: Any, isl: Any) -> An
     else:
         spike = step_time(no_prefix, b - 1, context, 1.0, isl).total_s
     return np.where(b > 1, spike, decode_step(dep, b, context).total_s)
-
-
-def chunk_count(isl: float, chunk_tokens: int) -> int:
-    """Pieces a prompt of ``isl`` tokens is prefilled in."""
-    return max(1, math.ceil(isl / chunk_tokens)) if chunk_tokens else 1

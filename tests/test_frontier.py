@@ -8,23 +8,12 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from shipped import catalog as _catalog
+from shipped import estimator as _est
 
-from inferencesize.catalog import Catalog, load_catalog
-from inferencesize.estimate import Estimator
 from inferencesize.frontier import Frontier, concurrency_grid, frontier, pareto_mask
 from inferencesize.planner import Limits
 from inferencesize.plotting import Series, terminal_plot
-
-
-@cache
-def _catalog() -> Catalog:
-    return load_catalog()
-
-
-@cache
-def _est() -> Estimator:
-    return Estimator(_catalog().efficiency_set())
-
 
 LIMITS = Limits(ttft_s=1.0, itl_s=0.04)
 

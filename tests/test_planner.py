@@ -3,27 +3,16 @@
 from __future__ import annotations
 
 import math
-from functools import cache
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from shipped import catalog as _catalog
+from shipped import estimator as _est
 
-from inferencesize.catalog import Catalog, load_catalog
-from inferencesize.estimate import Estimator
 from inferencesize.planner import Limits, PlanResult, plan
 
 SEED_PER_DGX = 70.7  # req/s per DGX H100 (8 × TP1 instances), measured (scenarios/default.yaml)
-
-
-@cache
-def _catalog() -> Catalog:
-    return load_catalog()
-
-
-@cache
-def _est() -> Estimator:
-    return Estimator(_catalog().efficiency_set())
 
 
 def _seed(

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import math
-from functools import cache
 
 import pytest
+from shipped import catalog as _catalog
+from shipped import estimator as _est
 
-from inferencesize.catalog import Catalog, load_catalog
 from inferencesize.errors import InputError
-from inferencesize.estimate import Candidate, Estimator
+from inferencesize.estimate import Candidate
 from inferencesize.parallelism import Parallelism
 from inferencesize.planner import Limits, at_peak, plan, search_point
 from inferencesize.specs.scenario import ScenarioSpec
@@ -24,17 +24,6 @@ from inferencesize.sweep import (
     variable_fields,
     workload_key,
 )
-
-
-@cache
-def _catalog() -> Catalog:
-    return load_catalog()
-
-
-@cache
-def _est() -> Estimator:
-    return Estimator(_catalog().efficiency_set())
-
 
 # --- grid parsing -------------------------------------------------------------------------
 

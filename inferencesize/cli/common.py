@@ -91,11 +91,6 @@ def usage_error(message: str) -> typer.Exit:
     return fail(message, EXIT_USAGE)
 
 
-def as_dict(obj: Any) -> dict[str, Any]:
-    dumped: dict[str, Any] = obj.model_dump(by_alias=True, exclude_none=True)
-    return dumped
-
-
 def split_ints(value: str, flag: str) -> str | list[int]:
     """A TP/PP/EP-style flag: 'auto' or a comma list of integers >= 1 (one-line error else)."""
     if value.strip().lower() == "auto":

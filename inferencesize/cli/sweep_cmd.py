@@ -39,6 +39,7 @@ from inferencesize.cli.plan_cmd import (
 )
 from inferencesize.errors import InputError, UnknownIdError
 from inferencesize.estimate import Estimator
+from inferencesize.specs.scenario import ScenarioSpec
 from inferencesize.sweep import (
     MAX_POINTS,
     Axis,
@@ -333,9 +334,14 @@ def sweep_command(
         )
     base = base_spec.model_dump(by_alias=True, exclude_none=True)
     eset = efficiency_for(catalog, engine, calibration)
-    sweeper = Sweeper(
-        Estimator(eset), catalog, configure=lambda s: sweep_setup(catalog, eset, s, shown)
-    )
+    # Points with the same techniques and KV cap share one estimator (and its deployments).
+    estimators: dict[tuple[Any, ...], Estimator] = {}
+
+    def configure(s: ScenarioSpec) -> tuple[Estimator, dict[str, Any]]:
+        est, extra = sweep_setup(catalog, eset, s, shown)
+        return estimators.setdefault((est.techniques, est.kv_cap), est), extra
+
+    sweeper = Sweeper(Estimator(eset), catalog, configure=configure)
     columns = columns_for(axes)
     grid = list(expand(axes))
     bar = _progress(total)

@@ -2,20 +2,12 @@
 
 from __future__ import annotations
 
-from functools import cache
-
 import pytest
+from shipped import catalog as _catalog
 
-from inferencesize.catalog import Catalog, load_catalog
 from inferencesize.daily import busiest_hour_peak_rps, daily_plan, profile_from_daily
 from inferencesize.economics import Pricing
 from inferencesize.traffic import peak_rps
-
-
-@cache
-def _catalog() -> Catalog:
-    return load_catalog()
-
 
 # hour 0 at 64 req/s (Poisson 95th percentile 77), 23 hours at 7 req/s (percentile 12)
 PROFILE = [64.0] + [7.0] * 23

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from functools import cache
-
 import pytest
+from shipped import catalog as _catalog
+from shipped import estimator as _est
 
-from inferencesize.catalog import Catalog, load_catalog
 from inferencesize.economics import (
     HOURS_PER_YEAR,
     Pricing,
@@ -18,19 +17,8 @@ from inferencesize.economics import (
     token_economics,
 )
 from inferencesize.errors import InputError
-from inferencesize.estimate import Estimator
 from inferencesize.latency import prefill
 from inferencesize.planner import Limits, PlanResult, plan
-
-
-@cache
-def _catalog() -> Catalog:
-    return load_catalog()
-
-
-@cache
-def _est() -> Estimator:
-    return Estimator(_catalog().efficiency_set())
 
 
 def test_hours_per_year_is_365_25_days() -> None:

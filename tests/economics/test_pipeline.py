@@ -2,24 +2,12 @@
 
 from __future__ import annotations
 
-from functools import cache
-
 import pytest
+from shipped import catalog as _catalog
+from shipped import estimator as _est
 
-from inferencesize.catalog import Catalog, load_catalog
-from inferencesize.estimate import Estimator
 from inferencesize.pipeline import Stage, plan_pipeline, split_budget, unloaded_e2e
 from inferencesize.planner import Limits, plan
-
-
-@cache
-def _catalog() -> Catalog:
-    return load_catalog()
-
-
-@cache
-def _est() -> Estimator:
-    return Estimator(_catalog().efficiency_set())
 
 
 def test_split_is_proportional_to_unloaded_latency() -> None:

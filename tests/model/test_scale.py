@@ -11,8 +11,8 @@ import math
 from functools import cache
 
 import pytest
+from shipped import catalog as _catalog
 
-from inferencesize.catalog import Catalog, load_catalog
 from inferencesize.comm import Link, alltoall_time
 from inferencesize.deployment import NETWORK_LATENCY_S, default_kv_precision, links
 from inferencesize.disagg import (
@@ -31,11 +31,6 @@ from inferencesize.memory import kv_bytes_per_sequence_per_gpu, weight_bytes_per
 from inferencesize.parallelism import Parallelism, invalid_reason, valid_splits
 from inferencesize.planner import HardwareOption, Limits, plan
 from inferencesize.transformer import capped_costs, causal_pairs, decode_flops, prefill_flops
-
-
-@cache
-def _catalog() -> Catalog:
-    return load_catalog()
 
 
 @cache
