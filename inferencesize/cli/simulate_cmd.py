@@ -14,7 +14,6 @@ from inferencesize.cli.perf_cmd import CalibrationOpt, EngineOpt, candidate, eff
 from inferencesize.errors import InputError, UsageError
 from inferencesize.estimate import Candidate, Estimator
 from inferencesize.io_trace import read_trace, requests_csv
-from inferencesize.memory import MAX_NUM_TOKENS
 from inferencesize.simulate import (
     BALANCERS,
     POLICIES,
@@ -35,8 +34,11 @@ FORMATS = ("table", "json", "csv")
 #: Batch size of static / dynamic batching when --max-batch is not given.
 DEFAULT_REQUEST_BATCH = 16
 #: Chunked-prefill token budget per step when --step-tokens is not given (vLLM's classic
-#: max_num_batched_tokens); plain in-flight steps are limited to memory.MAX_NUM_TOKENS.
+#: max_num_batched_tokens). Plain in-flight prompt steps default to one prompt each.
 CHUNK_TOKENS = 2048
+#: In-flight: prompt tokens one prompt step batches; one prompt always fits, so 1 = one prompt
+#: per step (the NIM data's behaviour, see engine.BatchingConfig and the README).
+PROMPT_STEP_TOKENS = BatchingConfig("inflight", 1).step_tokens
 
 
 def _workload(
@@ -259,8 +261,9 @@ def simulate_command(
         int | None,
         typer.Option(
             min=1,
-            help=f"Tokens per step: inflight step limit (default {MAX_NUM_TOKENS}) or chunked"
-            f" prefill budget (default {CHUNK_TOKENS}).",
+            help="Tokens per step: inflight, the prompt tokens one prompt step batches (a"
+            f" prompt always fits; default {PROMPT_STEP_TOKENS}: one prompt per step); chunked,"
+            f" the step's token budget (default {CHUNK_TOKENS}).",
         ),
     ] = None,
     instances: Annotated[int, typer.Option(min=1, help="Instances behind the balancer.")] = 1,
@@ -320,7 +323,7 @@ def simulate_command(
             name,  # type: ignore[arg-type]
             max(1, min(top, kv_seqs)),
             max_queue_delay_ms / 1e3,
-            step_tokens or (CHUNK_TOKENS if name == "chunked" else MAX_NUM_TOKENS),
+            step_tokens or (CHUNK_TOKENS if name == "chunked" else PROMPT_STEP_TOKENS),
         )
         last = simulate_llm(
             res.deployment,

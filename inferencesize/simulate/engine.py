@@ -8,10 +8,14 @@ from a :class:`~inferencesize.simulate.service.Service`. Batching policies:
   its longest answer is done (finished sequences keep their slot: padding).
 * ``dynamic`` (Triton's dynamic batcher): like static, but a batch starts when ``max_batch``
   requests wait or when the oldest has waited ``max_queue_delay_s``.
-* ``inflight`` (continuous batching): at every step boundary waiting requests join (FIFO)
-  while the KV cache, ``max_batch`` and the step token limit allow; a joining prompt is
-  prefilled whole in one step together with the running decodes; finished sequences leave at
-  once.
+* ``inflight`` (continuous batching, prefill first): at every step boundary waiting requests
+  join (FIFO) while the KV cache, ``max_batch`` and the step token limit allow; their prompts
+  are prefilled whole in a prompt step while the running decodes pause (as vLLM's default
+  scheduler does without chunked prefill); finished sequences leave at once. The default
+  limit prefills one prompt per step. Pausing keeps closed-loop clients in step, as the NIM
+  measurements show: Llama-3-8B FP8 on one H100, ISL 2000 / OSL 200, 25 clients: TTFT 489.5
+  ms measured; 524 ms simulated; 147 ms when the decodes rode in the prompt step instead
+  (the clients then drift apart and each prompt only waits for itself).
 * ``chunked``: in-flight batching with chunked prefill; a step holds at most ``step_tokens``
   tokens, decodes first, then prompt chunks (FIFO) in the remaining budget.
 
@@ -51,13 +55,14 @@ INF = math.inf
 
 @dataclass(frozen=True)
 class BatchingConfig:
-    """How an instance batches. ``step_tokens``: tokens one step may hold (in-flight: prompts
-    are not split, one prompt always fits; chunked: the chunk budget per step)."""
+    """How an instance batches. ``step_tokens``: tokens one step may hold (in-flight: prompt
+    tokens a prompt step batches; prompts are not split and one always fits, so the default 1
+    prefills one prompt per step; chunked: the chunk budget per step, decodes included)."""
 
     policy: Policy
     max_batch: int
     max_queue_delay_s: float = 0.0
-    step_tokens: int = 8192
+    step_tokens: int = 1
 
     def __post_init__(self) -> None:
         if self.policy not in POLICIES:
@@ -151,7 +156,7 @@ class _Inflight(_Instance):
     def _admit_whole(self) -> tuple[int, float, list[int]]:
         req, cfg = self.req, self.cfg
         b = len(self.decoders)
-        budget = cfg.step_tokens - b
+        budget = cfg.step_tokens
         tokens, pairs = 0, 0.0
         new: list[int] = []
         while self.waiting and b + len(new) < cfg.max_batch:
@@ -228,11 +233,14 @@ class _Inflight(_Instance):
             parts = len(prefilled)
         sum_ctx = self.ctx_offset + b * self.step
         if tokens > 0:
-            dt = svc.mixed_s(b, sum_ctx, tokens, pairs, parts)
+            chunked = self.cfg.policy == "chunked"
+            # chunked: the decodes ride in the step; in-flight: a prompt step, decodes pause
+            dt = svc.mixed_s(b if chunked else 0, sum_ctx if chunked else 0.0, tokens, pairs, parts)
             self.t += dt
             self.busy += dt
-            self._finish(self.step, done)
-            self.step += 1
+            if chunked:
+                self._finish(self.step, done)
+                self.step += 1
             for rid in prefilled:
                 req.first[rid] = self.t
                 osl = req.osl[rid]

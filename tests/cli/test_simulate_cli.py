@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 from pathlib import Path
 
 from typer.testing import CliRunner
@@ -136,4 +137,6 @@ def test_plan_verify_adds_instances_until_the_percentile_meets_the_limits() -> N
             "--tp", "1", "--peak-rps", "20", "--itl-ms", "10", "--verify",
         ],
     )  # fmt: skip
-    assert table.exit_code == 0 and "needs 1 more instance" in table.stdout
+    assert table.exit_code == 0
+    added = re.search(r"needs (\d+) more instance", table.stdout)
+    assert added is not None and int(added.group(1)) >= 1

@@ -81,12 +81,25 @@ def test_dynamic_starts_on_queue_delay_or_full_batch() -> None:
 
 def test_inflight_joins_at_the_next_step_boundary() -> None:
     res = run([0.0, 0.015], [3, 2], BatchingConfig("inflight", 8), prefill_s=0.03)
-    # step 1 [0, .03]: prefill r0. r1 arrived at .015 -> step 2 [.03, .06]: r0 decodes + r1
-    # prefills; step 3 [.06, .07]: both decode; r0 has 3 tokens, r1 2 tokens -> both done
+    # step 1 [0, .03]: prefill r0. r1 arrived at .015 -> step 2 [.03, .06]: r1's prompt step,
+    # r0's decode pauses (prefill first); step 3 [.06, .07]: both decode, r1 done (2 tokens);
+    # step 4 [.07, .08]: r0's third token
     assert res.admit_s == pytest.approx([0.0, 0.03])
     assert res.first_token_s == pytest.approx([0.03, 0.06])
-    assert res.done_s == pytest.approx([0.07, 0.07])
-    assert per_request(res).itl_s == pytest.approx([0.02, 0.01])
+    assert res.done_s == pytest.approx([0.08, 0.07])
+    assert per_request(res).itl_s == pytest.approx([0.025, 0.01])
+
+
+def test_inflight_prefills_one_prompt_per_step_by_default() -> None:
+    # three prompts at once: one prompt step each (default), or one step for all three when
+    # the step token limit holds them (100 tokens each here)
+    one = run([0.0] * 3, [2] * 3, BatchingConfig("inflight", 8), isl=[100] * 3)
+    assert one.first_token_s == pytest.approx([PREFILL, 2 * PREFILL, 3 * PREFILL])
+    assert one.done_s == pytest.approx([3 * PREFILL + STEP] * 3)  # decodes waited: in step
+    batched = run([0.0] * 3, [2] * 3, BatchingConfig("inflight", 8, step_tokens=300), isl=[100] * 3)
+    assert batched.first_token_s == pytest.approx([PREFILL] * 3)
+    two = run([0.0] * 3, [2] * 3, BatchingConfig("inflight", 8, step_tokens=250), isl=[100] * 3)
+    assert two.first_token_s == pytest.approx([PREFILL, PREFILL, 2 * PREFILL])
 
 
 def test_inflight_decode_runs_in_bulk_until_the_next_arrival() -> None:
@@ -94,8 +107,8 @@ def test_inflight_decode_runs_in_bulk_until_the_next_arrival() -> None:
     res = run([0.0, 0.5005], [100, 2], BatchingConfig("inflight", 8))
     boundary = PREFILL + math.ceil((0.5005 - PREFILL) / STEP) * STEP  # 0.51
     assert res.admit_s[1] == pytest.approx(boundary)
-    # the joining step is a prefill step: r0 gets one token from it
-    r0_left = 99 - round((boundary - PREFILL) / STEP) - 1
+    # the joining step is a prompt step: r0's decode pauses for it
+    r0_left = 99 - round((boundary - PREFILL) / STEP)
     assert res.done_s[0] == pytest.approx(boundary + PREFILL + r0_left * STEP)
 
 
@@ -114,14 +127,20 @@ def test_kv_admission_blocks_until_memory_frees() -> None:
     res = run(
         [0.0, 0.0, 0.0],
         [5, 5, 5],
-        BatchingConfig("inflight", 8),
+        BatchingConfig("inflight", 8, step_tokens=8192),
         cap=2.0,
         need=[1.0, 1.0, 1.0],
     )
     # two fit: one prefill step to .05, four decode steps to .09; the third waits for them
     assert res.admit_s == pytest.approx([0.0, 0.0, 0.09])
     assert res.done_s[2] == pytest.approx(0.09 + PREFILL + 4 * STEP)
-    roomy = run([0.0, 0.0, 0.0], [5, 5, 5], BatchingConfig("inflight", 8), cap=3.0, need=[1.0] * 3)
+    roomy = run(
+        [0.0, 0.0, 0.0],
+        [5, 5, 5],
+        BatchingConfig("inflight", 8, step_tokens=8192),
+        cap=3.0,
+        need=[1.0] * 3,
+    )
     assert roomy.admit_s == pytest.approx([0.0, 0.0, 0.0])
 
 

@@ -84,38 +84,37 @@ def test_one_client_equals_estimate(seed_case: tuple[Estimator, Resolved]) -> No
 
 
 @pytest.mark.parametrize("clients", [10, 50])
-def test_closed_loop_itl_and_throughput_near_estimate(
+def test_closed_loop_agrees_with_estimate_within_10_percent(
     seed_case: tuple[Estimator, Resolved], clients: int
 ) -> None:
-    # measured (40 requests per client, shipped nim-2024): 10 clients ITL +5 %, req/s +2 %;
-    # 25 clients ITL +16 %, req/s 0 %; 50 clients ITL +27 %, req/s −2 %. Throughput agrees;
-    # ITL does not at high concurrency because the simulated clients drift apart (every
-    # prefill then lands in some decode step) while the analytic model keeps the synchronised
-    # cohort the NIM measurements show (TTFT 489.5 ms at 25 clients, which the simulator puts
-    # at 147 ms): see README "Simulation".
+    # measured (40 requests per client, shipped nim-2024): 10 clients TTFT +5.8 %, ITL +2.6 %,
+    # req/s −0.2 %; 50 clients TTFT +9.8 %, ITL +9.2 %, req/s −5.9 %. Prompt steps pause the
+    # decodes, so the clients stay in step (the cohort the analytic model assumes); the
+    # simulator pays a step overhead per prompt where the estimate batches the cohort's wait.
     est, res = seed_case
     op = est.point(res, ISL, OSL, clients, "inflight")
     assert op is not None
-    _, itl, rps = closed_loop(res, clients, 40 * clients)
-    assert rps == pytest.approx(op.requests_per_s, rel=0.05)
-    assert itl == pytest.approx(op.itl_s, rel=0.10 if clients <= 10 else 0.35)
-    assert itl >= op.itl_s  # desynchronised clients stall each other's decode steps more
-
-
-@pytest.mark.xfail(
-    strict=True,
-    reason="estimate's cohort prefill wait (prefill_sync, cohort_tokens) has no counterpart in"
-    " a simulation with an 8192-token step limit: TTFT 134 vs 210 ms (10), 152 vs 936 ms (50)",
-)
-@pytest.mark.parametrize("clients", [10, 50])
-def test_closed_loop_ttft_within_10_percent_of_estimate(
-    seed_case: tuple[Estimator, Resolved], clients: int
-) -> None:
-    est, res = seed_case
-    op = est.point(res, ISL, OSL, clients, "inflight")
-    assert op is not None
-    ttft, _, _ = closed_loop(res, clients, 40 * clients)
+    ttft, itl, rps = closed_loop(res, clients, 40 * clients)
     assert ttft == pytest.approx(op.ttft_s, rel=0.10)
+    assert itl == pytest.approx(op.itl_s, rel=0.10)
+    assert rps == pytest.approx(op.requests_per_s, rel=0.10)
+    assert ttft >= op.ttft_s  # one prompt per step costs more than the batched wait
+
+
+@pytest.mark.parametrize(
+    ("clients", "ttft_s", "itl_s"), [(10, 0.2208, 0.00856), (25, 0.4895, 0.01173)]
+)
+def test_closed_loop_near_the_published_nim_points(
+    seed_case: tuple[Estimator, Resolved], clients: int, ttft_s: float, itl_s: float
+) -> None:
+    # NVIDIA NIM, Llama-3-8B FP8 on one H100, ISL 2000 / OSL 200 (the seed rows of
+    # data/calibration/measurements.csv). Simulated: 10 clients TTFT 221.7 ms (+0.4 %), ITL
+    # 9.25 ms (+8 %); 25 clients 524 ms (+7 %), 13.0 ms (+11 %). With the decodes riding in
+    # the prompt steps the clients drifted apart and the simulator said 147 ms at 25 clients.
+    _, res = seed_case
+    ttft, itl, _ = closed_loop(res, clients, 40 * clients)
+    assert ttft == pytest.approx(ttft_s, rel=0.15)
+    assert itl == pytest.approx(itl_s, rel=0.15)
 
 
 def test_more_clients_more_throughput_and_latency(seed_case: tuple[Estimator, Resolved]) -> None:
