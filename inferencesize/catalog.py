@@ -364,6 +364,11 @@ def _check_references(catalog: Catalog) -> None:
 def check_scenario(catalog: Catalog, scenario: ScenarioSpec, shown: str) -> ModelSpec:
     """Cross-field checks that need the catalog; returns the scenario's model (a pipeline's:
     the first stage's)."""
+    if scenario.engine is not None:
+        try:
+            catalog.efficiency_set(scenario.engine)
+        except UnknownIdError as err:
+            raise CatalogError(shown, "engine", str(err)) from None
     if scenario.pipeline is not None:
         return _check_pipeline(catalog, scenario, shown)
     assert scenario.model is not None  # the schema requires it without a pipeline

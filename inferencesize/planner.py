@@ -252,8 +252,12 @@ def search_point(
     osl: float,
     limits: Limits,
     batching: Batching,
+    batch_sizes: Sequence[int] | None = None,
 ) -> tuple[OperatingPoint, Binding] | tuple[None, str]:
     """The largest concurrency (batch) in ``[1, max_concurrency]`` meeting the limits.
+
+    ``batch_sizes`` (static batching): only these sizes are allowed; each one that fits in
+    memory is evaluated and the largest meeting the limits is kept.
 
     Latency is monotone non-decreasing in N, so bracketing is exact: a coarse grid of
     :data:`SEARCH_BATCH` concurrencies in one vectorised call, then every integer of the
@@ -264,6 +268,8 @@ def search_point(
     top = res.max_concurrency
     if top < 1 or res.deployment is None:
         return None, "out of memory: no room for one sequence"
+    if batching == "static" and batch_sizes is not None:
+        return _search_sizes(est, res, isl, osl, limits, batch_sizes)
     active = limits.active()
     ns = np.unique(np.linspace(1, top, min(top, SEARCH_BATCH)).round().astype(int))
     *lat, solved = _metrics(res, isl, osl, ns, batching)
@@ -298,6 +304,41 @@ def search_point(
     nlo = np.array([float(lo)])
     pick = operating_points(res, isl, osl, nlo, nlo, "inflight", select(solved, at))
     return pick[0], binding
+
+
+def _search_sizes(
+    est: Estimator,
+    res: Resolved,
+    isl: float,
+    osl: float,
+    limits: Limits,
+    batch_sizes: Sequence[int],
+) -> tuple[OperatingPoint, Binding] | tuple[None, str]:
+    """Static batching at a fixed set of batch sizes: the largest size meeting the limits."""
+    top = res.max_concurrency
+    sizes = np.array(sorted({b for b in batch_sizes if 1 <= b <= top}), dtype=int)
+    if sizes.size == 0:
+        return None, f"out of memory: the smallest allowed batch {min(batch_sizes)} > {top}"
+    *lat, _ = _metrics(res, isl, osl, sizes, "static")
+    miss = _first_miss(limits, *lat)
+    ok = np.flatnonzero(miss < 0)
+    active = limits.active()
+    if ok.size == 0:
+        op = est.point(res, isl, osl, int(sizes[0]), "static")
+        assert op is not None
+        name, value, limit = limits.miss(op) or (active[int(miss[0])][0], 0.0, 0.0)
+        return None, (
+            f"{_NAMES[name]} {fmt_seconds(value)} > limit {fmt_seconds(limit)}"
+            f" at batch size {sizes[0]}"
+        )
+    last = int(ok[-1])
+    op = est.point(res, isl, osl, int(sizes[last]), "static")
+    assert op is not None
+    above = sizes > sizes[last]
+    # binding: what the next allowed size misses; memory when none is left below the KV cap
+    nxt = np.flatnonzero(above)
+    binding: Binding = active[int(miss[nxt[0]])][0] if nxt.size else "memory"
+    return op, binding
 
 
 def pack_servers(instances: int, gpus_per_instance: int, gpus_per_node: int) -> int:
@@ -400,6 +441,7 @@ def plan(
     pricing: Pricing | None = None,
     dps: Sequence[int] | None = None,
     span_nvlink_domain: bool = False,
+    batch_sizes: Sequence[int] | None = None,
 ) -> PlanResult:
     """Size a deployment: every candidate, its best operating point, ranked plans.
 
@@ -409,6 +451,7 @@ def plan(
     cost per hour or power (unknown cost/power last); ``pricing`` prices them
     (:mod:`inferencesize.economics`). ``dps`` lists attention data-parallel degrees (None: 1
     only); ``span_nvlink_domain`` lets the single-node pass use a rack's whole NVLink domain.
+    ``batch_sizes`` restricts static batches to those sizes (:func:`search_point`).
     """
     if peak_rps <= 0:
         raise ValueError(f"peak_rps must be > 0 (got {peak_rps})")
@@ -437,7 +480,7 @@ def plan(
             kind = "memory" if reason.startswith("out of memory") else "invalid"
             rejected.append(Rejected(cand.label(), reason, kind))
             return
-        op, why = search_point(est, res, isl, osl, limits, batching)
+        op, why = search_point(est, res, isl, osl, limits, batching, batch_sizes)
         if op is None:
             first = est.point(res, isl, osl, 1, batching)
             ratio, message, kind = math.inf, None, "memory"

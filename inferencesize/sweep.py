@@ -286,6 +286,7 @@ def workload_key(s: ScenarioSpec) -> tuple[Any, ...]:
         s.e2e_ms,
         s.mode,
         s.batching,
+        tuple(s.batch_sizes or ()),
         s.tp if s.tp == "auto" else tuple(s.tp),
         s.pp if s.pp == "auto" else tuple(s.pp),
         s.ep if s.ep == "auto" else tuple(s.ep),
@@ -382,6 +383,7 @@ class Sweeper:
                 pps=None if s.pp == "auto" else s.pp,
                 eps=None if s.ep == "auto" else s.ep,
                 batching=s.batching,
+                batch_sizes=s.batch_sizes,
                 top=0,
                 **extra,
             )

@@ -14,6 +14,6 @@ def catalog() -> Catalog:
 
 
 @cache
-def estimator() -> Estimator:
-    """The default efficiency set's estimator."""
-    return Estimator(catalog().efficiency_set())
+def estimator(engine: str | None = None) -> Estimator:
+    """The estimator of an efficiency set (default: the catalog's default set)."""
+    return Estimator(catalog().efficiency_set(engine))

@@ -59,6 +59,57 @@ def test_seed1_ttft_220_is_5_dgx() -> None:
     assert p is not None and p.servers == 5
 
 
+NEMO_PER_DGX = 2.4  # req/s per DGX H100, NVIDIA's 2023 answer (scenarios/seed-nemo-43b.yaml)
+
+
+def _nemo(engine: str | None, batch_sizes: list[int] | None, tps: list[int] | None = None):  # type: ignore[no-untyped-def]
+    c = _catalog()
+    return plan(
+        c.model("nemo-gpt-43b"),
+        [c.hardware("dgx-h100")],
+        ["fp16"],
+        3500,
+        500,
+        31,
+        Limits(ttft_s=3.0),
+        _est(engine),
+        tps=tps,
+        batching="static",
+        batch_sizes=batch_sizes,
+    )
+
+
+def test_seed2_static_fp16_power_of_two_batches_is_12_to_14_dgx() -> None:
+    # the shipped scenario's mode: static, FP16, static-batching TRT-LLM set, batch table
+    p = _nemo("trtllm-0.9-static", [1, 2, 4, 8, 16, 32, 64]).chosen
+    assert p is not None
+    assert 12 <= p.servers <= 14
+    assert p.capacity_rps / p.servers == pytest.approx(NEMO_PER_DGX, rel=0.15)
+    assert p.point.concurrency in (1, 2, 4, 8, 16, 32, 64)
+    # the published point: TTFT 2606 ms, ITL 21.4 ms
+    assert p.point.ttft_s == pytest.approx(2.606, rel=0.15)
+    assert p.point.itl_s == pytest.approx(0.0214, rel=0.15)
+
+
+def test_batch_sizes_keep_the_largest_allowed_size_meeting_the_limits() -> None:
+    free = _nemo("trtllm-0.9-static", None, tps=[4]).chosen
+    table = _nemo("trtllm-0.9-static", [4, 16, 32], tps=[4]).chosen
+    assert free is not None and table is not None
+    est, c = _est("trtllm-0.9-static"), table.candidate
+    res = est.resolve(c, 4000)
+    # any size: the exact largest batch under TTFT 3 s (19 measured 2026-11-21)
+    over = est.point(res, 3500, 500, free.point.concurrency + 1, "static")
+    assert over is not None and over.ttft_s > 3.0 >= free.point.ttft_s
+    # table: 32 misses TTFT, so 16 (not 19, which the table does not hold)
+    at32 = est.point(res, 3500, 500, 32, "static")
+    assert at32 is not None and at32.ttft_s > 3.0
+    assert table.point.concurrency == 16 and table.binding == "ttft"
+    assert table.instances >= free.instances
+    only_big = _nemo("trtllm-0.9-static", [32, 64], tps=[4])
+    assert only_big.chosen is None
+    assert any("at batch size 32" in r.reason for r in only_big.rejected)
+
+
 def test_search_is_exact_largest_concurrency() -> None:
     res = _seed()
     p = res.chosen

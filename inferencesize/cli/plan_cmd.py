@@ -85,6 +85,14 @@ ModeOpt = Annotated[
     typer.Option("--mode", help="streaming (TTFT/ITL/E2E) | sequential (E2E only)."),
 ]
 BatchingOpt = Annotated[str | None, typer.Option("--batching", help="inflight | static")]
+BatchSizesOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--batch-sizes",
+        help="Static batching: the only batch sizes the engine runs, e.g. 1,2,4,8,16,32"
+        " (auto: any size).",
+    ),
+]
 
 
 def load_scenario(
@@ -108,9 +116,14 @@ def load_scenario(
     for key, other in pairs.items():
         if key in given and other not in given:
             data.pop(other, None)
-    for key in ("tp", "pp", "ep"):
+    for key in ("tp", "pp", "ep", "batch_sizes"):
         if key in given:
-            given[key] = split_ints(given[key], f"--{key}")
+            given[key] = split_ints(given[key], f"--{key.replace('_', '-')}")
+    if given.get("batch_sizes") == "auto":  # any batch size
+        given.pop("batch_sizes")
+        data.pop("batch_sizes", None)
+    if given.get("batching", "static") != "static" and "batch_sizes" not in given:
+        data.pop("batch_sizes", None)  # a batch table belongs to static batching
     if "techniques" in given:
         given["techniques"] = merge_techniques(data.get("techniques"), given["techniques"])
     data.update(given)
@@ -154,6 +167,7 @@ def solve_with_limits(
         pps=None if scenario.pp == "auto" else scenario.pp,
         eps=None if scenario.ep == "auto" else scenario.ep,
         batching=scenario.batching,
+        batch_sizes=scenario.batch_sizes,
         top=top,
         objective=scenario.objective,
         pricing=econ.pricing(scenario),
@@ -209,6 +223,7 @@ def result_record(
         "osl": scenario.output_tokens,
         "mode": scenario.mode,
         "batching": scenario.batching,
+        "batch_sizes": scenario.batch_sizes,
         "limits": {
             "ttft_ms": scenario.ttft_ms,
             "itl_ms": scenario.itl_ms,
@@ -245,9 +260,11 @@ def _money(value: float | None, digits: int = 2) -> str:
 def _print_table(scenario: ScenarioSpec, rec: dict[str, Any], explain: bool) -> None:
     out = stdout()
     p = rec["plan"]
+    sizes = scenario.batch_sizes
+    batching = f"static (batches {','.join(map(str, sizes))})" if sizes else scenario.batching
     title = (
         f"{scenario.model} · ISL {rec['isl']} · OSL {rec['osl']} · {scenario.mode}"
-        f" · {scenario.batching} · peak {rec['peak_rps']:,.4g} req/s"
+        f" · {batching} · peak {rec['peak_rps']:,.4g} req/s"
     )
     if p is not None:
         op = p["per_instance"]
@@ -384,7 +401,7 @@ def _prepare(
             raise InputError(f"--{key}: '{flags[key]}' is not one of {', '.join(allowed)}")
     catalog = open_catalog(catalog_dirs)
     scenario, shown = load_scenario(catalog, scenario_name, flags)
-    eset = efficiency_for(catalog, engine, calibration)
+    eset = efficiency_for(catalog, engine or scenario.engine, calibration)
     kv_cap = scale_opts.kv_cap(scenario)
     if scenario.pipeline is not None:
         est = Estimator(eset, kv_cap=kv_cap)
@@ -453,6 +470,7 @@ def plan_command(
     ep: EpOpt = None,
     mode: ModeOpt = None,
     batching: BatchingOpt = None,
+    batch_sizes: BatchSizesOpt = None,
     objective: econ.ObjectiveOpt = None,
     cost_basis: econ.CostBasisOpt = None,
     usd_per_gpu_hour: econ.GpuHourOpt = None,
@@ -517,6 +535,7 @@ def plan_command(
     check_format(fmt, FORMATS)
     flags = _flags(locals())
     scen, rec, result = _prepare(scenario, flags, top, engine, calibration, catalog_dirs)
+    engine = engine or scen.engine
     if verify and not isinstance(result, PipelineResult):
         verify_out.add_verification(scen, rec, result, engine, calibration, catalog_dirs)
     if isinstance(result, PipelineResult):
@@ -553,6 +572,7 @@ def _flags(values: dict[str, Any]) -> dict[str, Any]:
         "ep": values["ep"],
         "mode": values["mode"],
         "batching": values["batching"],
+        "batch_sizes": values.get("batch_sizes"),
         **econ.flags(values),
         **{k: values.get(k) for k in scale_opts.KEYS},
         "kv_precision": values.get("kv_precision"),
@@ -585,6 +605,7 @@ def check_command(
     ep: EpOpt = None,
     mode: ModeOpt = None,
     batching: BatchingOpt = None,
+    batch_sizes: BatchSizesOpt = None,
     objective: econ.ObjectiveOpt = None,
     cost_basis: econ.CostBasisOpt = None,
     usd_per_gpu_hour: econ.GpuHourOpt = None,

@@ -333,7 +333,7 @@ def sweep_command(
             " point by point with `infersize plan`"
         )
     base = base_spec.model_dump(by_alias=True, exclude_none=True)
-    eset = efficiency_for(catalog, engine, calibration)
+    eset = efficiency_for(catalog, engine or base_spec.engine, calibration)
     # Points with the same techniques and KV cap share one estimator (and its deployments).
     estimators: dict[tuple[Any, ...], Estimator] = {}
 

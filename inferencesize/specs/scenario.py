@@ -91,7 +91,18 @@ class ScenarioSpec(Spec):
     e2e_ms: Positive | None = None
     mode: Literal["streaming", "sequential"] = "streaming"
     batching: Literal["inflight", "static"] = "inflight"
+    batch_sizes: list[PositiveInt] | None = Field(
+        default=None,
+        min_length=1,
+        description="static batching: the only batch sizes the engine runs (its build profiles"
+        " or the measured table, e.g. powers of two); None: any size",
+    )
     hardware: list[str] = Field(min_length=1)
+    engine: str | None = Field(
+        default=None,
+        description="efficiency set (engine generation) to plan with; --engine overrides it,"
+        " --calibration overrides both; None: the catalog's default set",
+    )
     precision: list[str] = Field(default_factory=lambda: ["fp8", "bf16"], min_length=1)
     kv_precision: str | None = None
     tp: Auto | list[PositiveInt] = "auto"
@@ -152,6 +163,8 @@ class ScenarioSpec(Spec):
             and self.e2e_ms is None
         ):
             raise ValueError("ttft_ms: give at least one latency limit (ttft_ms, itl_ms or e2e_ms)")
+        if self.batch_sizes is not None and self.batching != "static":
+            raise ValueError("batch_sizes: applies to batching static only")
         if self.disaggregated is not None and self.batching != "inflight":
             raise ValueError("disaggregated: needs batching inflight")
         if self.mode == "sequential" and self.e2e_ms is None:

@@ -347,6 +347,7 @@ def test_seed_scenarios(catalog: Catalog) -> None:
     s = catalog.scenarios["seed-nemo-43b"]
     assert (s.model, s.isl, s.osl, s.peak_rps, s.ttft_ms) == ("nemo-gpt-43b", 3500, 500, 31, 3000)
     assert (s.batching, s.precision, s.hardware) == ("static", ["fp16"], ["dgx-h100"])
+    assert (s.engine, s.batch_sizes) == ("trtllm-0.9-static", [1, 2, 4, 8, 16, 32, 64])
 
 
 # --------------------------------------------------------------------------------------------

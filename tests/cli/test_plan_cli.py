@@ -126,3 +126,43 @@ def test_check_within_and_over_budget() -> None:
 def test_check_infeasible_exits_3_and_needs_budget() -> None:
     assert runner.invoke(app, ["check", "--ttft-ms", "1", "--max-gpus", "8"]).exit_code == 3
     assert runner.invoke(app, ["check"]).exit_code == 1
+
+
+def test_seed2_scenario_plans_12_to_14_dgx_in_its_matching_mode() -> None:
+    # scenarios/seed-nemo-43b.yaml: static, FP16, engine trtllm-0.9-static, batch table
+    result = runner.invoke(app, ["plan", "seed-nemo-43b", "--format", "json"])
+    assert result.exit_code == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert data["batching"] == "static" and data["batch_sizes"] == [1, 2, 4, 8, 16, 32, 64]
+    assert data["plan"]["engine"].startswith("TensorRT-LLM 0.9")
+    assert 12 <= data["plan"]["servers"] <= 14
+    # --engine overrides the scenario's engine; any batch size (no table) needs fewer DGX
+    nim = runner.invoke(app, ["plan", "seed-nemo-43b", "--engine", "nim-2024", "--format", "json"])
+    assert nim.exit_code == 0, nim.stderr
+    assert json.loads(nim.stdout)["plan"]["engine"].startswith("NVIDIA NIM")
+
+
+def test_batch_sizes_flag_and_its_errors() -> None:
+    base = ["plan", "--batching", "static", "--tp", "1", "--pp", "1", "--format", "json"]
+    ok = runner.invoke(app, [*base, "--batch-sizes", "1,2,4,8"])
+    assert ok.exit_code == 0, ok.stderr
+    data = json.loads(ok.stdout)
+    assert data["batch_sizes"] == [1, 2, 4, 8]
+    assert data["plan"]["per_instance"]["concurrency"] in (1, 2, 4, 8)
+    bad = runner.invoke(app, [*base, "--batch-sizes", "4,x"])
+    assert bad.exit_code == 1 and "--batch-sizes" in bad.stderr
+    inflight = runner.invoke(app, ["plan", "--batch-sizes", "1,2"])
+    assert inflight.exit_code == 1
+    assert "batch_sizes: applies to batching static only" in inflight.stderr
+    assert len(inflight.stderr.strip().splitlines()) == 1
+
+
+def test_unknown_engine_in_a_scenario_names_the_field(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    path = tmp_path / "s.yaml"
+    path.write_text(
+        "model: llama-3-8b\nisl: 100\nosl: 10\npeak_rps: 1\nttft_ms: 500\n"
+        "hardware: [h100-sxm]\nengine: no-such-engine\n"
+    )
+    result = runner.invoke(app, ["plan", str(path)])
+    assert result.exit_code == 1
+    assert "engine" in result.stderr and "no-such-engine" in result.stderr
