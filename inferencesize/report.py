@@ -7,11 +7,12 @@ import io
 import json
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any, TextIO
 
 import yaml
-from rich.console import Console
-from rich.table import Table
+
+if TYPE_CHECKING:  # rich is imported only when a table is drawn (machine formats skip it)
+    from rich.table import Table
 
 FORMATS = ("table", "json", "yaml", "csv")
 
@@ -85,6 +86,8 @@ def table(
     rows: Sequence[Sequence[Any]],
     caption: str | None = None,
 ) -> Table:
+    from rich.table import Table
+
     out = Table(title=title, caption=caption, title_justify="left", caption_justify="left")
     for col in columns:
         out.add_column(col, overflow="fold")
@@ -94,6 +97,8 @@ def table(
 
 
 def key_value_table(title: str | None, pairs: Sequence[tuple[str, Any]]) -> Table:
+    from rich.table import Table
+
     out = Table(title=title, show_header=False, title_justify="left")
     out.add_column("field", style="bold")
     out.add_column("value", overflow="fold")
@@ -102,7 +107,9 @@ def key_value_table(title: str | None, pairs: Sequence[tuple[str, Any]]) -> Tabl
     return out
 
 
-def emit(console: Console, text: str) -> None:
-    """Write machine-readable text to stdout exactly (no wrapping, no markup)."""
-    console.file.write(text if text.endswith("\n") else text + "\n")
-    console.file.flush()
+def emit(out: Any, text: str) -> None:
+    """Write machine-readable text exactly (no wrapping, no markup) to a text stream or to a
+    rich console's file."""
+    file: TextIO = out if isinstance(out, io.IOBase) else out.file  # type: ignore[assignment]
+    file.write(text if text.endswith("\n") else text + "\n")
+    file.flush()

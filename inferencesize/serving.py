@@ -34,7 +34,6 @@ from inferencesize.latency import Deployment
 from inferencesize.technique_steps import (
     chunked_prefill,
     decode_step,
-    per_token_decode_s,
     prefill,
     step_time,
 )
@@ -83,16 +82,22 @@ def inflight_arrays(
     n = np.maximum(np.asarray(concurrency, dtype=float), 1.0)
     b = np.maximum(np.minimum(n, np.asarray(max_in_flight, dtype=float)), 1.0)
     context = isl + osl / 2.0
-    t_decode = per_token_decode_s(dep, b, context)
-    t_own = step_time(dep, b - 1, context, 1.0, isl).total_s
-    t_alone = prefill(dep, 1.0, isl).total_s
-    t_marginal = np.where(
-        b > 1, np.maximum(t_own - decode_step(dep, b - 1, context).total_s, 0.0), t_alone
-    )
     # Closed-loop clients with fixed lengths arrive as a cohort: a new request waits, on
     # average, for half of the cohort's other prefills (batched, so FLOP-bound).
     cohort = np.minimum(b - 1, dep.eff.cohort_tokens / np.maximum(isl, 1.0))
-    prefill_wait = dep.eff.prefill_sync * 0.5 * prefill(dep, cohort, isl).total_s * (b > 1)
+    decode_b, own, alone, decode_others, cohort_prefill = step_totals(
+        dep,
+        (b, context, 0.0, 0.0),  # a decode step at B
+        (b - 1, context, 1.0, isl),  # a new prompt's step next to the others' decodes
+        (0.0, 0.0, 1.0, isl),  # a prompt alone
+        (b - 1, context, 0.0, 0.0),  # the others' decode step
+        (0.0, 0.0, cohort, isl),  # the cohort's batched prefill
+    )
+    t_decode = decode_b / dep.techniques.tokens_per_step
+    t_own = own
+    t_alone = alone
+    t_marginal = np.where(b > 1, np.maximum(t_own - decode_others, 0.0), t_alone)
+    prefill_wait = dep.eff.prefill_sync * 0.5 * cohort_prefill * (b > 1)
     chunk = dep.techniques.chunk_tokens
     itl_cap: Any = np.inf
     x_cap: Any = np.inf
@@ -152,6 +157,18 @@ def inflight_arrays(
     ttft = queue_wait + ttft_service
     e2e = ttft + (osl - 1) * itl
     return InflightArrays(b, ttft, itl, e2e, n / e2e, queue_wait, prefill_wait)
+
+
+def step_totals(dep: Deployment, *shapes: tuple[Any, Any, Any, Any]) -> list[Any]:
+    """Total seconds of several step shapes (decode sequences, their context, prompts, prompt
+    length), each elementwise over arrays, computed in one vectorised ``step_time`` call."""
+    shape = np.broadcast_shapes(*(np.shape(v) for s in shapes for v in s))
+    stacked = [np.empty((len(shapes), *shape)) for _ in range(4)]
+    for row, values in enumerate(shapes):
+        for column, value in enumerate(values):
+            stacked[column][row] = value
+    total = step_time(dep, *stacked).total_s
+    return list(np.broadcast_to(total, stacked[0].shape))
 
 
 def _fixed_point(b: Any, c: Any, k: Any, a: Any) -> Any:

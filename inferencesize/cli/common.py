@@ -7,14 +7,17 @@ import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, ParamSpec, TypeVar
 
 import typer
-from rich.console import Console
 
-from inferencesize.catalog import Catalog, load_catalog
+from inferencesize.catalog import Catalog, load_catalog, load_file
 from inferencesize.errors import EXIT_USAGE, InfersizeError, InputError
 from inferencesize.serving import OperatingPoint
+from inferencesize.specs import EfficiencySet
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -25,10 +28,15 @@ class State:
 
 
 def stdout() -> Console:
+    """A rich console on stdout (rich is imported here: machine formats never need it)."""
+    from rich.console import Console
+
     return Console(file=sys.stdout, soft_wrap=True, no_color="NO_COLOR" in os.environ)
 
 
 def stderr() -> Console:
+    from rich.console import Console
+
     return Console(file=sys.stderr, soft_wrap=True, no_color="NO_COLOR" in os.environ)
 
 
@@ -115,3 +123,22 @@ def point_record(op: OperatingPoint) -> dict[str, Any]:
         "itl_ms": op.itl_s * 1e3,
         "e2e_ms": op.e2e_s * 1e3,
     }
+
+
+EngineOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--engine", help="Efficiency set id (engine generation); see catalog list efficiency."
+    ),
+]
+CalibrationOpt = Annotated[
+    Path | None,
+    typer.Option("--calibration", help="A fitted efficiency set (from infersize calibrate)."),
+]
+
+
+def efficiency_for(catalog: Catalog, engine: str | None, calibration: Path | None) -> EfficiencySet:
+    """The efficiency set a command uses: --calibration file, else --engine id, else default."""
+    if calibration is not None:
+        return load_file(calibration, EfficiencySet)
+    return catalog.efficiency_set(engine)

@@ -11,8 +11,16 @@ import typer
 from rich import box
 
 from inferencesize import report
-from inferencesize.cli.common import CatalogOpt, check_format, open_catalog, split_ints, stdout
-from inferencesize.cli.perf_cmd import CalibrationOpt, EngineOpt, efficiency_for
+from inferencesize.cli.common import (
+    CalibrationOpt,
+    CatalogOpt,
+    EngineOpt,
+    check_format,
+    efficiency_for,
+    open_catalog,
+    split_ints,
+    stdout,
+)
 from inferencesize.cli.plan_cmd import (
     BatchingOpt,
     E2eOpt,

@@ -13,9 +13,17 @@ import typer
 import yaml
 
 from inferencesize import report
-from inferencesize.catalog import Catalog, load_file
+from inferencesize.catalog import Catalog
 from inferencesize.cli.catalog_cmd import write_new_file
-from inferencesize.cli.common import CatalogOpt, check_format, open_catalog, stdout
+from inferencesize.cli.common import (
+    CalibrationOpt,
+    CatalogOpt,
+    EngineOpt,
+    check_format,
+    efficiency_for,
+    open_catalog,
+    stdout,
+)
 from inferencesize.cli.technique_opts import (
     AcceptanceOpt,
     ChunkOpt,
@@ -43,24 +51,6 @@ from inferencesize.parallelism import Parallelism
 from inferencesize.specs import EfficiencySet
 from inferencesize.units import PRECISIONS
 from inferencesize.validation import Prediction, predict_all, summary_table
-
-EngineOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--engine", help="Efficiency set id (engine generation); see catalog list efficiency."
-    ),
-]
-CalibrationOpt = Annotated[
-    Path | None,
-    typer.Option("--calibration", help="A fitted efficiency set (from infersize calibrate)."),
-]
-
-
-def efficiency_for(catalog: Catalog, engine: str | None, calibration: Path | None) -> EfficiencySet:
-    """The efficiency set a command uses: --calibration file, else --engine id, else default."""
-    if calibration is not None:
-        return load_file(calibration, EfficiencySet)
-    return catalog.efficiency_set(engine)
 
 
 def candidate(

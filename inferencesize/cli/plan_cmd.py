@@ -11,16 +11,18 @@ import typer
 from inferencesize import report
 from inferencesize.catalog import Catalog, check_scenario, display_path, parse_spec, read_yaml
 from inferencesize.cli import economics_opts as econ
-from inferencesize.cli import pipeline_cmd, scale_opts, verify_out
+from inferencesize.cli import pipeline_cmd, scale_opts
 from inferencesize.cli.common import (
+    CalibrationOpt,
     CatalogOpt,
+    EngineOpt,
     check_format,
+    efficiency_for,
     open_catalog,
     point_record,
     split_ints,
     stdout,
 )
-from inferencesize.cli.perf_cmd import CalibrationOpt, EngineOpt, efficiency_for
 from inferencesize.cli.technique_opts import (
     AcceptanceOpt,
     ChunkOpt,
@@ -368,7 +370,7 @@ def _print_table(scenario: ScenarioSpec, rec: dict[str, Any], explain: bool) -> 
 
 
 def _emit(scenario: ScenarioSpec, rec: dict[str, Any], fmt: str, explain: bool) -> None:
-    out = stdout()
+    out = sys.stdout
     if fmt == "json":
         report.emit(out, report.to_json(rec))
     elif fmt == "yaml":
@@ -536,6 +538,8 @@ def plan_command(
     flags = _flags(locals())
     scen, rec, result = _prepare(scenario, flags, top, engine, calibration, catalog_dirs)
     engine = engine or scen.engine
+    if verify:  # the simulator is imported only when asked for
+        from inferencesize.cli import verify_out
     if verify and not isinstance(result, PipelineResult):
         verify_out.add_verification(scen, rec, result, engine, calibration, catalog_dirs)
     if isinstance(result, PipelineResult):

@@ -5,8 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from inferencesize.cli.common import open_catalog
-from inferencesize.cli.perf_cmd import efficiency_for
+from inferencesize.cli.common import efficiency_for, open_catalog
 from inferencesize.estimate import Estimator
 from inferencesize.frontier import concurrency_grid, curve
 from inferencesize.planner import PlanResult

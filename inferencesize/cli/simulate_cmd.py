@@ -9,8 +9,16 @@ import numpy as np
 import typer
 
 from inferencesize import report
-from inferencesize.cli.common import CatalogOpt, check_format, open_catalog, stdout
-from inferencesize.cli.perf_cmd import CalibrationOpt, EngineOpt, candidate, efficiency_for
+from inferencesize.cli.common import (
+    CalibrationOpt,
+    CatalogOpt,
+    EngineOpt,
+    check_format,
+    efficiency_for,
+    open_catalog,
+    stdout,
+)
+from inferencesize.cli.perf_cmd import candidate
 from inferencesize.errors import InputError, UsageError
 from inferencesize.estimate import Candidate, Estimator
 from inferencesize.io_trace import read_trace, requests_csv

@@ -13,8 +13,15 @@ import typer
 
 from inferencesize import report
 from inferencesize.catalog import Catalog
-from inferencesize.cli.common import CatalogOpt, check_format, open_catalog, stderr
-from inferencesize.cli.perf_cmd import CalibrationOpt, EngineOpt, efficiency_for
+from inferencesize.cli.common import (
+    CalibrationOpt,
+    CatalogOpt,
+    EngineOpt,
+    check_format,
+    efficiency_for,
+    open_catalog,
+    stderr,
+)
 from inferencesize.cli.plan_cmd import (
     BatchingOpt,
     E2eOpt,

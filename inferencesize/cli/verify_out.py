@@ -6,8 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from inferencesize import report
-from inferencesize.cli.common import open_catalog, stdout
-from inferencesize.cli.perf_cmd import efficiency_for
+from inferencesize.cli.common import efficiency_for, open_catalog, stdout
 from inferencesize.estimate import Estimator
 from inferencesize.planner import Limits, PlanResult
 from inferencesize.specs.scenario import ScenarioSpec
