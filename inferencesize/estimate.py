@@ -235,8 +235,10 @@ def operating_points(
     max_in_flight: Any,
     batching: Batching,
     arrays: InflightArrays | None = None,
+    bounds: bool = True,
 ) -> list[OperatingPoint]:
     """Vectorised predictions for many operating points of one resolved candidate
-    (``arrays``: in-flight results already solved for these concurrencies)."""
+    (``arrays``: in-flight results already solved for these concurrencies; ``bounds``: label
+    the bound of each phase)."""
     assert res.deployment is not None
-    return points(res.deployment, isl, osl, concurrency, max_in_flight, batching, arrays)
+    return points(res.deployment, isl, osl, concurrency, max_in_flight, batching, arrays, bounds)

@@ -225,7 +225,7 @@ def _metrics(
     solution they come from (None for static batching)."""
     assert res.deployment is not None
     if batching == "static":
-        ops = operating_points(res, isl, osl, n, n, "static")
+        ops = operating_points(res, isl, osl, n, n, "static", bounds=False)
         return (
             np.array([o.ttft_s for o in ops]),
             np.array([o.itl_s for o in ops]),
@@ -234,6 +234,13 @@ def _metrics(
         )
     r = inflight_arrays(res.deployment, isl, osl, n, res.max_concurrency)
     return r.ttft_s, r.itl_s, r.e2e_s, r
+
+
+def _point(res: Resolved, isl: float, osl: float, n: int, batching: Batching) -> OperatingPoint:
+    """One operating point, without the bound labels (plans never show them)."""
+    return operating_points(
+        res, isl, osl, n, n if batching == "static" else res.max_concurrency, batching, bounds=False
+    )[0]
 
 
 def _first_miss(limits: Limits, ttft: Any, itl: Any, e2e: Any) -> Any:
@@ -275,7 +282,7 @@ def search_point(
     *lat, solved = _metrics(res, isl, osl, ns, batching)
     miss = _first_miss(limits, *lat)
     if miss[0] >= 0:
-        first = est.point(res, isl, osl, 1, batching)
+        first = _point(res, isl, osl, 1, batching)
         assert first is not None
         name, value, limit = limits.miss(first) or (active[int(miss[0])][0], 0.0, 0.0)
         unit = "batch size" if batching == "static" else "concurrency"
@@ -297,12 +304,12 @@ def search_point(
         *lat, solved = _metrics(res, isl, osl, ns, batching)
         miss = _first_miss(limits, *lat)
     if solved is None:  # static batching
-        op = est.point(res, isl, osl, lo, batching)
+        op = _point(res, isl, osl, lo, batching)
         assert op is not None
         return op, binding
     at = np.flatnonzero(ns == lo)[:1]  # lo is among the last concurrencies solved
     nlo = np.array([float(lo)])
-    pick = operating_points(res, isl, osl, nlo, nlo, "inflight", select(solved, at))
+    pick = operating_points(res, isl, osl, nlo, nlo, "inflight", select(solved, at), False)
     return pick[0], binding
 
 
@@ -324,7 +331,7 @@ def _search_sizes(
     ok = np.flatnonzero(miss < 0)
     active = limits.active()
     if ok.size == 0:
-        op = est.point(res, isl, osl, int(sizes[0]), "static")
+        op = _point(res, isl, osl, int(sizes[0]), "static")
         assert op is not None
         name, value, limit = limits.miss(op) or (active[int(miss[0])][0], 0.0, 0.0)
         return None, (
@@ -332,7 +339,7 @@ def _search_sizes(
             f" at batch size {sizes[0]}"
         )
     last = int(ok[-1])
-    op = est.point(res, isl, osl, int(sizes[last]), "static")
+    op = _point(res, isl, osl, int(sizes[last]), "static")
     assert op is not None
     above = sizes > sizes[last]
     # binding: what the next allowed size misses; memory when none is left below the KV cap
@@ -482,7 +489,7 @@ def plan(
             return
         op, why = search_point(est, res, isl, osl, limits, batching, batch_sizes)
         if op is None:
-            first = est.point(res, isl, osl, 1, batching)
+            first = _point(res, isl, osl, 1, batching)
             ratio, message, kind = math.inf, None, "memory"
             if first is not None and limits.active() and res.max_concurrency >= 1:
                 name, value, limit, ratio = limits.worst_ratio(first)

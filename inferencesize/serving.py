@@ -56,8 +56,8 @@ class OperatingPoint:
     output_tokens_per_s: float
     queue_wait_s: float  # waiting for a KV slot (part of TTFT)
     prefill_wait_s: float  # waiting behind other prefills (part of TTFT)
-    prefill_bound: str
-    decode_bound: str
+    prefill_bound: str | None  # what bounds each phase (None: not computed, e.g. planning)
+    decode_bound: str | None
 
 
 @dataclass(frozen=True)
@@ -211,10 +211,12 @@ def points(
     max_in_flight: Any,
     batching: Batching,
     arrays: InflightArrays | None = None,
+    bounds: bool = True,
 ) -> list[OperatingPoint]:
     """Operating points elementwise over arrays (static: batch = ``concurrency``).
 
     ``arrays``: in-flight results already computed for these concurrencies (skips the solve).
+    ``bounds``: label what bounds each phase (two more step evaluations; the planner skips it).
     """
     isl = np.asarray(isl, dtype=float)
     osl = np.asarray(osl, dtype=float)
@@ -229,14 +231,16 @@ def points(
         rate = n / e2e
         inflight_now = n
         queue = prefill_wait = np.zeros_like(n)
-        pre_b, dec_b = _bounds(pre), _bounds(dec)
+        pre_b, dec_b = (_bounds(pre), _bounds(dec)) if bounds else (None, None)
     else:
         r = arrays if arrays is not None else inflight_arrays(dep, isl, osl, n, max_in_flight)
         ttft, itl, e2e, rate = r.ttft_s, r.itl_s, r.e2e_s, r.requests_per_s
         inflight_now, queue, prefill_wait = r.in_flight, r.queue_wait_s, r.prefill_wait_s
         b = np.asarray(r.in_flight, dtype=float)
-        pre_b = _bounds(step_time(dep, b - 1, ctx, 1.0, isl))
-        dec_b = _bounds(decode_step(dep, b, ctx))
+        pre_b = dec_b = None
+        if bounds:
+            pre_b = _bounds(step_time(dep, b - 1, ctx, 1.0, isl))
+            dec_b = _bounds(decode_step(dep, b, ctx))
     shape = np.shape(n)
     cols = [
         np.broadcast_to(np.asarray(a), shape)
@@ -253,8 +257,8 @@ def points(
             float(x * o),
             float(q),
             float(w),
-            str(pb),
-            str(db),
+            None if pb is None else str(pb),
+            None if db is None else str(db),
         )
         for c, b, t, i, e, x, o, q, w, pb, db in zip(*cols, strict=True)
     ]
