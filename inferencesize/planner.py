@@ -465,6 +465,7 @@ def plan(
     options = [HardwareOption(g, s) for g, s in hardware]
     feasible: list[Plan] = []
     rejected: list[Rejected] = []
+    searched: dict[Any, tuple[OperatingPoint, str] | tuple[None, str]] = {}
 
     def run(multi_node: bool) -> None:
         for hw in options:
@@ -487,7 +488,18 @@ def plan(
             kind = "memory" if reason.startswith("out of memory") else "invalid"
             rejected.append(Rejected(cand.label(), reason, kind))
             return
-        op, why = search_point(est, res, isl, osl, limits, batching, batch_sizes)
+        # The same instance on another package of the same GPU (a DGX and its bare GPU)
+        # has the same deployment: search it once.
+        try:
+            key: Any = (res.deployment, res.max_concurrency)
+            found = searched.get(key)
+        except TypeError:  # an unhashable deployment detail: no sharing
+            key, found = None, None
+        if found is None:
+            found = search_point(est, res, isl, osl, limits, batching, batch_sizes)
+            if key is not None:
+                searched[key] = found
+        op, why = found
         if op is None:
             first = _point(res, isl, osl, 1, batching)
             ratio, message, kind = math.inf, None, "memory"
