@@ -25,6 +25,7 @@ from typing import Any, TypeVar
 import yaml
 from pydantic import BaseModel, ValidationError
 
+from inferencesize.catalog_cache import ParsedFiles
 from inferencesize.errors import CatalogError, UnknownIdError
 from inferencesize.specs import EfficiencySet, GpuSpec, ModelSpec, ScenarioSpec, SystemSpec
 
@@ -55,9 +56,10 @@ def display_path(path: Path) -> str:
     """A short path for messages: relative to the working directory or the catalog root."""
     cwd, root = Path.cwd(), builtin_root()
     if path.is_absolute():  # the common case needs no filesystem calls
-        for base in (cwd, root):
-            if path.is_relative_to(base):
-                return str(path.relative_to(base))
+        text = str(path)
+        for prefix in (str(cwd).rstrip(os.sep) + os.sep, str(root).rstrip(os.sep) + os.sep):
+            if text.startswith(prefix):
+                return text[len(prefix) :]
     full = path.resolve()
     for base in (cwd.resolve(), root.resolve()):
         try:
@@ -341,10 +343,11 @@ def _load_root(catalog: Catalog, root: Path) -> None:
         if not folder.is_dir():
             continue
         seen: dict[str, str] = {}
+        parsed = ParsedFiles(folder)
         for path in sorted(folder.glob("*.y*ml")):
-            spec = load_file(path, model)
-            ident = getattr(spec, "id", None) or path.stem
             shown = display_path(path)
+            spec = parse_spec(model, parsed.parse(path, read_yaml), shown)
+            ident = getattr(spec, "id", None) or path.stem
             if ident in seen:
                 raise CatalogError(shown, "id", f"duplicate id '{ident}' (also in {seen[ident]})")
             seen[ident] = shown
@@ -352,6 +355,7 @@ def _load_root(catalog: Catalog, root: Path) -> None:
                 spec = spec.model_copy(update={"id": ident})
             catalog.entries(kind)[ident] = spec
             catalog.files[(kind, ident)] = shown
+        parsed.save()
 
 
 def _check_references(catalog: Catalog) -> None:
