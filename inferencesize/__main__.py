@@ -1,5 +1,5 @@
 """`python -m inferencesize` runs the CLI."""
 
-from inferencesize.cli import main
+from inferencesize.console import main
 
 main()

@@ -7,6 +7,7 @@ plotting code); ``app`` (every command, for ``--help`` and the tests) is built o
 
 from __future__ import annotations
 
+import gc
 import importlib
 import os
 import sys
@@ -106,8 +107,12 @@ def main() -> None:
     and the standard streams are flushed here first.
     """
     name = command_of(sys.argv[1:])
+    cli = build_app([name] if name else COMMANDS)
+    if not gc.isenabled():  # the console entry paused it for the imports (console.py)
+        gc.freeze()
+        gc.enable()
     try:
-        build_app([name] if name else COMMANDS)()
+        cli()
         code = 0
     except SystemExit as done:
         code = exit_code(done.code)
