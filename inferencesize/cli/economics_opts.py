@@ -6,16 +6,18 @@ add ``objective``, ``plan.economics`` and ``daily`` to the JSON and rows to the 
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from inferencesize.daily import DailyPlan, busiest_hour_peak_rps, daily_plan, profile_from_daily
 from inferencesize.economics import OBJECTIVES, Pricing
 from inferencesize.errors import InputError
 from inferencesize.planner import Plan
 from inferencesize.specs.scenario import ScenarioSpec
 from inferencesize.traffic import peak_rps
+
+if TYPE_CHECKING:  # daily traffic math is imported only for scenarios with daily:
+    from inferencesize.daily import DailyPlan
 
 ObjectiveOpt = Annotated[
     str | None,
@@ -161,6 +163,8 @@ def hourly_profile(scenario: ScenarioSpec) -> list[float] | None:
     if d.hourly_rps is not None:
         return list(d.hourly_rps)
     assert d.requests_per_day is not None and d.peak_hour_share is not None
+    from inferencesize.daily import profile_from_daily
+
     return profile_from_daily(d.requests_per_day, d.peak_hour_share)
 
 
@@ -169,6 +173,8 @@ def scenario_peak(scenario: ScenarioSpec) -> float:
     profile = hourly_profile(scenario)
     try:
         if profile is not None:
+            from inferencesize.daily import busiest_hour_peak_rps
+
             return busiest_hour_peak_rps(profile, scenario.percentile, scenario.dispersion)
         if scenario.peak_rps is not None:
             return scenario.peak_rps
@@ -216,6 +222,8 @@ def daily_for(scenario: ScenarioSpec, p: Plan) -> DailyPlan | None:
     if profile is None or scenario.daily is None:
         return None
     c = p.candidate
+    from inferencesize.daily import daily_plan
+
     return daily_plan(
         profile,
         p.rate,

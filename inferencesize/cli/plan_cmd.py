@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from inferencesize import report
 from inferencesize.catalog import Catalog, check_scenario, display_path, parse_spec, read_yaml
 from inferencesize.cli import economics_opts as econ
-from inferencesize.cli import pipeline_cmd, scale_opts
+from inferencesize.cli import scale_opts
 from inferencesize.cli.common import (
     CalibrationOpt,
     CatalogOpt,
@@ -41,12 +41,14 @@ from inferencesize.cli.technique_opts import (
 )
 from inferencesize.errors import InfeasibleError, InputError, OverBudgetError
 from inferencesize.estimate import Estimator
-from inferencesize.pipeline import PipelineResult
 from inferencesize.planner import Limits, Plan, PlanResult, fmt_seconds, plan
 from inferencesize.specs import EfficiencySet
 from inferencesize.specs.scenario import ScenarioSpec
 from inferencesize.techniques import describe
 from inferencesize.units import tokens_from_words
+
+if TYPE_CHECKING:  # pipeline scenarios import their planner when they run
+    from inferencesize.pipeline import PipelineResult
 
 SCHEMA_VERSION = 1
 FORMATS = ("table", "json", "yaml", "csv")
@@ -407,6 +409,8 @@ def _prepare(
     kv_cap = scale_opts.kv_cap(scenario)
     if scenario.pipeline is not None:
         est = Estimator(eset, kv_cap=kv_cap)
+        from inferencesize.cli import pipeline_cmd  # only pipeline scenarios need it
+
         piped = pipeline_cmd.solve(scenario, catalog, est, top)
         return scenario, pipeline_cmd.record(scenario, piped, eset.engine), piped
     est = scenario_estimator(catalog, eset, scenario, shown)
@@ -540,9 +544,11 @@ def plan_command(
     engine = engine or scen.engine
     if verify:  # the simulator is imported only when asked for
         from inferencesize.cli import verify_out
-    if verify and not isinstance(result, PipelineResult):
+    if verify and isinstance(result, PlanResult):
         verify_out.add_verification(scen, rec, result, engine, calibration, catalog_dirs)
-    if isinstance(result, PipelineResult):
+    if not isinstance(result, PlanResult):
+        from inferencesize.cli import pipeline_cmd
+
         pipeline_cmd.emit(rec, fmt, explain)
         if not result.feasible:
             raise InfeasibleError(f"no feasible pipeline: {pipeline_cmd.miss(result)}")
@@ -701,22 +707,26 @@ def check_command(
         **rec,
     }
     if fmt == "json":
-        report.emit(stdout(), report.to_json(out))
+        report.emit(sys.stdout, report.to_json(out))
     if totals is None:
-        why = (
-            pipeline_cmd.miss(result) if isinstance(result, PipelineResult) else result.nearest_miss
-        )
+        why = result.nearest_miss if isinstance(result, PlanResult) else _pipeline_miss(result)
         raise InfeasibleError(f"no feasible plan: {why}")
     if over:
         raise OverBudgetError(f"over budget: {summary}: {'; '.join(over)}")
     sys.stderr.write(f"ok: {summary} within budget\n")
 
 
+def _pipeline_miss(result: PipelineResult) -> str:
+    from inferencesize.cli import pipeline_cmd
+
+    return pipeline_cmd.miss(result)
+
+
 def _totals(
     result: PlanResult | PipelineResult,
 ) -> tuple[str, str, dict[str, float | None]] | None:
     """(where, summary, budget key -> value) of a feasible result; None when infeasible."""
-    if isinstance(result, PipelineResult):
+    if not isinstance(result, PlanResult):
         if not result.feasible:
             return None
         power = result.power_watts

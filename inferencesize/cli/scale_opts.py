@@ -3,24 +3,20 @@ wide EP, rack-scale NVLink domains and KV caps (flags, scenario plumbing, output
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from inferencesize import report
 from inferencesize.catalog import Catalog
 from inferencesize.cli.common import split_ints, stdout
-from inferencesize.disagg import (
-    Comparison,
-    DisaggPlan,
-    PoolPlan,
-    PoolSpec,
-    plan_disaggregated,
-)
 from inferencesize.errors import CatalogError, InputError, UnknownIdError
 from inferencesize.estimate import Estimator
 from inferencesize.planner import Limits, PlanResult
 from inferencesize.specs.scenario import Pool, ScenarioSpec
+
+if TYPE_CHECKING:  # the disaggregated planner is imported only for scenarios that use it
+    from inferencesize.disagg import Comparison, DisaggPlan, PoolPlan, PoolSpec
 
 #: Attention-DP degrees tried for ``attention_dp: auto``.
 AUTO_DP = [1, 2, 4, 8, 16, 32, 64]
@@ -141,6 +137,8 @@ def _splits(value: Any) -> list[int] | None:
 def pool_spec(
     catalog: Catalog, scenario: ScenarioSpec, pool: Pool, role: str, shown: str
 ) -> PoolSpec:
+    from inferencesize.disagg import PoolSpec
+
     names = pool.hardware or scenario.hardware
     hardware = []
     for i, name in enumerate(dict.fromkeys(names)):
@@ -174,6 +172,8 @@ def compare(
     dis = scenario.disaggregated
     if dis is None or scenario.model is None:
         return None
+    from inferencesize.disagg import Comparison, plan_disaggregated
+
     model = catalog.model(scenario.model)
     result = plan_disaggregated(
         model,
