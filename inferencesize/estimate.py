@@ -6,7 +6,7 @@ validation, calibration and the planner can call it many times cheaply.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 import numpy as np
@@ -73,6 +73,9 @@ class Estimator:
     #: = none (see ``transformer.capped_costs``).
     kv_cap: tuple[int, int] = (0, 0)
     techniques: Techniques = NO_TECHNIQUES
+    #: MoE tokens all routed to the same experts (benchmarks with placeholder weights; see
+    #: ``transformer.ModelCosts.fixed_routing``); real checkpoints: False.
+    fixed_routing: bool = False
     _costs: dict[str, ModelCosts] = field(default_factory=dict)
     _deps: dict[tuple[Any, ...], tuple[Deployment | str, str]] = field(default_factory=dict)
 
@@ -81,6 +84,8 @@ class Estimator:
             costs = model_costs(model)
             if any(self.kv_cap):
                 costs = capped_costs(costs, *self.kv_cap)
+            if self.fixed_routing and costs.num_experts:
+                costs = replace(costs, fixed_routing=True)
             self._costs[model.id] = costs
         return self._costs[model.id]
 

@@ -71,6 +71,8 @@ class StepTime:
 def _touched_expert_params(costs: ModelCosts, tokens: Any) -> Any:
     if costs.num_experts == 0:
         return 0.0
+    if costs.fixed_routing:  # the same k experts for every token (placeholder weights)
+        return costs.moe_layers * costs.top_k * costs.expert_params + 0.0 * np.asarray(tokens)
     k, e = costs.top_k, costs.num_experts
     touched = e * (1.0 - (1.0 - k / e) ** np.maximum(tokens, 1e-9))
     return costs.moe_layers * touched * costs.expert_params
@@ -147,10 +149,13 @@ def step_time(
     prefill_attn = pre * pairs * pair_flops / (dep.peak_flops_attention * eff.attention)
     attention = decode_attn + prefill_attn
 
-    # Communication: 2 all-reduces per layer on the TP group; all-to-all for EP; PP sends.
+    # Communication: 2 all-reduces per layer on the TP group (1 with parallel attention + MLP);
+    # all-to-all for EP; PP sends.
     layers = layers_per_stage(c, pp)
     message = tokens * c.hidden_size * ACTIVATION_BYTES
-    comm = 2 * layers * allreduce_time_array(message, tp, dep.tp_link, eff.comm)
+    comm = (
+        c.allreduces_per_layer * layers * allreduce_time_array(message, tp, dep.tp_link, eff.comm)
+    )
     if par.ep > 1 and c.moe_layers:
         routed = message * c.top_k
         moe_layers_stage = c.moe_layers * layer_frac

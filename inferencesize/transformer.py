@@ -200,6 +200,13 @@ class ModelCosts:
     #: KV cap on the global layers set by the serving engine (StreamingLLM attention sinks +
     #: recent window, tokens); 0 = none. The model's own windowed layers keep ``window``.
     kv_cap_tokens: int = 0
+    #: Tensor-parallel all-reduces per layer: 2 (after attention, after the MLP), 1 when the
+    #: two run in parallel on the same input and their outputs are reduced together.
+    allreduces_per_layer: int = 2
+    #: Every token routed to the same top-k experts: what benchmarks run with placeholder
+    #: ("fake") weights measure, whose identical router logits always pick the same experts.
+    #: Real checkpoints spread tokens over the experts (False).
+    fixed_routing: bool = False
 
     @property
     def total_linear_params(self) -> int:
@@ -244,6 +251,7 @@ def model_costs(model: ModelSpec) -> ModelCosts:
         kv_elements_per_token_layer=kv_elements_per_token_per_layer(model),
         num_kv_heads=kv_heads,
         num_attention_heads=model.num_attention_heads,
+        allreduces_per_layer=1 if model.parallel_attention else 2,
     )
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -101,17 +101,29 @@ def predict_group(
     return np.where(per_instance, out * scale, out)
 
 
+def placeholder_weights(m: Measurement) -> bool:
+    """A benchmark run on placeholder ("fake") weights: an MoE router then sends every token to
+    the same experts (``transformer.ModelCosts.fixed_routing``)."""
+    return "fake weights" in m.notes.lower()
+
+
 def predict_all(
     estimator_for: Callable[[Measurement], Estimator], rows: Sequence[Mapped]
 ) -> list[Prediction]:
-    """Predictions for mapped rows, grouped by candidate for speed."""
+    """Predictions for mapped rows, grouped by candidate for speed. Rows measured on
+    placeholder weights are predicted with fixed expert routing."""
     groups: dict[tuple[Any, ...], list[int]] = defaultdict(list)
     for i, r in enumerate(rows):
-        groups[(*group_key(r), id(estimator_for(r.m)))].append(i)
+        groups[(*group_key(r), id(estimator_for(r.m)), placeholder_weights(r.m))].append(i)
+    fixed: dict[int, Estimator] = {}
     predicted = np.full(len(rows), np.nan)
     for idxs in groups.values():
         first = rows[idxs[0]]
         est = estimator_for(first.m)
+        if placeholder_weights(first.m) and first.candidate.model.moe is not None:
+            if id(est) not in fixed:
+                fixed[id(est)] = replace(est, fixed_routing=True, _costs={}, _deps={})
+            est = fixed[id(est)]
         seq = (first.m.isl or 0) + (first.m.osl or 0)
         res = est.resolve(first.candidate, seq)
         if res.deployment is None:

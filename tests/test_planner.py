@@ -97,7 +97,7 @@ def test_batch_sizes_keep_the_largest_allowed_size_meeting_the_limits() -> None:
     assert free is not None and table is not None
     est, c = _est("trtllm-0.9-static"), table.candidate
     res = est.resolve(c, 4000)
-    # any size: the exact largest batch under TTFT 3 s (19 measured 2026-11-21)
+    # any size: the exact largest batch under TTFT 3 s (18 measured 2026-11-21)
     over = est.point(res, 3500, 500, free.point.concurrency + 1, "static")
     assert over is not None and over.ttft_s > 3.0 >= free.point.ttft_s
     # table: 32 misses TTFT, so 16 (not 19, which the table does not hold)

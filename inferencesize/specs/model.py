@@ -94,6 +94,11 @@ class ModelSpec(Spec):
     mlp_bias: bool = False
     lm_head_bias: bool = False
     attention_sinks: bool = False
+    parallel_attention: bool = Field(
+        default=False,
+        description="attention and MLP read the same input and their outputs are added"
+        " (GPT-J, GPT-NeoX, Falcon): tensor parallelism needs one all-reduce per layer, not two",
+    )
     learned_position_embeddings: NonNegativeInt = Field(
         default=0, description="rows of a learned position table (GPT-3: 2048); 0 for RoPE/ALiBi"
     )

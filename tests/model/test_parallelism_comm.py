@@ -217,3 +217,37 @@ def test_links_of_a_dgx_h100_pipeline_across_nodes(catalog: Catalog) -> None:
     # 16 GPUs span two nodes: pipeline sends go over the per-GPU NIC bandwidth
     assert result.pp.name == "network"
     assert result.pp.bytes_per_s == system.inter_node_bandwidth_bytes_per_s
+
+
+# ---------------------------------------------------------------------------------------------
+# Parallel attention + MLP: one TP all-reduce per layer
+# ---------------------------------------------------------------------------------------------
+
+
+def test_parallel_attention_models_reduce_once_per_layer(catalog: Catalog) -> None:
+    # Falcon (parallel_attn) and GPT-J add the attention and MLP outputs before reducing
+    assert costs(catalog, "falcon-180b").allreduces_per_layer == 1
+    assert costs(catalog, "gpt-j-6b").allreduces_per_layer == 1
+    assert costs(catalog, "llama-2-70b").allreduces_per_layer == 2
+
+
+def test_parallel_attention_halves_the_tp_communication(catalog: Catalog) -> None:
+    from dataclasses import replace
+
+    from inferencesize.estimate import Candidate, Estimator
+    from inferencesize.latency import step_time
+
+    gpu, system = catalog.hardware("dgx-h100")
+    model = catalog.model("falcon-180b")
+    cand = Candidate(model, gpu, system, "fp8", "fp8", Parallelism(8))
+    dep = Estimator(catalog.efficiency_set("trtllm-0.9-static")).resolve(cand, 2048).deployment
+    assert dep is not None
+    sequential = replace(dep, costs=replace(dep.costs, allreduces_per_layer=2))
+    one = step_time(dep, 0.0, 0.0, 4.0, 1024.0)
+    two = step_time(sequential, 0.0, 0.0, 4.0, 1024.0)
+    # hand check: 80 layers × 1 all-reduce of 4 × 1024 tokens × 14848 × 2 bytes over 8 GPUs
+    message = 4 * 1024 * 14848 * 2.0
+    per = allreduce_time_array(message, 8, dep.tp_link, dep.eff.comm)
+    assert float(one.comm_s) == pytest.approx(80 * float(per), rel=1e-9)
+    assert float(two.comm_s) == pytest.approx(2 * float(one.comm_s), rel=1e-9)
+    assert float(one.gemm_s) == float(two.gemm_s)  # only the communication differs

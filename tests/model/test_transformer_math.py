@@ -256,3 +256,31 @@ def test_sliding_window_limits_prefill_and_decode_attention(catalog: Catalog) ->
         2 * costs.active_linear_params * 8192 + 2 * costs.lm_head_params
     )
     assert attention == pytest.approx(16_384 * 32 * 25_167_872, rel=1e-12)
+
+
+def test_fixed_routing_reads_the_same_experts_at_any_batch() -> None:
+    # placeholder-weight benchmarks: every token goes to the same top-k experts, so a decode
+    # step streams k experts per MoE layer at batch 1 and at batch 64 alike
+    from dataclasses import replace
+
+    from inferencesize.catalog import load_catalog
+    from inferencesize.estimate import Candidate, Estimator
+    from inferencesize.latency import decode_step
+    from inferencesize.parallelism import Parallelism
+
+    cat = load_catalog()
+    gpu, system = cat.hardware("h100-sxm")
+    cand = Candidate(cat.model("mixtral-8x7b"), gpu, system, "fp16", "fp16", Parallelism(2))
+    eset = cat.efficiency_set("trtllm-0.9-static")
+    real = Estimator(eset).resolve(cand, 256).deployment
+    fake = Estimator(eset, fixed_routing=True).resolve(cand, 256).deployment
+    assert real is not None and fake is not None and fake.costs.fixed_routing
+    assert fake.costs == replace(real.costs, fixed_routing=True)
+    # batch 1: both read top_k = 2 experts per layer
+    assert float(decode_step(fake, 1, 200).total_s) == pytest.approx(
+        float(decode_step(real, 1, 200).total_s), rel=1e-12
+    )
+    # batch 64: real routing touches 8 × (1 − 0.75^64) ≈ 8 experts, fixed routing still 2
+    grow_real = float(decode_step(real, 64, 200).total_s) / float(decode_step(real, 1, 200).total_s)
+    grow_fake = float(decode_step(fake, 64, 200).total_s) / float(decode_step(fake, 1, 200).total_s)
+    assert grow_real > 2.0 > grow_fake
