@@ -253,7 +253,6 @@ def _first_miss(limits: Limits, ttft: Any, itl: Any, e2e: Any) -> Any:
 
 
 def search_point(
-    est: Estimator,
     res: Resolved,
     isl: float,
     osl: float,
@@ -276,7 +275,7 @@ def search_point(
     if top < 1 or res.deployment is None:
         return None, "out of memory: no room for one sequence"
     if batching == "static" and batch_sizes is not None:
-        return _search_sizes(est, res, isl, osl, limits, batch_sizes)
+        return _search_sizes(res, isl, osl, limits, batch_sizes)
     active = limits.active()
     ns = np.unique(np.linspace(1, top, min(top, SEARCH_BATCH)).round().astype(int))
     *lat, solved = _metrics(res, isl, osl, ns, batching)
@@ -314,7 +313,6 @@ def search_point(
 
 
 def _search_sizes(
-    est: Estimator,
     res: Resolved,
     isl: float,
     osl: float,
@@ -496,7 +494,7 @@ def plan(
         except TypeError:  # an unhashable deployment detail: no sharing
             key, found = None, None
         if found is None:
-            found = search_point(est, res, isl, osl, limits, batching, batch_sizes)
+            found = search_point(res, isl, osl, limits, batching, batch_sizes)
             if key is not None:
                 searched[key] = found
         op, why = found

@@ -153,7 +153,7 @@ def test_search_equals_brute_force_scan(
     cand = Candidate(c.model(model), gpu, system, prec, prec, par)
     est = _est()
     res = est.resolve(cand, 2000 + 200)
-    found = search_point(est, res, 2000, 200, limits, batching)  # type: ignore[arg-type]
+    found = search_point(res, 2000, 200, limits, batching)  # type: ignore[arg-type]
     ok = [
         n
         for n in range(1, res.max_concurrency + 1)
