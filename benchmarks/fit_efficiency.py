@@ -3,7 +3,8 @@
 Usage: python benchmarks/fit_efficiency.py [SET_ID ...]
 
 Each set is fitted only to the rows of its own engine generation (the set's ``engines``), with
-a handful of parameters per GPU × precision (see inferencesize/calibration.py).
+a handful of parameters per GPU × precision (see inferencesize/calibration.py). An optional
+parameter (``OPTIONAL_PARAMS``) is fitted only in the sets whose defaults state it.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import yaml
 from inferencesize.calibration import fit
 from inferencesize.catalog import load_catalog
 from inferencesize.io_measurements import dedupe, map_measurements, read_measurements
+from inferencesize.specs.efficiency import OPTIONAL_PARAMS
 from inferencesize.validation import summary_table
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -46,13 +48,15 @@ def main(ids: list[str]) -> None:
                 "attention",
                 "gemm_m_half",
                 "step_overhead_s",
+                "kv_items_half",
                 "layer_overhead_s",
                 "comm_latency_s",
                 "comm",
                 "prefill_sync",
                 "cohort_tokens",
             )
-            if serving or g not in SERVING_ONLY
+            if (serving or g not in SERVING_ONLY)
+            and (g not in OPTIONAL_PARAMS or getattr(base.defaults, g) is not None)
         ]
         t0 = time.perf_counter()
         result = fit(base, mine, free)

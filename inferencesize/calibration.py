@@ -25,6 +25,7 @@ GLOBAL_PARAMS: dict[str, tuple[float, float]] = {
     "attention": (0.1, 1.0),
     "gemm_m_half": (0.0, 2048.0),
     "step_overhead_s": (0.0, 0.05),
+    "kv_items_half": (0.0, 2048.0),
     "layer_overhead_s": (0.0, 2e-4),
     "comm_latency_s": (1e-6, 1e-4),
     "comm": (0.2, 1.0),

@@ -132,13 +132,17 @@ def step_time(
         dep.kv_bytes_per_element, eff.kv_read_min_bytes
     )
     kv_bytes = dec * attended * kv_layer_bytes * kv_share_per_gpu(c, tp) * layer_frac
+    kv_memory_eff: Any = eff.memory
+    if eff.kv_items_half > 0:  # few (sequence, KV head) pairs cannot fill the memory system
+        items = np.maximum(dec * max(c.num_kv_heads / tp, 1.0), 1e-9)
+        kv_memory_eff = eff.memory * items / (items + eff.kv_items_half)
     decode_attn = op_time(
         dec * decode_tokens * attended * pair_flops,
         kv_bytes,
         dep.peak_flops_attention,
         dep.hbm_bytes_per_s,
         eff.attention,
-        eff.memory,
+        kv_memory_eff,
     )
     cap = c.kv_cap_tokens
     pairs = c.global_layers * (

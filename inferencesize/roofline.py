@@ -35,6 +35,9 @@ class Efficiency:
     # of time: kernels that dequantise an 8-bit cache to 16-bit run at the 16-bit element rate
     # (the 8-bit cache then halves the memory held, not the attention time). 0 = stored bytes.
     kv_read_min_bytes: float = 0.0
+    # Decode attention reaches the memory efficiency only with enough parallel work: a KV read
+    # of n (sequence, KV head) pairs per GPU streams at memory · n / (n + this). 0 = always.
+    kv_items_half: float = 0.0
 
 
 def gemm_efficiency(eff: Efficiency, tokens: Num) -> Num:
@@ -48,7 +51,7 @@ def op_time(
     peak_flops: float,
     bandwidth: float,
     compute_eff: Num | float,
-    memory_eff: float,
+    memory_eff: Num | float,
 ) -> Num:
     """Roofline time of one operator class."""
     return np.maximum(  # type: ignore[no-any-return]

@@ -257,7 +257,7 @@ class _Inflight(_Instance):
         # Decode-only run with a fixed batch: until the next completion or the next event.
         steps = self.decoders[0][0] - self.step + 1
         a = svc.decode_base_s[b]
-        sig = svc.context_s
+        sig = svc.context_s[b]
         if bound_s < INF:
             gap = bound_s - self.t
             quad = sig * b / 2.0
@@ -311,7 +311,7 @@ class _Batched(_Instance):
         pairs = sum(x * (x + 1) / 2.0 for x in isl)
         t_first = self.t + svc.mixed_s(0, 0.0, tokens, pairs, b)
         ctx0 = float(sum(x + 1 for x in isl))
-        a, sig = svc.decode_base_s[b], svc.context_s
+        a, sig = svc.decode_base_s[b], svc.context_s[b]
 
         def decode_s(k: int) -> float:
             return a * k + sig * (k * ctx0 + b * k * (k - 1) / 2.0)

@@ -2,10 +2,11 @@
 
 The engine only asks two things of a service:
 
-* ``decode_base_s[b]`` and ``context_s``: a decode-only step of ``b`` sequences takes
-  ``decode_base_s[b] + context_s · Σ context`` seconds (the KV read of decode attention is
-  linear in the context each sequence attends to, everything else depends on ``b`` only), so
-  a run of ``k`` steps with a fixed batch has a closed form;
+* ``decode_base_s[b]`` and ``context_s[b]``: a decode-only step of ``b`` sequences takes
+  ``decode_base_s[b] + context_s[b] · Σ context`` seconds (the KV read of decode attention is
+  linear in the context each sequence attends to, at a rate that depends on how many
+  sequences share the step; everything else depends on ``b`` only), so a run of ``k`` steps
+  with a fixed batch has a closed form;
 * ``mixed_s(b, Σ context, prompt tokens, prompt pairs, prompts)``: one step that decodes ``b``
   sequences and prefills prompt chunks of ``tokens`` new tokens attending ``pairs``
   (query, key) pairs.
@@ -32,7 +33,7 @@ class Service:
     """Interface of a step-time model (see module docstring)."""
 
     decode_base_s: list[float]
-    context_s: float
+    context_s: list[float]
 
     def mixed_s(self, b: int, sum_ctx: float, tokens: int, pairs: float, prompts: int) -> float:
         raise NotImplementedError
@@ -48,7 +49,7 @@ class ConstantService(Service):
 
     def __post_init__(self) -> None:
         self.decode_base_s = [self.step_s] * (self.max_batch + 1)
-        self.context_s = 0.0
+        self.context_s = [0.0] * (self.max_batch + 1)
 
     def mixed_s(self, b: int, sum_ctx: float, tokens: int, pairs: float, prompts: int) -> float:
         return self.prefill_s if tokens > 0 else self.step_s
@@ -68,12 +69,14 @@ class LlmService(Service):
         base = np.broadcast_to(base, b.shape).copy()
         base[0] = 0.0
         self.decode_base_s = [float(v) for v in base]
-        one = float(decode_step(self.dep, 1.0, SLOPE_CONTEXT).total_s)
-        self.context_s = (one - float(decode_step(self.dep, 1.0, 0.0).total_s)) / SLOPE_CONTEXT
+        at = np.asarray(decode_step(self.dep, b, SLOPE_CONTEXT).total_s, dtype=float)
+        slope = (np.broadcast_to(at, b.shape) - base) / (np.maximum(b, 1.0) * SLOPE_CONTEXT)
+        slope[0] = 0.0
+        self.context_s = [float(v) for v in slope]
 
     def mixed_s(self, b: int, sum_ctx: float, tokens: int, pairs: float, prompts: int) -> float:
         if tokens <= 0:
-            return self.decode_base_s[b] + self.context_s * sum_ctx
+            return self.decode_base_s[b] + self.context_s[b] * sum_ctx
         key = (b, tokens, pairs)
         base = self._cache.get(key)
         if base is None:
@@ -84,7 +87,7 @@ class LlmService(Service):
             n = tokens / length
             base = float(step_time(self.dep, float(b), 0.0, n, length).total_s)
             self._cache[key] = base
-        return base + self.context_s * sum_ctx
+        return base + self.context_s[b] * sum_ctx
 
 
 def chunk_pairs(done: int, chunk: int) -> float:

@@ -45,10 +45,15 @@ class EfficiencyValues(Spec):
         " element's worth of time (2: an 8-bit cache is dequantised at the 16-bit rate);"
         " optional, default 0 (stored bytes)",
     )
+    kv_items_half: Annotated[float, Field(ge=0)] | None = Field(
+        default=None,
+        description="decode attention streams the KV cache at memory · n / (n + this) for n"
+        " (sequence, KV head) pairs per GPU; optional, default 0 (always at memory)",
+    )
 
 
 #: Parameters a set's defaults may leave out (the model then uses its neutral default).
-OPTIONAL_PARAMS = frozenset({"kv_read_min_bytes"})
+OPTIONAL_PARAMS = frozenset({"kv_read_min_bytes", "kv_items_half"})
 
 
 class EfficiencyEntry(EfficiencyValues):

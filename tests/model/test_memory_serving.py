@@ -342,7 +342,8 @@ def test_kv_read_min_bytes_floors_decode_attention_time(llama8b_fp8: Resolved) -
     """With kv_read_min_bytes = 2, an FP8 (1-byte) KV cache is read in the time of 16-bit
     elements: decode attention time doubles against the stored-bytes model (memory-bound), the
     GEMMs and the KV memory held do not change. Hand check: 64 sequences × 2200 tokens × 32 layers
-    × 2 × 8 × 128 elements × 2 bytes / (HBM bandwidth × memory efficiency)."""
+    × 2 × 8 × 128 elements × 2 bytes / (HBM bandwidth × memory efficiency × n / (n + half)), n =
+    64 sequences × 8 KV heads."""
     dep = dep_of(llama8b_fp8)
     assert dep.kv_bytes_per_element == 1.0
     floored = replace(dep, eff=replace(dep.eff, kv_read_min_bytes=2.0))
@@ -350,7 +351,9 @@ def test_kv_read_min_bytes_floors_decode_attention_time(llama8b_fp8: Resolved) -
     a = decode_step(floored, 64, 2200.0)
     b = decode_step(stored, 64, 2200.0)
     elements = 64 * 2200 * 32 * 2 * 8 * 128
-    expected = elements * 2.0 / (dep.hbm_bytes_per_s * dep.eff.memory)
+    items = 64 * 8
+    saturation = items / (items + dep.eff.kv_items_half)
+    expected = elements * 2.0 / (dep.hbm_bytes_per_s * dep.eff.memory * saturation)
     assert float(a.attention_s) == pytest.approx(expected, rel=1e-9)
     assert float(a.attention_s) == pytest.approx(2 * float(b.attention_s), rel=1e-9)
     assert float(a.gemm_s) == float(b.gemm_s)
