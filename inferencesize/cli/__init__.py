@@ -17,7 +17,7 @@ from typing import Annotated, Any
 import typer
 
 from inferencesize import __version__
-from inferencesize.cli.common import State, handle_errors
+from inferencesize.cli.common import EXIT_BROKEN_PIPE, State, handle_errors, silence_stdout
 
 #: command name -> (module under inferencesize.cli, function; None: the module's Typer ``app``
 #: as a command group)
@@ -116,7 +116,11 @@ def main() -> None:
         code = 0
     except SystemExit as done:
         code = exit_code(done.code)
-    sys.stdout.flush()
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:  # the reader went away after the last write
+        silence_stdout()
+        code = code or EXIT_BROKEN_PIPE
     sys.stderr.flush()
     os._exit(code)
 

@@ -46,6 +46,21 @@ def fail(message: str, code: int) -> typer.Exit:
     return typer.Exit(code)
 
 
+#: Exit status when stdout's reader closed the pipe (128 + SIGPIPE, as a shell reports it).
+EXIT_BROKEN_PIPE = 141
+
+
+def silence_stdout() -> None:
+    """Point stdout at the null device, so output still buffered is dropped, not an error."""
+    try:
+        target = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):  # not a real file (captured output)
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, target)
+    os.close(devnull)
+
+
 def handle_errors(func: Callable[P, R]) -> Callable[P, R]:
     """Turn InfersizeError into a one-line message and its exit code (no traceback)."""
 
@@ -61,6 +76,9 @@ def handle_errors(func: Callable[P, R]) -> Callable[P, R]:
             raise  # usage errors (BadParameter, …): Typer prints usage and exits 2
         except KeyboardInterrupt:
             raise fail("interrupted", 130) from None
+        except BrokenPipeError:  # the reader went away (`| head`): stop quietly, like SIGPIPE
+            silence_stdout()
+            raise typer.Exit(EXIT_BROKEN_PIPE) from None
         except Exception as err:
             if State.debug:
                 raise

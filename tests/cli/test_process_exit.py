@@ -1,0 +1,46 @@
+"""The console script as a process: a reader that goes away mid-output (`| head -1`) stops
+the command quietly with 141, as SIGPIPE would, and the lazy command table serves every
+command and `--help`."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+
+SCRIPT = shutil.which("infersize")
+COMMAND = [SCRIPT] if SCRIPT else [sys.executable, "-m", "inferencesize"]
+ENV = {**os.environ, "NO_COLOR": "1"}
+
+
+def test_closed_pipe_ends_quietly_with_141() -> None:
+    # a 2000 x 50-point sweep streams far more than a pipe buffer; read one line, then close
+    proc = subprocess.Popen(
+        [*COMMAND, "sweep", "--vary", "isl=100:20000:10", "--vary", "peak_rps=1:50"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=ENV,
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    first = proc.stdout.readline()
+    proc.stdout.close()
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == 141
+    assert first.startswith(b"point,model,isl")
+    assert err == ""  # no traceback, no "internal error"
+
+
+def test_help_lists_every_command() -> None:
+    from inferencesize.cli import COMMANDS
+
+    done = subprocess.run(
+        [*COMMAND, "--help"], capture_output=True, text=True, env=ENV, timeout=60, check=False
+    )
+    assert done.returncode == 0
+    for name in COMMANDS:
+        assert name in done.stdout
+    version = subprocess.run(
+        [*COMMAND, "--version"], capture_output=True, text=True, env=ENV, timeout=60, check=False
+    )
+    assert version.returncode == 0 and version.stdout.startswith("infersize ")
