@@ -25,7 +25,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 import numpy as np
 
@@ -37,6 +37,7 @@ from inferencesize.latency import prefill
 from inferencesize.parallelism import Parallelism, valid_splits
 from inferencesize.serving import InflightArrays, OperatingPoint, inflight_arrays, select
 from inferencesize.specs import GpuSpec, ModelSpec, SystemSpec
+from inferencesize.specs.scenario import ScenarioSpec
 
 #: GPUs per node assumed for a bare GPU id (no system): HGX/DGX-style 8-GPU servers.
 BARE_GPU_NODE = 8
@@ -67,6 +68,11 @@ class Limits:
             return ms / 1e3 if ms is not None else None
 
         return cls(s(ttft_ms), s(itl_ms), s(e2e_ms), mode)
+
+    @classmethod
+    def of(cls, scenario: ScenarioSpec) -> Limits:
+        """A scenario's limits."""
+        return cls.from_ms(scenario.ttft_ms, scenario.itl_ms, scenario.e2e_ms, scenario.mode)
 
     def active(self) -> list[tuple[Binding, float]]:
         """The (name, limit) pairs that apply in this mode."""
@@ -560,3 +566,37 @@ def at_peak(
     res = est.resolve(c, isl + osl)  # cached: the deployment the plan was made with
     hw = HardwareOption(c.gpu, c.system)
     return _plan_for(c, res, p.point, p.binding, hw, peak_rps, isl, osl, pricing)
+
+
+class Lookup(Protocol):
+    """What planning a scenario needs from a catalog."""
+
+    def model(self, name: str) -> ModelSpec: ...
+
+    def hardware(self, name: str) -> tuple[GpuSpec, SystemSpec | None]: ...
+
+
+def plan_scenario(
+    lookup: Lookup, s: ScenarioSpec, peak_rps: float, est: Estimator, **options: Any
+) -> PlanResult:
+    """:func:`plan` for a single-model scenario: its model, hardware, precisions, lengths,
+    limits, splits and batching; ``options`` are the other keyword arguments of ``plan``
+    (``top``, ``objective``, ``pricing``, ``dps``, ``span_nvlink_domain``)."""
+    assert s.model is not None  # pipeline scenarios are planned stage by stage
+    return plan(
+        lookup.model(s.model),
+        [lookup.hardware(h) for h in dict.fromkeys(s.hardware)],
+        s.precision,
+        s.input_tokens,
+        s.output_tokens,
+        peak_rps,
+        Limits.of(s),
+        est,
+        kv_precision=s.kv_precision,
+        tps=None if s.tp == "auto" else s.tp,
+        pps=None if s.pp == "auto" else s.pp,
+        eps=None if s.ep == "auto" else s.ep,
+        batching=s.batching,
+        batch_sizes=s.batch_sizes,
+        **options,
+    )

@@ -24,7 +24,7 @@ import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Annotated, Any, Protocol
+from typing import Annotated, Any
 
 import numpy as np
 from pydantic import TypeAdapter, ValidationError
@@ -32,13 +32,12 @@ from pydantic import TypeAdapter, ValidationError
 from inferencesize.errors import InputError
 from inferencesize.estimate import Estimator
 from inferencesize.planner import (
-    Limits,
+    Lookup,
     Plan,
     PlanResult,
     at_peak,
-    plan,
+    plan_scenario,
 )
-from inferencesize.specs import GpuSpec, ModelSpec, SystemSpec
 from inferencesize.specs.scenario import ScenarioSpec
 from inferencesize.traffic import peak_rps
 from inferencesize.units import PRECISIONS
@@ -235,14 +234,6 @@ def apply(base: Mapping[str, Any], values: Mapping[str, Any]) -> dict[str, Any]:
     return data
 
 
-class Lookup(Protocol):
-    """What the sweep needs from a catalog."""
-
-    def model(self, name: str) -> ModelSpec: ...
-
-    def hardware(self, name: str) -> tuple[GpuSpec, SystemSpec | None]: ...
-
-
 @dataclass(frozen=True)
 class Row:
     """One sweep point: its scenario (or why it is invalid) and its plan (or why none)."""
@@ -254,10 +245,6 @@ class Row:
     plan: Plan | None
     binding: str | None
     reason: str | None
-
-
-def limits_of(s: ScenarioSpec) -> Limits:
-    return Limits.from_ms(s.ttft_ms, s.itl_ms, s.e2e_ms, s.mode)
 
 
 @lru_cache(maxsize=65536)
@@ -367,26 +354,8 @@ class Sweeper:
             self._results = {}
         key = workload_key(s)
         if key not in self._results:
-            assert s.model is not None  # pipeline scenarios are refused before sweeping
             est, extra = self.setup(s)
-            self._results[key] = plan(
-                self.lookup.model(s.model),
-                [self.lookup.hardware(h) for h in dict.fromkeys(s.hardware)],
-                s.precision,
-                s.input_tokens,
-                s.output_tokens,
-                1.0,
-                limits_of(s),
-                est,
-                kv_precision=s.kv_precision,
-                tps=None if s.tp == "auto" else s.tp,
-                pps=None if s.pp == "auto" else s.pp,
-                eps=None if s.ep == "auto" else s.ep,
-                batching=s.batching,
-                batch_sizes=s.batch_sizes,
-                top=0,
-                **extra,
-            )
+            self._results[key] = plan_scenario(self.lookup, s, 1.0, est, top=0, **extra)
         return self._results[key]
 
     def run(self, base: Mapping[str, Any], grid: Sequence[Mapping[str, Any]]) -> Iterator[Row]:

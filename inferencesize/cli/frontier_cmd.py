@@ -212,7 +212,7 @@ def frontier_command(
             raise InputError(f"{scenario}: frontier needs a single-model scenario (not a pipeline)")
         model_id, hw_ids, precisions = spec.model, spec.hardware, spec.precision
         isl_t, osl_t, kv = spec.input_tokens, spec.output_tokens, spec.kv_precision
-        limits = Limits.from_ms(spec.ttft_ms, spec.itl_ms, spec.e2e_ms, spec.mode)
+        limits = Limits.of(spec)
         splits = [None if v == "auto" else list(v) for v in (spec.tp, spec.pp, spec.ep)]
         batch = spec.batching
     else:

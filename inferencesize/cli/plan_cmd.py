@@ -41,7 +41,7 @@ from inferencesize.cli.technique_opts import (
 )
 from inferencesize.errors import InfeasibleError, InputError, OverBudgetError
 from inferencesize.estimate import Estimator
-from inferencesize.planner import Limits, Plan, PlanResult, fmt_seconds, plan
+from inferencesize.planner import Limits, Plan, PlanResult, fmt_seconds, plan_scenario
 from inferencesize.specs import EfficiencySet
 from inferencesize.specs.scenario import ScenarioSpec
 from inferencesize.techniques import describe
@@ -152,33 +152,19 @@ def solve(
 def solve_with_limits(
     scenario: ScenarioSpec, catalog: Catalog, est: Estimator, top: int
 ) -> tuple[PlanResult, float, Limits]:
-    assert scenario.model is not None  # pipeline scenarios go to pipeline_cmd
-    model = catalog.model(scenario.model)
-    hardware = [catalog.hardware(h) for h in dict.fromkeys(scenario.hardware)]
-    limits = Limits.from_ms(scenario.ttft_ms, scenario.itl_ms, scenario.e2e_ms, scenario.mode)
     peak = scenario_peak(scenario)
-    result = plan(
-        model,
-        hardware,
-        scenario.precision,
-        scenario.input_tokens,
-        scenario.output_tokens,
+    result = plan_scenario(
+        catalog,
+        scenario,
         peak,
-        limits,
         est,
-        kv_precision=scenario.kv_precision,
-        tps=None if scenario.tp == "auto" else scenario.tp,
-        pps=None if scenario.pp == "auto" else scenario.pp,
-        eps=None if scenario.ep == "auto" else scenario.ep,
-        batching=scenario.batching,
-        batch_sizes=scenario.batch_sizes,
         top=top,
         objective=scenario.objective,
         pricing=econ.pricing(scenario),
         dps=scale_opts.dps(scenario.attention_dp),
         span_nvlink_domain=scenario.span_nvlink_domain,
     )
-    return result, peak, limits
+    return result, peak, Limits.of(scenario)
 
 
 def plan_record(p: Plan, engine: str) -> dict[str, Any]:

@@ -27,7 +27,7 @@ def add_verification(
         rec["verify"] = None
         return
     est = Estimator(efficiency_for(open_catalog(catalog_dirs), engine, calibration))
-    limits = Limits.from_ms(scenario.ttft_ms, scenario.itl_ms, scenario.e2e_ms, scenario.mode)
+    limits = Limits.of(scenario)
     v = verify_plan(
         est,
         p,
