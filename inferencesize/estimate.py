@@ -48,6 +48,17 @@ class Candidate:
         )
         return f"{self.hardware_id} {self.precision}{kv} {self.par.label()}"
 
+    def fields(self) -> dict[str, Any]:
+        """The record keys every output uses for what runs: hardware, precisions, split."""
+        return {
+            "hardware": self.hardware_id,
+            "precision": self.precision,
+            "kv_precision": self.kv_precision,
+            "tp": self.par.tp,
+            "pp": self.par.pp,
+            "ep": self.par.ep,
+        }
+
 
 @dataclass(frozen=True)
 class Resolved:
@@ -185,12 +196,7 @@ def record(
         itl_max = itl_max_s * 1e3
     return {
         "model": cand.model.id,
-        "hardware": cand.hardware_id,
-        "precision": cand.precision,
-        "kv_precision": cand.kv_precision,
-        "tp": cand.par.tp,
-        "pp": cand.par.pp,
-        "ep": cand.par.ep,
+        **cand.fields(),
         "dp": cand.par.dp,
         "isl": isl,
         "osl": osl,

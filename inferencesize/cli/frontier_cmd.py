@@ -65,12 +65,7 @@ def point_record(fr: Frontier, i: int, marks: dict[int, list[str]]) -> dict[str,
     """One operating point with everything it assumes (candidate, concurrency)."""
     c = fr.candidates[int(fr.candidate_index[i])]
     return {
-        "hardware": c.hardware_id,
-        "precision": c.precision,
-        "kv_precision": c.kv_precision,
-        "tp": c.par.tp,
-        "pp": c.par.pp,
-        "ep": c.par.ep,
+        **c.fields(),
         "gpus_per_instance": c.par.gpus,
         "concurrency": int(fr.concurrency[i]),
         "output_tokens_per_s_per_gpu": float(fr.tokens_per_s_per_gpu[i]),

@@ -191,12 +191,7 @@ def compare(
 def _pool_record(p: PoolPlan) -> dict[str, Any]:
     c = p.candidate
     return {
-        "hardware": c.hardware_id,
-        "precision": c.precision,
-        "kv_precision": c.kv_precision,
-        "tp": c.par.tp,
-        "pp": c.par.pp,
-        "ep": c.par.ep,
+        **c.fields(),
         "dp": c.par.dp,
         "cp": p.cp,
         "instances": p.instances,

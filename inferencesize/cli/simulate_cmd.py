@@ -103,12 +103,7 @@ def sim_record(
     """The JSON record of one simulation (documented in the README)."""
     return {
         "model": cand.model.id,
-        "hardware": cand.hardware_id,
-        "precision": cand.precision,
-        "kv_precision": cand.kv_precision,
-        "tp": cand.par.tp,
-        "pp": cand.par.pp,
-        "ep": cand.par.ep,
+        **cand.fields(),
         "isl_mean": float(res.isl.mean()),
         "osl_mean": float(res.osl.mean()),
         "arrivals": arrivals,
