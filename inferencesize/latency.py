@@ -17,7 +17,12 @@ from typing import Any
 import numpy as np
 
 from inferencesize.comm import Link, allreduce_latency, allreduce_time, alltoall_time, p2p_time
-from inferencesize.parallelism import Parallelism, kv_share_per_gpu, layers_per_stage
+from inferencesize.parallelism import (
+    Parallelism,
+    kv_heads_per_gpu,
+    kv_share_per_gpu,
+    layers_per_stage,
+)
 from inferencesize.roofline import Efficiency, gemm_efficiency, op_time
 from inferencesize.techniques import NO_TECHNIQUES, Techniques
 from inferencesize.transformer import ModelCosts, causal_pairs
@@ -134,7 +139,7 @@ def step_time(
     kv_bytes = dec * attended * kv_layer_bytes * kv_share_per_gpu(c, tp) * layer_frac
     kv_memory_eff: Any = eff.memory
     if eff.kv_items_half > 0:  # few (sequence, KV head) pairs cannot fill the memory system
-        items = np.maximum(dec * max(c.num_kv_heads / tp, 1.0), 1e-9)
+        items = np.maximum(dec * kv_heads_per_gpu(c, tp), 1e-9)
         kv_memory_eff = eff.memory * items / (items + eff.kv_items_half)
     decode_attn = op_time(
         dec * decode_tokens * attended * pair_flops,

@@ -67,11 +67,15 @@ def invalid_reason(costs: ModelCosts, par: Parallelism) -> str | None:
     return None
 
 
+def kv_heads_per_gpu(costs: ModelCosts, tp: int) -> int:
+    """KV heads a GPU holds: split over TP, replicated when TP > kv_heads (each GPU keeps one
+    head). MLA's latent counts as one head, replicated on every TP rank."""
+    return math.ceil(costs.num_kv_heads / tp)
+
+
 def kv_share_per_gpu(costs: ModelCosts, tp: int) -> float:
-    """Fraction of one token's KV cache a GPU holds: KV heads split over TP, replicated when
-    TP > kv_heads (each GPU keeps one head). MLA's latent is replicated on every TP rank."""
-    per_gpu = math.ceil(costs.num_kv_heads / tp)
-    return per_gpu / costs.num_kv_heads
+    """Fraction of one token's KV cache a GPU holds (see :func:`kv_heads_per_gpu`)."""
+    return kv_heads_per_gpu(costs, tp) / costs.num_kv_heads
 
 
 def layers_per_stage(costs: ModelCosts, pp: int) -> int:

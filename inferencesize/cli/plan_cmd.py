@@ -394,9 +394,9 @@ def _prepare(
     eset = efficiency_for(catalog, engine or scenario.engine, calibration)
     kv_cap = scale_opts.kv_cap(scenario)
     if scenario.pipeline is not None:
-        est = Estimator(eset, kv_cap=kv_cap)
         from inferencesize.cli import pipeline_cmd  # only pipeline scenarios need it
 
+        est = Estimator(eset, kv_cap=kv_cap)
         piped = pipeline_cmd.solve(scenario, catalog, est, top)
         return scenario, pipeline_cmd.record(scenario, piped, eset.engine), piped
     est = scenario_estimator(catalog, eset, scenario, shown)
@@ -528,9 +528,9 @@ def plan_command(
     flags = _flags(locals())
     scen, rec, result = _prepare(scenario, flags, top, engine, calibration, catalog_dirs)
     engine = engine or scen.engine
-    if verify:  # the simulator is imported only when asked for
-        from inferencesize.cli import verify_out
     if verify and isinstance(result, PlanResult):
+        from inferencesize.cli import verify_out  # the simulator, only when asked for
+
         verify_out.add_verification(scen, rec, result, engine, calibration, catalog_dirs)
     if not isinstance(result, PlanResult):
         from inferencesize.cli import pipeline_cmd
