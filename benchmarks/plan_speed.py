@@ -74,7 +74,7 @@ def wrap(owner, name, label):
     setattr(owner, name, timed_call)
 wrap(typer.main, "get_command", "typer command tree")
 wrap(plan_cmd, "open_catalog", "catalog load")
-wrap(plan_cmd, "plan", "planner (plan())")
+wrap(plan_cmd, "plan_scenario", "planner (plan())")
 sys.argv = ["infersize", *json.loads(sys.argv[1])]
 out = sys.stdout
 sys.stdout = open("/dev/null" if sys.platform != "win32" else "nul", "w")
