@@ -68,6 +68,12 @@ def csv_text(rows: Sequence[Mapping[str, Any]], columns: Sequence[str] | None = 
     return buf.getvalue()
 
 
+def format_load(value: float) -> str:
+    """A per-instance load (clients or batch size): whole numbers as such, a fractional
+    mean load (the planner's, between two whole client counts) to two decimals."""
+    return str(int(value)) if float(value).is_integer() else f"{value:.2f}"
+
+
 def format_cell(value: Any) -> str:
     if value is None:
         return ""

@@ -47,8 +47,8 @@ LOAD_CAP = 0.95
 class OperatingPoint:
     """Per-instance prediction at one operating point (SI units)."""
 
-    concurrency: int
-    in_flight: int  # requests holding KV (≤ B_max)
+    concurrency: float  # clients (closed loop) or batch size; the planner's load may be fractional
+    in_flight: float  # requests holding KV (≤ B_max)
     ttft_s: float
     itl_s: float
     e2e_s: float
@@ -248,8 +248,8 @@ def points(
     ]
     return [
         OperatingPoint(
-            int(c),
-            int(b),
+            _whole(c),
+            _whole(b),
             float(t),
             float(i),
             float(e),
@@ -262,6 +262,12 @@ def points(
         )
         for c, b, t, i, e, x, o, q, w, pb, db in zip(*cols, strict=True)
     ]
+
+
+def _whole(value: Any) -> float:
+    """An int when the value is whole (JSON keeps printing 25, not 25.0), else the float."""
+    v = float(value)
+    return int(v) if v.is_integer() else v
 
 
 def inflight(

@@ -71,7 +71,7 @@ def _run(
         poisson_arrivals(rng, requests, p.peak_rps),
     )
     if batching == "static":
-        cfg = BatchingConfig("static", p.point.concurrency)
+        cfg = BatchingConfig("static", int(p.point.concurrency))  # a whole batch
     else:
         cfg = BatchingConfig("inflight", res.max_concurrency)
     sim = simulate_llm(res.deployment, p.candidate.gpu.memory_bytes, wl, cfg, instances)

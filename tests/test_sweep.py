@@ -163,7 +163,15 @@ def test_search_equals_brute_force_scan(
         assert found[0] is None and str(found[1]).endswith(" 1")
         return
     op = found[0]
-    assert op is not None and op.concurrency == max(ok)
+    assert op is not None and math.floor(op.concurrency) == max(ok)
+    assert limits.miss(op) is None
+    if batching == "static" or max(ok) == res.max_concurrency:
+        assert op.concurrency == max(ok)  # whole batch sizes; memory caps the load
+        return
+    # in-flight: the load is narrowed within [N, N + 1) to 1/1024 of a client, so 1/512 more
+    # already misses a limit
+    more = est.point(res, 2000, 200, op.concurrency + 1 / 512, batching)  # type: ignore[arg-type]
+    assert limits.miss(more) is not None
 
 
 @pytest.mark.parametrize("peak", [0.3, 7.5, 64.0, 200.0, 1234.0])

@@ -280,7 +280,8 @@ def _print_table(scenario: ScenarioSpec, rec: dict[str, Any], explain: bool) -> 
             ),
             (
                 "operating point",
-                f"concurrency {op['concurrency']} · {op['requests_per_s']:,.3f} req/s per instance",
+                f"concurrency {report.format_load(op['concurrency'])} · "
+                f"{op['requests_per_s']:,.3f} req/s per instance",
             ),
             (
                 "latency (mean)",
@@ -314,7 +315,7 @@ def _print_table(scenario: ScenarioSpec, rec: dict[str, Any], explain: bool) -> 
                     a["servers"],
                     a["gpus"],
                     a["instances"],
-                    a["per_instance"]["concurrency"],
+                    report.format_load(a["per_instance"]["concurrency"]),
                     f"{a['per_instance']['requests_per_s']:,.2f}",
                     f"{a['per_instance']['ttft_ms']:,.0f}",
                     f"{a['per_instance']['itl_ms']:,.1f}",

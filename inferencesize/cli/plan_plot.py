@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import sys
 from pathlib import Path
 
@@ -41,7 +42,7 @@ def draw_plan(
     curves = []
     for p in plans[:MAX_CURVES]:
         res = est.resolve(p.candidate, isl + osl)
-        top = min(res.max_concurrency, max(3 * p.point.concurrency, 16))
+        top = min(res.max_concurrency, max(math.ceil(3 * p.point.concurrency), 16))
         c = curve(res, isl, osl, scenario.batching, concurrency_grid(top))
         curves.append(LabelledCurve(p.candidate.label(), c, p is chosen))
     op = chosen.point
@@ -52,7 +53,7 @@ def draw_plan(
         (
             op.ttft_s,
             op.requests_per_s,
-            f"chosen: concurrency {op.concurrency}, {op.requests_per_s:.3g} req/s,"
+            f"chosen: concurrency {op.concurrency:.3g}, {op.requests_per_s:.3g} req/s,"
             f" TTFT {op.ttft_s * 1e3:.0f} ms",
         ),
         f"{scenario.model} · ISL {isl} · OSL {osl} · {scenario.batching} · {hw}"
