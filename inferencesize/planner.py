@@ -4,9 +4,9 @@ For every candidate (hardware × precision × valid TP/PP/EP split) the planner 
 deployment at ``seq = ISL + OSL`` (memory, split validity) and then searches the operating
 point: the largest per-instance concurrency N (in-flight batching) or batch size B (static
 batching) in ``[1, max_concurrency]`` whose predicted TTFT, ITL and E2E meet the limits.
-Latency is monotone non-decreasing in N, so an exact search over whole N finds it (no fixed
-grid); with in-flight batching the load is then narrowed within [N, N + 1) (a mean load need not
-be whole, :func:`_refine`). The per-instance rate is the throughput at that point (Little's
+Latency is monotone non-decreasing in N, so bracketing finds it exactly (no fixed grid);
+with in-flight batching to 1/64 of a client (a mean load need not be whole,
+:data:`LOAD_STEPS`). The per-instance rate is the throughput at that point (Little's
 law: N / E2E), and
 
 * ``instances = ceil(peak / rate)``, ``gpus = instances · tp · pp``;
@@ -221,9 +221,14 @@ _NAMES = {"ttft": "TTFT", "itl": "ITL", "e2e": "E2E"}
 
 
 #: Concurrencies evaluated by the first numpy call of :func:`search_point` (a coarse grid),
-#: and at most by each later one (every integer of the bracket found).
+#: and at most by each later one (the bracket found, at full resolution when it fits).
 SEARCH_BATCH = 256
 REFINE_BATCH = 1024
+#: In-flight batching: loads per client the search resolves. A deployment serves a request
+#: rate, not a whole number of clients; its mean number of requests in flight (Little's law:
+#: rate · E2E) is any real number and the closed-loop model is continuous in it. Stopping at
+#: whole clients would under-state the rate by up to one client's share (10 % at N = 10).
+LOAD_STEPS = 64
 
 
 def _metrics(
@@ -274,9 +279,10 @@ def search_point(
     memory is evaluated and the largest meeting the limits is kept.
 
     Latency is monotone non-decreasing in N, so bracketing is exact: a coarse grid of
-    :data:`SEARCH_BATCH` concurrencies in one vectorised call, then every integer of the
-    bracket found (:data:`REFINE_BATCH` per call) until the bracket is two neighbours: two
-    array calls (rarely three) per candidate instead of one call per bisection step. Returns
+    :data:`SEARCH_BATCH` whole concurrencies in one vectorised call, then the bracket found at
+    full resolution (every batch size; in-flight, every 1/:data:`LOAD_STEPS` of a client;
+    :data:`REFINE_BATCH` points per call) until the bracket is two neighbours: two array calls
+    (rarely three) per candidate instead of one call per bisection step. Returns
     (point, binding limit) or (None, reason) when concurrency 1 already misses.
     """
     top = res.max_concurrency
@@ -297,54 +303,34 @@ def search_point(
             f"{_NAMES[name]} {fmt_seconds(value)} > limit {fmt_seconds(limit)} at {unit} 1"
         )
     binding: Binding = "memory"
+    steps = 1 if batching == "static" else LOAD_STEPS  # grid points per client
     while True:
         bad = np.flatnonzero(miss >= 0)
         if bad.size == 0:
-            lo = int(ns[-1])
+            lo = ns[-1]
             break
         j = int(bad[0])
-        lo, hi = int(ns[j - 1]), int(ns[j])
+        lo, hi = ns[j - 1], ns[j]
         binding = active[int(miss[j])][0]
-        if hi - lo <= 1:
+        points = round(float(hi - lo) * steps) + 1
+        if points <= 2:
             break
-        ns = np.unique(np.linspace(lo, hi, min(hi - lo + 1, REFINE_BATCH)).round().astype(int))
+        if points <= REFINE_BATCH:  # the bracket at full resolution
+            ns = np.linspace(lo, hi, points)
+        else:  # first narrow it over whole clients
+            ns = np.unique(np.linspace(lo, hi, REFINE_BATCH).round())
+        if batching == "static":
+            ns = ns.round().astype(int)
         *lat, solved = _metrics(res, isl, osl, ns, batching)
         miss = _first_miss(limits, *lat)
     if solved is None:  # static batching
-        op = _point(res, isl, osl, lo, batching)
+        op = _point(res, isl, osl, int(lo), batching)
         assert op is not None
         return op, binding
-    if binding != "memory":  # a load between lo and lo + 1 clients may still meet the limits
-        return _refine(res, isl, osl, limits, float(lo)), binding
-    at = np.flatnonzero(ns == lo)[:1]  # lo is among the last concurrencies solved
+    at = np.flatnonzero(ns == lo)[:1]  # lo is among the last loads solved
     nlo = np.array([float(lo)])
     pick = operating_points(res, isl, osl, nlo, nlo, "inflight", select(solved, at), False)
     return pick[0], binding
-
-
-#: Loads evaluated per call, and calls, when :func:`_refine` narrows [N, N + 1].
-REFINE_POINTS = 33
-REFINE_ROUNDS = 2
-
-
-def _refine(res: Resolved, isl: float, osl: float, limits: Limits, lo: float) -> OperatingPoint:
-    """In-flight batching: the largest load in ``[lo, lo + 1)`` (lo meets the limits, lo + 1
-    misses) that still meets them, to 1/1024 of a client.
-
-    A deployment serves a request rate, not a whole number of clients: its mean number of
-    requests in flight (Little's law: rate · E2E) is any real number, and the closed-loop
-    model is continuous in it. Stopping at an integer would under-state the rate by up to one
-    client's share (10 % at N = 10).
-    """
-    hi = lo + 1.0
-    for _ in range(REFINE_ROUNDS):
-        ns = np.linspace(lo, hi, REFINE_POINTS)
-        *lat, _solved = _metrics(res, isl, osl, ns, "inflight")
-        ok = np.flatnonzero(_first_miss(limits, *lat) < 0)
-        last = int(ok[-1]) if ok.size else 0  # ns[0] = lo is known to meet them
-        lo, hi = float(ns[last]), float(ns[min(last + 1, REFINE_POINTS - 1)])
-    n = np.array([lo])
-    return operating_points(res, isl, osl, n, res.max_concurrency, "inflight", None, False)[0]
 
 
 def _search_sizes(

@@ -168,9 +168,8 @@ def test_search_equals_brute_force_scan(
     if batching == "static" or max(ok) == res.max_concurrency:
         assert op.concurrency == max(ok)  # whole batch sizes; memory caps the load
         return
-    # in-flight: the load is narrowed within [N, N + 1) to 1/1024 of a client, so 1/512 more
-    # already misses a limit
-    more = est.point(res, 2000, 200, op.concurrency + 1 / 512, batching)  # type: ignore[arg-type]
+    # in-flight: the load is resolved to 1/64 of a client, so 1/64 more already misses a limit
+    more = est.point(res, 2000, 200, op.concurrency + 1 / 64, batching)  # type: ignore[arg-type]
     assert limits.miss(more) is not None
 
 
