@@ -368,8 +368,8 @@ SPARSE = Techniques(sparse_weight_factor=0.63, sparse_compute_speedup=1.3)
 def test_sparsity_llama2_70b_against_the_seed(catalog: Catalog) -> None:
     """Seed (NVIDIA, Llama-2-70B 2:4): model size −37 %, 1.3× at large batch, 1.6× at batch
     32. Stated as weight factor 0.63 and GEMM speed-up 1.3, the model gives −36.4 % (the
-    16-bit embedding and lm_head stay dense), 1.43× at batch 32 and 1.16× at batch 1024 on one
-    H100 in FP8 (attention, KV reads and step overheads are not sparse): 11-12 % under the
+    16-bit embedding and lm_head stay dense), 1.38× at batch 32 and 1.12× at batch 1024 on one
+    H100 in FP8 (attention, KV reads and step overheads are not sparse): ~14 % under the
     seed's speed-ups, which come from a tuned sparse engine."""
     dense = resolve(catalog, model="llama-2-70b", seq_len=4000)
     sparse = resolve(catalog, SPARSE, model="llama-2-70b", seq_len=4000)
