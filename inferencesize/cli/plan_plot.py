@@ -11,6 +11,7 @@ from inferencesize.estimate import Estimator
 from inferencesize.frontier import concurrency_grid, curve
 from inferencesize.planner import PlanResult
 from inferencesize.plotting import LabelledCurve, check_plot_path, save_rate_vs_ttft
+from inferencesize.report import format_load
 from inferencesize.specs.scenario import ScenarioSpec
 
 #: Candidates drawn besides the chosen one (the next-ranked on the same hardware).
@@ -53,7 +54,7 @@ def draw_plan(
         (
             op.ttft_s,
             op.requests_per_s,
-            f"chosen: concurrency {op.concurrency:.3g}, {op.requests_per_s:.3g} req/s,"
+            f"chosen: concurrency {format_load(op.concurrency)}, {op.requests_per_s:.3g} req/s,"
             f" TTFT {op.ttft_s * 1e3:.0f} ms",
         ),
         f"{scenario.model} · ISL {isl} · OSL {osl} · {scenario.batching} · {hw}"
