@@ -2,9 +2,11 @@
 
 Warm-up: the first ``warmup`` share of requests (in arrival order) start on an empty system
 and are left out. Closed loop: the last ``concurrency`` requests are sent while the clients
-are finishing (the load falls), so they are left out too, and throughput is the completion
-rate between the first and the last measured completion. Open loop: throughput is measured
-requests over the time from their first arrival to their last completion.
+are finishing (the load falls), so they are left out too, and throughput is clients / mean
+E2E (Little's law; clients send again at once), which stays right when clients in step finish
+in bursts (with dropped requests: the completion rate between the first and the last measured
+completion). Open loop: throughput is measured requests over the time from their first
+arrival to their last completion.
 """
 
 from __future__ import annotations
@@ -106,7 +108,12 @@ def summarize(res: SimResult, warmup: float = 0.1) -> Summary:
     pr = per_request(res)
     count = int(keep.sum())
     done = np.sort(res.done_s[keep])
-    if res.closed_loop and count >= 2:
+    if res.closed_loop and count and res.dropped == 0:
+        # Little's law with no think time: each client completes one request per E2E. Counting
+        # completions between the first and the last one would be biased when clients in step
+        # finish in bursts (a whole burst at each end of the span).
+        rate = res.concurrency / float(np.mean(pr.e2e_s[keep]))
+    elif res.closed_loop and count >= 2:
         span = float(done[-1] - done[0])
         rate = (count - 1) / span if span > 0 else float("nan")
     elif count:

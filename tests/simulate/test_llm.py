@@ -88,7 +88,7 @@ def test_closed_loop_agrees_with_estimate_within_10_percent(
     seed_case: tuple[Estimator, Resolved], clients: int
 ) -> None:
     # measured (40 requests per client, shipped nim-2024): 10 clients TTFT +5.4 %, ITL +2.6 %,
-    # req/s −0.2 %; 50 clients TTFT +9.4 %, ITL +9.9 %, req/s −6.3 %. Prompt steps pause the
+    # req/s −2.8 %; 50 clients TTFT +9.4 %, ITL +9.9 %, req/s −8.9 % (req/s = clients / E2E). Prompt steps pause the
     # decodes, so the clients stay in step (the cohort the analytic model assumes); the
     # simulator pays a step overhead per prompt where the estimate batches the cohort's wait.
     est, res = seed_case
