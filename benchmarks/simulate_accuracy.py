@@ -25,7 +25,7 @@ from inferencesize.estimate import Estimator
 from inferencesize.io_measurements import dedupe, map_measurements, read_measurements
 from inferencesize.simulate.arrivals import Workload
 from inferencesize.simulate.engine import BatchingConfig
-from inferencesize.simulate.llm import kv_budget, simulate_llm
+from inferencesize.simulate.llm import simulate_llm
 from inferencesize.simulate.stats import Summary, summarize
 from inferencesize.validation import Mapped, Prediction, predict_all, summarise
 
@@ -35,6 +35,7 @@ SOURCE = "nvidia_dli_nim"
 EFFICIENCY_SET = "nim-2024"
 METRICS = ("ttft_ms_avg", "itl_ms_avg", "e2e_ms_avg", "req_per_s")
 WARMUP = 0.25  # share of requests (in arrival order) that start on an empty system
+UNCAPPED = 10**6  # max batch before the KV cap
 
 
 def simulated(metric: str, s: Summary) -> float:
@@ -72,12 +73,10 @@ def simulate_point(est: Estimator, p: Point, per_client: int) -> Summary | None:
         return None
     n = max(per_client * p.clients, 200)
     wl = Workload(np.full(n, isl), np.full(n, osl), None, p.clients)
-    memory = first.candidate.gpu.memory_bytes
-    top = kv_budget(res.deployment, memory, wl).max_sequences
-    if top < 1:
-        return None
-    cfg = BatchingConfig("inflight", top)
-    return summarize(simulate_llm(res.deployment, memory, wl, cfg), WARMUP)
+    # simulate_llm caps the batch at the KV capacity itself
+    cfg = BatchingConfig("inflight", UNCAPPED)
+    s = summarize(simulate_llm(res.deployment, first.candidate.gpu.memory_bytes, wl, cfg), WARMUP)
+    return s if s.requests else None
 
 
 def table(title: str, preds: list[Prediction]) -> None:
