@@ -166,3 +166,65 @@ def summary_table(
     for p in preds:
         groups[by(p)].append(p)
     return {k: summarise(v) for k, v in sorted(groups.items())}
+
+
+#: A closed-loop run in steady state obeys Little's law: clients = requests/s × E2E.
+STEADY_TOLERANCE = 0.05
+
+
+@dataclass(frozen=True)
+class SteadyCheck:
+    """Little's law at one measured in-flight operating point: ``ratio`` = clients / (req/s ×
+    E2E). A steady closed loop gives 1; a run that ends before its queue settles reports a
+    mean E2E over the requests that finished early (which waited least), so the ratio is > 1."""
+
+    point: tuple[Any, ...]
+    clients: float
+    ratio: float
+
+    @property
+    def steady(self) -> bool:
+        return abs(self.ratio - 1.0) <= STEADY_TOLERANCE
+
+
+def point_key(x: Mapped) -> tuple[Any, ...]:
+    """A measured operating point: the run's metrics share it."""
+    m = x.m
+    return (
+        m.source,
+        m.model,
+        m.gpu,
+        m.num_gpus,
+        m.precision,
+        m.kv_precision,
+        m.tp,
+        m.pp,
+        m.ep,
+        m.isl,
+        m.osl,
+        x.concurrency,
+        m.engine_label,
+        m.notes,  # tells repeat runs of one point apart
+    )
+
+
+def steady_checks(rows: Sequence[Mapped]) -> list[SteadyCheck]:
+    """Little's law on every in-flight point that reports both req/s and mean E2E (req/s per
+    instance: a per-DGX figure is divided by its instances)."""
+    rate: dict[tuple[Any, ...], float] = {}
+    e2e_s: dict[tuple[Any, ...], float] = {}
+    clients: dict[tuple[Any, ...], float] = {}
+    for x in rows:
+        if x.mode != "inflight" or x.concurrency <= 0:
+            continue
+        key = point_key(x)
+        clients[key] = x.concurrency
+        if x.m.metric == "req_per_s":
+            rate[key] = x.m.value / x.scale
+        elif x.m.metric == "e2e_ms_avg":
+            e2e_s[key] = x.m.value / 1e3
+    return [
+        SteadyCheck(k, clients[k], clients[k] / (rate[k] * e2e_s[k]))
+        for k in clients
+        if k in rate and k in e2e_s
+    ]

@@ -50,7 +50,15 @@ from inferencesize.io_measurements import (
 from inferencesize.parallelism import Parallelism
 from inferencesize.specs import EfficiencySet
 from inferencesize.units import PRECISIONS
-from inferencesize.validation import Prediction, predict_all, summary_table
+from inferencesize.validation import (
+    STEADY_TOLERANCE,
+    Prediction,
+    SteadyCheck,
+    point_key,
+    predict_all,
+    steady_checks,
+    summary_table,
+)
 
 
 def candidate(
@@ -415,6 +423,12 @@ def validate(
     elapsed = time.perf_counter() - t0
     by_metric = _summary_rows(preds, lambda p: p.mapped.m.metric)
     by_source = _summary_rows(preds, lambda p: f"{p.mapped.m.source} · {p.mapped.m.metric}")
+    checks = steady_checks(mapped)
+    off = [c for c in checks if not c.steady]
+    off_points = {c.point for c in off}
+    by_metric_steady = _summary_rows(
+        [p for p in preds if point_key(p.mapped) not in off_points], lambda p: p.mapped.m.metric
+    )
     unmapped = [
         {
             "row": m.row,
@@ -437,6 +451,12 @@ def validate(
                     "unmapped": unmapped,
                     "by_metric": by_metric,
                     "by_source": by_source,
+                    "steady_state": {
+                        "checked": len(checks),
+                        "tolerance": STEADY_TOLERANCE,
+                        "off": [_off_point(c) for c in off],
+                        "by_metric": by_metric_steady,
+                    },
                     "seconds": elapsed,
                 }
             ),
@@ -459,12 +479,39 @@ def validate(
 
     out.print(report.table("accuracy by metric", cols, fmt_rows(by_metric)))
     out.print(report.table("accuracy by source and metric", cols, fmt_rows(by_source)))
+    if off:
+        ratios = [c.ratio for c in off]
+        out.print(
+            f"Little's law: {len(off)} of {len(checks)} measured serving points are off steady"
+            f" state (clients / (req/s × E2E) = {min(ratios):.3f}–{max(ratios):.3f}, not 1 ±"
+            f" {STEADY_TOLERANCE:.0%}): the run ended before its queue settled, while the model"
+            " predicts steady state."
+        )
+        title = "accuracy by metric, steady-state points only"
+        out.print(report.table(title, cols, fmt_rows(by_metric_steady)))
+    elif checks:
+        out.print(f"Little's law: all {len(checks)} measured serving points are in steady state.")
     out.print(
         f"{len(rows)} rows read, {len(preds)} predicted in {elapsed:.2f} s, "
         f"{len(unmapped)} not mappable"
     )
     for u in unmapped[:20]:
         out.print(f"  row {u['row']} ({u['source']}, {u['model']}, {u['metric']}): {u['reason']}")
+
+
+def _off_point(c: SteadyCheck) -> dict[str, Any]:
+    source, model, gpu, _, precision, _, tp, _, _, isl, osl, *_ = c.point
+    return {
+        "source": source,
+        "model": model,
+        "gpu": gpu,
+        "precision": precision,
+        "tp": tp,
+        "isl": isl,
+        "osl": osl,
+        "concurrency": c.clients,
+        "ratio": c.ratio,
+    }
 
 
 def calibrate(
