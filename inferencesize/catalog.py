@@ -363,6 +363,16 @@ def _check_references(catalog: Catalog) -> None:
         if system.gpu not in catalog.gpus:
             err = suggest(system.gpu, _names(catalog.gpus), "GPU")
             raise CatalogError(catalog.file_of("systems", ident), "gpu", str(err))
+    for ident, gpu in catalog.gpus.items():
+        like = gpu.efficiency_like
+        if like is None or (like in catalog.gpus and like != ident):
+            continue
+        why = (
+            "names the GPU itself"
+            if like == ident
+            else str(suggest(like, _names(catalog.gpus), "GPU"))
+        )
+        raise CatalogError(catalog.file_of("gpus", ident), "efficiency_like", why)
 
 
 def check_scenario(catalog: Catalog, scenario: ScenarioSpec, shown: str) -> ModelSpec:

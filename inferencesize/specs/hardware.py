@@ -62,6 +62,11 @@ class GpuSpec(Spec):
     price_usd_per_gpu_hour: Annotated[float, Field(gt=0)] | None = None
     price_source: str | None = None
     launch_year: Annotated[int, Field(ge=2010, le=2035)] | None = None
+    efficiency_like: Id | None = Field(
+        default=None,
+        description="GPU whose fitted efficiencies an efficiency set applies when it has none"
+        " of this one: the same compute die, SM count and power class (H200 SXM: H100 SXM)",
+    )
     source: Source
 
     @model_validator(mode="after")

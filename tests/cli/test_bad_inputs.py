@@ -120,6 +120,12 @@ CASES: list[tuple[str, list[str], str]] = [
         "catalogs/unknown-gpu/hardware/systems/test-node.yaml: gpu: unknown GPU 'h100-sxn';"
         " did you mean h100-sxm, h200-sxm?",
     ),
+    (
+        "gpu-unknown-efficiency-like",
+        ["catalog", "validate", "catalogs/unknown-efficiency-like"],
+        "catalogs/unknown-efficiency-like/hardware/gpus/test-gpu.yaml: efficiency_like: unknown"
+        " GPU 'h100-sxn'; did you mean h100-sxm, h200-sxm?",
+    ),
     # --- models
     (
         "kv-heads-not-divisor",
