@@ -105,7 +105,7 @@ def read_measurements(path: Path) -> list[Measurement]:
                     f"{path}: missing column(s) {', '.join(missing)}; expected the measurements"
                     f" schema ({', '.join(COLUMNS)}) or a GenAI-Perf export"
                 )
-            return [_row(i + 2, r) for i, r in enumerate(reader)]
+            return [_row(path, i + 2, r) for i, r in enumerate(reader)]
     except FileNotFoundError:
         raise InputError(f"{path}: file not found") from None
     except IsADirectoryError:
@@ -139,10 +139,10 @@ def dedupe(rows: list[Measurement]) -> list[Measurement]:
     return out
 
 
-def _row(line: int, r: dict[str, str]) -> Measurement:
+def _row(path: Path, line: int, r: dict[str, str]) -> Measurement:
     value = _float(r.get("value", "") or "")
     if value is None:
-        raise InputError(f"row {line}: value: not a number ({r.get('value')!r})")
+        raise InputError(f"{path}: row {line}: value: not a number ({r.get('value')!r})")
     return Measurement(
         row=line,
         source=r.get("source", "") or "",
@@ -165,6 +165,8 @@ def _row(line: int, r: dict[str, str]) -> Measurement:
         notes=r.get("notes", "") or "",
     )
 
+
+GENAI_SOURCE = "genai-perf"
 
 # GenAI-Perf `profile_export_genai_perf.json`: {"time_to_first_token": {"unit": "ms",
 # "avg": …, "p50": …}, "inter_token_latency": {…}, "request_latency": {…},
@@ -209,27 +211,26 @@ def read_genai_perf_csv(path: Path, text: str) -> list[Measurement]:
     for i, row in enumerate(rows):
         if len(row) < 2:
             continue
+        # "Output Token Throughput (tokens/sec)" is the metric; "Output Token Throughput Per
+        # User (tokens/sec/user)" is another one: match the whole name before the unit.
         name = row[0].strip().lower().replace(" ", "_").split("_(")[0]
-        name = name.replace("_(ms)", "")
-        for key, metric in _GENAI_METRICS.items():
-            if name.startswith(key):
-                value = _float(row[1].replace(",", ""))
-                if value is not None:
-                    out.append(_genai(i, metric, value, {}))
+        metric = _GENAI_METRICS.get(name)
+        value = _float(row[1].replace(",", "")) if metric else None
+        if metric and value is not None:
+            out.append(_genai(i, metric, value, {}))
     if not out:
         raise InputError(f"{path}: no GenAI-Perf metrics found in the CSV export")
     return out
 
 
 def _genai(i: int, metric: str, value: float, config: dict[str, Any]) -> Measurement:
+    model = config.get("model", "")
+    if isinstance(model, list):  # GenAI-Perf stores a list of served model names
+        model = model[0] if model else ""
     return Measurement(
         row=i + 1,
-        source="genai-perf",
-        model=str(
-            config.get("model", [""])[0]
-            if isinstance(config.get("model"), list)
-            else config.get("model", "")
-        ),
+        source=GENAI_SOURCE,
+        model=str(model or ""),
         gpu="",
         num_gpus=None,
         precision="",

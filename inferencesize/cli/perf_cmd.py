@@ -42,6 +42,7 @@ from inferencesize.deployment import default_kv_precision
 from inferencesize.errors import InputError, UnknownIdError, UsageError
 from inferencesize.estimate import Candidate, Estimator, longest_gaps, operating_points, record
 from inferencesize.io_measurements import (
+    GENAI_SOURCE,
     Measurement,
     dedupe,
     map_measurements,
@@ -119,9 +120,12 @@ RESULT_KEYS = (
     "engine",
     "efficiency",
 )
+#: Every key of an estimate record (``estimate.record``).
+RECORD_KEYS = (*POINT_COLUMNS[:6], "dp", *POINT_COLUMNS[6:], *RESULT_KEYS, "techniques")
 
 
 def estimate(
+    ctx: typer.Context,
     model: Annotated[str | None, typer.Option(help="Model id or alias.")] = None,
     hardware: Annotated[str | None, typer.Option(help="GPU id or system id.")] = None,
     precision: Annotated[str, typer.Option(help="fp32 bf16 fp16 fp8 int8 int4 fp4")] = "fp8",
@@ -172,6 +176,12 @@ def estimate(
     tech_spec = parse_flags(locals())
     est = Estimator(eset)
     if points is not None:
+        given = ["--" + name.replace("_", "-") for name in POINT_COLUMNS if _given(ctx, name)]
+        if given:
+            raise UsageError(
+                f"--points takes each operating point from the file: drop {', '.join(given)}"
+                " and give it as a column (a missing column takes the default)"
+            )
         if draft is not None:
             raise UsageError("--draft needs one target model: use it without --points")
         if tech_spec is not None:
@@ -268,9 +278,11 @@ def _batch(catalog: Catalog, est: Estimator, path: Path, fmt: str) -> None:
         try:
             key, cand, isl, osl, conc, batching = _parse_point(catalog, row, i + 2)
         except (InputError, UnknownIdError, ValueError) as err:
+            # the same keys as a computed row: the input as given (numbers as numbers)
+            echoed = {k: _number_or_text(v) for k, v in row.items()}
             records[i] = {
-                **row,
-                **dict.fromkeys(RESULT_KEYS),
+                **echoed,
+                **dict.fromkeys(k for k in RECORD_KEYS if k not in echoed),
                 "feasible": False,
                 "reason": str(err),
             }
@@ -310,8 +322,32 @@ def _batch(catalog: Catalog, est: Estimator, path: Path, fmt: str) -> None:
     if fmt == "jsonl":
         report.emit(out, report.to_jsonl(final))
         return
-    columns = list(header) + [c for c in report.flatten(_template()) if c not in header]
-    report.emit(out, report.csv_text(final, columns))
+    # CSV cells carry no nesting: the unit goes into the memory column names
+    flat = [{**r, "memory": _gib_keys(r.get("memory"))} for r in final]
+    template = {**_template(), "memory": _gib_keys(_template()["memory"])}
+    columns = list(header) + [c for c in report.flatten(template) if c not in header]
+    report.emit(out, report.csv_text(flat, columns))
+
+
+def _gib_keys(memory: dict[str, Any] | None) -> dict[str, Any] | None:
+    return None if memory is None else {f"{k}_gib": v for k, v in memory.items()}
+
+
+def _given(ctx: typer.Context, name: str) -> bool:
+    """The option was set on the command line or in the environment (not left at default)."""
+    source = ctx.get_parameter_source(name)
+    return source is not None and source.name in ("COMMANDLINE", "ENVIRONMENT", "PROMPT")
+
+
+def _number_or_text(text: str | None) -> Any:
+    """A cell echoed into JSON: 2000 and 0.5 as numbers, anything else as given."""
+    if text is None or not text.strip():
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        return text
+    return int(value) if value.is_integer() and "." not in text else value
 
 
 def _template() -> dict[str, Any]:
@@ -525,7 +561,9 @@ def calibrate(
     hardware: Annotated[str, typer.Option(help="GPU or system id the data was measured on.")],
     precision: Annotated[str, typer.Option(help="Precision of the runs.")],
     out_file: Annotated[Path, typer.Option("--out", help="Where to write the fitted set (YAML).")],
-    model: Annotated[str | None, typer.Option(help="Model (for GenAI-Perf exports).")] = None,
+    model: Annotated[
+        str | None, typer.Option(help="Catalog model id (GenAI-Perf exports: overrides theirs).")
+    ] = None,
     tp: Annotated[int | None, typer.Option(help="TP of the runs (for GenAI-Perf exports).")] = None,
     isl: Annotated[int | None, typer.Option(help="ISL (for GenAI-Perf exports).")] = None,
     osl: Annotated[int | None, typer.Option(help="OSL (for GenAI-Perf exports).")] = None,
@@ -602,16 +640,19 @@ def calibrate(
 def _fill(m: Measurement, fill: dict[str, Any], gpu: str, precision: str) -> Measurement:
     from dataclasses import replace
 
+    # A GenAI-Perf export names the served model (a deployment name, not a catalog id) and
+    # states no TP: the flags win there. A measurements CSV states each row: flags fill blanks.
+    export = m.source == GENAI_SOURCE
     updates: dict[str, Any] = {}
-    if not m.model and fill["model"]:
+    if (export or not m.model) and fill["model"]:
         updates["model"] = fill["model"]
-    if m.tp is None and fill["tp"]:
+    if (export or m.tp is None) and fill["tp"]:
         updates["tp"] = fill["tp"]
-    if m.isl is None and fill["isl"]:
+    if (export or m.isl is None) and fill["isl"]:
         updates["isl"] = float(fill["isl"])
-    if m.osl is None and fill["osl"]:
+    if (export or m.osl is None) and fill["osl"]:
         updates["osl"] = float(fill["osl"])
-    if not m.concurrency and fill["concurrency"]:
+    if (export or not m.concurrency) and fill["concurrency"]:
         updates["concurrency"] = str(fill["concurrency"])
     if not m.gpu:
         updates["gpu"] = gpu
