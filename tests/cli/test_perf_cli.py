@@ -21,6 +21,7 @@ import yaml
 from typer.testing import CliRunner, Result
 
 from inferencesize.cli import app
+from inferencesize.io_measurements import COLUMNS
 
 runner = CliRunner()
 
@@ -555,27 +556,7 @@ METRIC_KEYS = {
     "req_per_s": "requests_per_s",
     "output_tok_s_total": "output_tokens_per_s",
 }
-MEASUREMENT_COLUMNS = [
-    "source",
-    "source_detail",
-    "model",
-    "gpu",
-    "num_gpus",
-    "precision",
-    "kv_precision",
-    "tp",
-    "pp",
-    "ep",
-    "isl",
-    "osl",
-    "concurrency_or_batch",
-    "metric",
-    "value",
-    "unit",
-    "engine",
-    "engine_version",
-    "notes",
-]
+MEASUREMENT_COLUMNS = COLUMNS  # the schema of data/calibration
 CALIBRATE = ["calibrate", "--hardware", "h100-sxm", "--precision", "fp8"]
 
 
