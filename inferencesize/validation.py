@@ -178,7 +178,8 @@ class SteadyCheck:
     E2E). A steady closed loop gives 1; a run that ends before its queue settles reports a
     mean E2E over the requests that finished early (which waited least), so the ratio is > 1."""
 
-    point: tuple[Any, ...]
+    point: tuple[Any, ...]  # point_key
+    m: Measurement  # one of the point's rows (its model, GPU, lengths)
     clients: float
     ratio: float
 
@@ -213,18 +214,18 @@ def steady_checks(rows: Sequence[Mapped]) -> list[SteadyCheck]:
     instance: a per-DGX figure is divided by its instances)."""
     rate: dict[tuple[Any, ...], float] = {}
     e2e_s: dict[tuple[Any, ...], float] = {}
-    clients: dict[tuple[Any, ...], float] = {}
+    first: dict[tuple[Any, ...], Mapped] = {}
     for x in rows:
         if x.mode != "inflight" or x.concurrency <= 0:
             continue
         key = point_key(x)
-        clients[key] = x.concurrency
+        first.setdefault(key, x)
         if x.m.metric == "req_per_s":
             rate[key] = x.m.value / x.scale
         elif x.m.metric == "e2e_ms_avg":
             e2e_s[key] = x.m.value / 1e3
     return [
-        SteadyCheck(k, clients[k], clients[k] / (rate[k] * e2e_s[k]))
-        for k in clients
+        SteadyCheck(k, x.m, x.concurrency, x.concurrency / (rate[k] * e2e_s[k]))
+        for k, x in first.items()
         if k in rate and k in e2e_s
     ]

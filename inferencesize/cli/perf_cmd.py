@@ -324,7 +324,8 @@ def _batch(catalog: Catalog, est: Estimator, path: Path, fmt: str) -> None:
         return
     # CSV cells carry no nesting: the unit goes into the memory column names
     flat = [{**r, "memory": _gib_keys(r.get("memory"))} for r in final]
-    template = {**_template(), "memory": _gib_keys(_template()["memory"])}
+    template = _template()
+    template["memory"] = _gib_keys(template["memory"])
     columns = list(header) + [c for c in report.flatten(template) if c not in header]
     report.emit(out, report.csv_text(flat, columns))
 
@@ -536,15 +537,15 @@ def validate(
 
 
 def _off_point(c: SteadyCheck) -> dict[str, Any]:
-    source, model, gpu, _, precision, _, tp, _, _, isl, osl, *_ = c.point
+    m = c.m
     return {
-        "source": source,
-        "model": model,
-        "gpu": gpu,
-        "precision": precision,
-        "tp": tp,
-        "isl": isl,
-        "osl": osl,
+        "source": m.source,
+        "model": m.model,
+        "gpu": m.gpu,
+        "precision": m.precision,
+        "tp": m.tp,
+        "isl": m.isl,
+        "osl": m.osl,
         "concurrency": c.clients,
         "ratio": c.ratio,
     }
