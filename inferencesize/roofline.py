@@ -29,7 +29,7 @@ class Efficiency:
     step_overhead_s: float  # fixed cost per forward step (scheduling, sampling, launches)
     layer_overhead_s: float  # per layer per step (kernel launches and syncs not hidden)
     comm_latency_s: float  # alpha of one collective on NVLink / PCIe
-    prefill_sync: float = 0.5  # share of other in-flight requests whose prefill a new one waits for
+    prefill_sync: float = 0.5  # share of arrivals in step with a cohort (the rest: out of step)
     cohort_tokens: float = 65536.0  # largest block of prompt tokens that arrives together
     # Decode attention streams the KV cache at no fewer than this many bytes per element's worth
     # of time: kernels that dequantise an 8-bit cache to 16-bit run at the 16-bit element rate

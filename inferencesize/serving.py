@@ -9,12 +9,16 @@ In-flight (continuous) batching with N closed-loop clients (GenAI-Perf concurren
   more prompt: a client's decode steps interleave only with the other clients' prefills, less
   the share w of them it already waited for before its first token (below), so each prefill
   is counted once.
-* Prefills queue behind each other: closed-loop clients with fixed lengths arrive in step (a
-  cohort), so a new request waits on average for half of the batched prefill of the other
-  B − 1 prompts (at most ``cohort_tokens`` of prompt tokens arrive together; beyond that the
-  arrivals spread out), scaled by the synchronised share s (``prefill_sync``), then for its
-  own step.
-* E2E = TTFT + (OSL − 1) · ITL; throughput X = N / E2E (Little's law), solved by fixed point.
+* Prefills queue behind each other. A share s (``prefill_sync``) of the arrivals is in step:
+  closed-loop clients with fixed lengths arrive together (a cohort) and a new request waits on
+  average for half of the batched prefill of the other B − 1 prompts (at most
+  ``cohort_tokens`` of prompt tokens arrive together: one step's token budget). The other
+  1 − s arrive out of step, as random traffic does: such a request finds a step in progress,
+  length-biased, so it waits T/2 + ρ t_p/2 of it (T = T_decode / (1 − ρ) the mean step,
+  ρ = X t_p (B − 1)/B the others' prefill share of engine time), and shares its own step with
+  the X (T + ρ t_p) prompts that arrived meanwhile (w counts those too). Then its own step.
+* E2E = TTFT + (OSL − 1) · ITL; throughput X = B / E2E(X) (Little's law), a root solved by
+  closed-form bounds and regula falsi (bisection when a chunk budget makes E2E jump).
 
 Static batching at batch B: TTFT = prefill of the whole batch; ITL = decode step at B.
 
@@ -82,6 +86,7 @@ def inflight_arrays(
     n = np.maximum(np.asarray(concurrency, dtype=float), 1.0)
     b = np.maximum(np.minimum(n, np.asarray(max_in_flight, dtype=float)), 1.0)
     context = isl + osl / 2.0
+    sync = dep.eff.prefill_sync
     # Closed-loop clients with fixed lengths arrive as a cohort: a new request waits, on
     # average, for half of the cohort's other prefills (batched, so FLOP-bound).
     cohort = np.minimum(b - 1, dep.eff.cohort_tokens / np.maximum(isl, 1.0))
@@ -93,11 +98,13 @@ def inflight_arrays(
         (b - 1, context, 0.0, 0.0),  # the others' decode step
         (0.0, 0.0, cohort, isl),  # the cohort's batched prefill
     )
-    t_decode = decode_b / dep.techniques.tokens_per_step
+    per_step = dep.techniques.tokens_per_step
+    t_decode = decode_b / per_step
     t_own = own
     t_alone = alone
     t_marginal = np.where(b > 1, np.maximum(t_own - decode_others, 0.0), t_alone)
-    prefill_wait = dep.eff.prefill_sync * 0.5 * cohort_prefill * (b > 1)
+    t_prompt = t_marginal  # engine time one more prompt costs (random-arrival queue)
+    cohort_wait = sync * 0.5 * cohort_prefill
     chunk = dep.techniques.chunk_tokens
     itl_cap: Any = np.inf
     x_cap: Any = np.inf
@@ -114,49 +121,100 @@ def inflight_arrays(
             chunks.longest_step_s,
         )
         new = np.maximum(dep.techniques.expected_new_tokens(isl), 1.0)
-        per_prompt = full * new / chunk
-        prefill_wait = dep.eff.prefill_sync * 0.5 * cohort * per_prompt * (b > 1)
-        itl_cap = full / dep.techniques.tokens_per_step
+        t_prompt = full * new / chunk
+        cohort_wait = sync * 0.5 * cohort * t_prompt
+        itl_cap = full / per_step
         x_cap = np.where(b > 1, chunk / (new * full), np.inf)
     busy = b > 1
-    # A client's decode steps interleave with the other clients' prefills only, and not with
-    # those it already waited for before its first token (each prefill is counted once).
-    waited = np.where(busy, dep.eff.prefill_sync * 0.5 * cohort / np.maximum(b - 1, 1.0), 0.0)
-    others = (b - 1) / b * (1.0 - waited)
+    share = (b - 1) / b  # a client's own prompt is not in its queue
+    others = np.maximum(b - 1, 1.0)
 
-    def service(x: Any) -> tuple[Any, Any]:
-        itl = t_decode / (1.0 - np.minimum(x * t_marginal * others, LOAD_CAP))
+    def queue(x: Any) -> tuple[Any, Any]:
+        """Prefill wait (beyond half a step) and the stretch coefficient of ITL at rate x."""
+        # Arrivals out of step (share 1 − sync) find a step in progress, length-biased (mean
+        # residual (T + ρ t_p) / 2 with ρ the others' prefill share of engine time), and
+        # share their own step with the prompts that came during it: x (T + ρ t_p) of them.
+        rho = np.minimum(x * t_prompt * share, LOAD_CAP)
+        step = t_decode * per_step / (1.0 - rho)
+        along = (1.0 - sync) * x * share * (step + rho * t_prompt)
+        wait = cohort_wait + (1.0 - sync) * rho * t_prompt * 0.5 + along * t_prompt
+        # A client's decode steps interleave with the other clients' prefills only, and not
+        # with those it already waited for before its first token (each prefill is counted
+        # once).
+        waited = np.minimum((sync * 0.5 * cohort + along) / others, 1.0)
+        return np.where(busy, wait, 0.0), t_marginal * share * (1.0 - waited)
+
+    def service(x: Any) -> tuple[Any, Any, Any]:
+        wait, stretch = queue(x)
+        itl = t_decode / (1.0 - np.minimum(x * stretch, LOAD_CAP))
         if chunk:
             itl = np.maximum(np.minimum(itl, itl_cap), t_decode)
-        ttft = np.where(busy, 0.5 * itl, 0.0) + prefill_wait + t_own
+        ttft = np.where(busy, 0.5 * itl, 0.0) + wait + t_own
         if chunk:
             ttft = np.where(x < x_cap, ttft, np.inf)
-        return ttft, itl
+        return ttft, itl, wait
 
+    top = b / (t_own + (osl - 1) * t_decode)  # no wait, no stretch: an upper bound on X
     if chunk:
-        # X = B / S(X) with S increasing in X: bisection on [0, B / S(0)] is exact and monotone.
-        lo = np.zeros_like(b)
-        hi = b / (t_own + (osl - 1) * t_decode)
-        for _ in range(iterations):
-            mid = 0.5 * (lo + hi)
-            ttft_m, itl_m = service(mid)
-            too_low = b / (ttft_m + (osl - 1) * itl_m) > mid
-            lo = np.where(too_low, mid, lo)
-            hi = np.where(too_low, hi, mid)
-        x = 0.5 * (lo + hi)
+        x = _bisect(service, b, osl, top, iterations)
     else:
-        x = _fixed_point(
-            b, prefill_wait + t_own, (osl - 1 + 0.5 * busy) * t_decode, t_marginal * others
-        )
-    if chunk:  # the budget's limit is an open bound: keep the last rate known to be served
-        x = np.where(lo > 0, lo, x)
-    ttft_service, itl = service(x)
+        # E2E(X) = c(X) + k / (1 − a(X) X): c (wait + own step) grows with X, a falls. With
+        # a at its least and the wait at zero the closed form over-states X; with c at that
+        # rate and a at its most it under-states it. Both agree when all arrivals are in
+        # step (sync = 1); otherwise the root lies between and regula falsi finds it.
+        k = (osl - 1 + 0.5 * busy) * t_decode
+        upper = _fixed_point(b, queue(0.0)[0] + t_own, k, queue(top)[1])
+        lower = _fixed_point(b, queue(upper)[0] + t_own, k, queue(0.0)[1])
+        x = _regula_falsi(service, b, osl, np.minimum(lower, upper), upper, iterations)
+    ttft_service, itl, prefill_wait = service(x)
     if chunk:  # at the budget's limit the closed loop waits for it: TTFT = B / X − decode
         ttft_service = np.maximum(ttft_service, b / x - (osl - 1) * itl)
     queue_wait = (n - b) / x
     ttft = queue_wait + ttft_service
     e2e = ttft + (osl - 1) * itl
     return InflightArrays(b, ttft, itl, e2e, n / e2e, queue_wait, prefill_wait)
+
+
+def _excess(service: Any, b: Any, osl: Any, x: Any) -> Any:
+    """g(X) = B / E2E(X) − X: positive below the closed-loop throughput, negative above."""
+    ttft, itl, _ = service(x)
+    return b / (ttft + (osl - 1) * itl) - x
+
+
+def _bisect(service: Any, b: Any, osl: Any, hi: Any, iterations: int) -> Any:
+    """X = B / E2E(X) by bisection on [0, hi]: exact even where E2E jumps (a chunk budget's
+    limit, an open bound: there the last rate known to be served is kept)."""
+    lo = np.zeros_like(b)
+    for _ in range(iterations):
+        mid = 0.5 * (lo + hi)
+        served = _excess(service, b, osl, mid) > 0
+        lo = np.where(served, mid, lo)
+        hi = np.where(served, hi, mid)
+    return np.where(lo > 0, lo, 0.5 * (lo + hi))
+
+
+def _regula_falsi(service: Any, b: Any, osl: Any, lo: Any, hi: Any, iterations: int) -> Any:
+    """X = B / E2E(X) in the bracket [lo, hi] (g(lo) ≥ 0 ≥ g(hi), E2E continuous and
+    increasing): regula falsi with the Illinois step, superlinear; stops when all converge."""
+    g_lo, g_hi = _excess(service, b, osl, lo), _excess(service, b, osl, hi)
+    best = np.where(np.abs(g_lo) < np.abs(g_hi), lo, hi)
+    g_best = np.minimum(np.abs(g_lo), np.abs(g_hi))
+    side = np.zeros_like(b)  # +1: lo moved last, −1: hi moved last
+    for _ in range(iterations):
+        if np.all(g_best <= 1e-12 * best):
+            break
+        width = hi - lo
+        x = hi + g_hi * width / np.where(g_lo > g_hi, g_lo - g_hi, 1.0)
+        gx = _excess(service, b, osl, x)
+        closer = np.abs(gx) < g_best
+        best, g_best = np.where(closer, x, best), np.where(closer, np.abs(gx), g_best)
+        up = gx > 0
+        g_hi = np.where(up & (side > 0), 0.5 * g_hi, g_hi)  # Illinois: the stale end halves
+        g_lo = np.where(~up & (side < 0), 0.5 * g_lo, g_lo)
+        lo, g_lo = np.where(up, x, lo), np.where(up, gx, g_lo)
+        hi, g_hi = np.where(up, hi, x), np.where(up, g_hi, gx)
+        side = np.where(up, 1.0, -1.0)
+    return best
 
 
 def step_totals(dep: Deployment, *shapes: tuple[Any, Any, Any, Any]) -> list[Any]:

@@ -31,13 +31,14 @@ class EfficiencyValues(Spec):
     comm_latency_s: Seconds | None = None
     prefill_sync: Annotated[float, Field(ge=0, le=1)] | None = Field(
         default=None,
-        description="closed-loop clients arrive in step: share of the other in-flight requests"
-        " whose prefill a new request queues behind",
+        description="share of arrivals in step with a cohort (closed-loop clients of one"
+        " length), which wait for half of its batched prefill; the rest arrive out of step and"
+        " wait for the step in progress and the prompts sharing theirs",
     )
     cohort_tokens: Annotated[float, Field(gt=0)] | None = Field(
         default=None,
-        description="largest block of prompt tokens that arrives together; beyond it closed-loop"
-        " arrivals spread out",
+        description="largest block of prompt tokens that arrives together (one step's token"
+        " budget); beyond it closed-loop arrivals spread out",
     )
     kv_read_min_bytes: Annotated[float, Field(ge=0, le=4)] | None = Field(
         default=None,

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
+from scipy.optimize import brentq
 
 from inferencesize.catalog import Catalog, load_catalog
 from inferencesize.deployment import default_kv_precision
@@ -268,20 +269,39 @@ def test_inflight_queue_wait_beyond_capacity(llama8b_fp8: Resolved) -> None:
 # ---------------------------------------------------------------------------------------------
 
 
-def itl_from_fixed_point(dep: Deployment, isl: float, osl: float, b: int, rate: float) -> float:
-    """The ITL the module docstring's equations give for throughput ``rate`` at batch ``b``."""
+def queue_terms(
+    dep: Deployment, isl: float, osl: float, b: int, rate: float
+) -> tuple[float, float, float, float]:
+    """(ITL, prefill wait, own prompt step, T_decode) the module docstring's equations give for
+    throughput ``rate`` at batch ``b``, rebuilt here from the step primitives."""
     context = isl + osl / 2
     t_decode = float(decode_step(dep, b, context).total_s)
     if b > 1:
-        with_prompt = step_time(dep, b - 1, context, 1.0, isl).total_s
-        t_p = max(float(with_prompt - decode_step(dep, b - 1, context).total_s), 0.0)
+        own = float(step_time(dep, b - 1, context, 1.0, isl).total_s)
+        t_p = max(own - float(decode_step(dep, b - 1, context).total_s), 0.0)
     else:
-        t_p = float(prefill(dep, 1, isl).total_s)
-    # a client's decode steps interleave with the prefills of the other B - 1 clients only,
-    # less the share it waited for before its first token (half the synchronised cohort)
+        own = t_p = float(prefill(dep, 1, isl).total_s)
+    s = dep.eff.prefill_sync
+    share = (b - 1) / b
+    # in step (share s): half of the cohort's batched prefill
     cohort = min(b - 1, dep.eff.cohort_tokens / isl)
-    waited = dep.eff.prefill_sync * 0.5 * cohort / (b - 1) if b > 1 else 0.0
-    return t_decode / (1 - min(rate * t_p * (b - 1) / b * (1 - waited), 0.95))
+    cohort_wait = s * 0.5 * float(prefill(dep, cohort, isl).total_s) if b > 1 else 0.0
+    # out of step (1 − s): the step in progress, length-biased, and the prompts that share
+    # the new prompt's step
+    rho = min(rate * t_p * share, 0.95)
+    step = t_decode / (1 - rho)
+    along = (1 - s) * rate * share * (step + rho * t_p)
+    random_wait = (1 - s) * rho * t_p / 2 + along * t_p if b > 1 else 0.0
+    # a client's decode steps interleave with the prefills of the other B - 1 clients only,
+    # less those it waited for before its first token
+    waited = min((s * 0.5 * cohort + along) / (b - 1), 1.0) if b > 1 else 0.0
+    itl = t_decode / (1 - min(rate * t_p * share * (1 - waited), 0.95))
+    return itl, cohort_wait + random_wait, own, t_decode
+
+
+def itl_from_fixed_point(dep: Deployment, isl: float, osl: float, b: int, rate: float) -> float:
+    """The ITL the module docstring's equations give for throughput ``rate`` at batch ``b``."""
+    return queue_terms(dep, isl, osl, b, rate)[0]
 
 
 @pytest.mark.parametrize(
@@ -362,4 +382,92 @@ def test_kv_read_min_bytes_floors_decode_attention_time(llama8b_fp8: Resolved) -
     wide0 = replace(stored, kv_bytes_per_element=2.0)
     assert float(decode_step(wide, 64, 2200.0).attention_s) == float(
         decode_step(wide0, 64, 2200.0).attention_s
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Arrivals out of step (share 1 − prefill_sync): the step in progress and the prompts that
+# share the new prompt's step, instead of half a cohort
+# ---------------------------------------------------------------------------------------------
+
+
+def with_sync(dep: Deployment, sync: float, cohort_tokens: float | None = None) -> Deployment:
+    eff = replace(dep.eff, prefill_sync=sync)
+    if cohort_tokens is not None:
+        eff = replace(eff, cohort_tokens=cohort_tokens)
+    return replace(dep, eff=eff)
+
+
+@pytest.mark.parametrize("sync", [0.0, 0.4, 1.0])
+@pytest.mark.parametrize(
+    ("model", "hardware", "precision", "tp", "isl", "osl", "concurrency"),
+    [
+        ("llama-3-8b", "h100-sxm", "fp8", 1, 2000, 200, 25),
+        ("llama-3-8b", "h100-sxm", "fp8", 1, 200, 2000, 100),
+        ("llama-3-70b", "a100-sxm-80gb", "fp16", 4, 7000, 1000, 50),
+    ],
+)
+def test_out_of_step_queue_solves_its_fixed_point(
+    catalog: Catalog,
+    estimator: Estimator,
+    model: str,
+    hardware: str,
+    precision: str,
+    tp: int,
+    isl: int,
+    osl: int,
+    concurrency: int,
+    sync: float,
+) -> None:
+    """The returned rate is the root of X = B / E2E(X) found independently (scipy brentq on
+    the equations rebuilt from the step primitives), and TTFT / ITL / wait are those of it."""
+    res = resolve(catalog, estimator, model, hardware, precision, Parallelism(tp), isl + osl)
+    dep = with_sync(dep_of(res), sync)
+    op = inflight(dep, isl, osl, concurrency, res.max_concurrency)
+    b = int(op.in_flight)
+
+    def excess(x: float) -> float:
+        itl, wait, own, _ = queue_terms(dep, isl, osl, b, x)
+        return b / (0.5 * itl + wait + own + (osl - 1) * itl) - x
+
+    root = brentq(excess, 1e-9, 1e3, xtol=1e-14, rtol=1e-12)
+    itl, wait, own, _ = queue_terms(dep, isl, osl, b, root)
+    assert op.requests_per_s * op.e2e_s == pytest.approx(concurrency, rel=1e-9)  # Little
+    assert b / (op.e2e_s - op.queue_wait_s) == pytest.approx(root, rel=1e-8)
+    assert op.itl_s == pytest.approx(itl, rel=1e-8)
+    assert op.prefill_wait_s == pytest.approx(wait, rel=1e-8)
+    assert op.ttft_s - op.queue_wait_s == pytest.approx(0.5 * itl + wait + own, rel=1e-8)
+
+
+def test_one_client_has_no_prefill_queue_in_or_out_of_step(llama8b_fp8: Resolved) -> None:
+    dep = dep_of(llama8b_fp8)
+    alone = [inflight(with_sync(dep, s), 2000, 200, 1, 400) for s in (0.0, 0.5, 1.0)]
+    assert {op.prefill_wait_s for op in alone} == {0.0}
+    assert alone[0].ttft_s == alone[1].ttft_s == alone[2].ttft_s
+
+
+def test_out_of_step_arrivals_wait_less_than_a_cohort_of_long_prompts(
+    llama8b_fp8: Resolved,
+) -> None:
+    """50 clients with 2000-token prompts: in step, a prompt waits for half of 49 others'
+    prefills; out of step, for the step in progress and the few prompts that arrive with it."""
+    dep = dep_of(llama8b_fp8)
+    cohort = inflight(with_sync(dep, 1.0), 2000, 200, 50, 400)
+    spread = inflight(with_sync(dep, 0.0), 2000, 200, 50, 400)
+    one_prefill = float(prefill(dep, 1, 2000).total_s)
+    assert cohort.prefill_wait_s > 10 * one_prefill
+    assert 0.0 < spread.prefill_wait_s < 3 * one_prefill
+    assert spread.ttft_s < cohort.ttft_s
+    # the wait grows with load out of step as well
+    busier = inflight(with_sync(dep, 0.0), 2000, 200, 100, 400)
+    assert busier.prefill_wait_s > spread.prefill_wait_s
+
+
+def test_cohort_capped_by_the_step_token_budget(llama8b_fp8: Resolved) -> None:
+    """cohort_tokens = 8192 (TensorRT-LLM's default max_num_tokens): 5000-token prompts arrive
+    at most 8192 / 5000 = 1.64 together, so the in-step wait is half of a 1.64-prompt batch."""
+    dep = with_sync(dep_of(llama8b_fp8), 1.0, 8192.0)
+    op = inflight(dep, 5000, 200, 25, 400)
+    assert op.prefill_wait_s == pytest.approx(
+        0.5 * float(prefill(dep, 8192 / 5000, 5000).total_s), rel=1e-12
     )
