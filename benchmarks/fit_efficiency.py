@@ -27,6 +27,12 @@ DATA = [
     ROOT / "data/calibration/static_batching_sweep.csv",
 ]
 SERVING_ONLY = {"prefill_sync", "cohort_tokens"}
+#: Sets fitted without latency under load keep their stated serving parameters (README).
+UNFITTED_SERVING = (
+    "; prefill_sync and cohort_tokens not fitted (no latency-under-load rows): closed-loop"
+    " clients of one length stay in step (1.0, as nim-2024 fits) up to one step's token budget"
+    " (8192 = TensorRT-LLM's default max_num_tokens)"
+)
 
 
 def main(ids: list[str]) -> None:
@@ -68,6 +74,7 @@ def main(ids: list[str]) -> None:
                     f"fitted by benchmarks/fit_efficiency.py (scipy least_squares, soft-L1 on log error) to"
                     f" {len(mine)} rows of data/calibration ({', '.join(sources)}; engine rows matching"
                     f" {base.engines}); copies of shared/calibration with per-row source_detail"
+                    + ("" if serving else UNFITTED_SERVING)
                 )
             }
         )
