@@ -2,8 +2,9 @@
 
 Usage: python benchmarks/accuracy.py [--rows 10000]
 
-Prints `infersize validate` on data/calibration (both files) and times
-`infersize estimate --points` on a generated CSV of N operating points (whole process).
+Prints `infersize validate` on data/calibration (both fitted files), then on the held-out
+NIM 1.8 rows (data/calibration/nim_perf_docs.csv, in no fit) with each engine generation's set,
+and times `infersize estimate --points` on a generated CSV of N operating points (whole process).
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ["data/calibration/measurements.csv", "data/calibration/static_batching_sweep.csv"]
+HELD_OUT = "data/calibration/nim_perf_docs.csv"
+HELD_OUT_SETS = ["trtllm-0.17", "trtllm-0.14", "nim-2024"]
 
 
 def points_csv(path: Path, n: int) -> None:
@@ -60,6 +63,10 @@ def main() -> None:
     exe = [sys.executable, "-m", "inferencesize"]
     cmd = [*exe, "validate", *[a for d in DATA for a in ("--data", str(ROOT / d))]]
     subprocess.run(cmd, check=True)
+    for set_id in HELD_OUT_SETS:
+        print(f"\nheld out, {HELD_OUT} with --engine {set_id}:")
+        held = [*exe, "validate", "--data", str(ROOT / HELD_OUT), "--engine", set_id]
+        subprocess.run(held, check=True)
     with tempfile.TemporaryDirectory() as tmp:
         pts = Path(tmp) / "points.csv"
         points_csv(pts, args.rows)

@@ -104,7 +104,7 @@ BOUNDS = {
     ("nvidia_dli_trtllm_static", "e2e_ms_avg"): (1500, 0.08, 0.25),  # median 5.3 %, p90 18.8 %
     ("nvidia_dli_trtllm_static", "output_tok_s_total"): (1500, 0.08, 0.25),  # 5.2 %, 19.3 %
     # TRT-LLM 0.14 / 0.17 max-throughput tables, 848 rows, each with its own fitted set
-    ("trtllm_perf_overview", "output_tok_s_total"): (700, 0.10, 0.26),  # median 7.3 %, p90 19.0 %
+    ("trtllm_perf_overview", "output_tok_s_total"): (700, 0.10, 0.26),  # median 7.3 %, p90 19.1 %
 }
 
 
@@ -173,3 +173,42 @@ def test_placeholder_weight_rows_use_fixed_expert_routing(catalog: Catalog, tmp_
     assert fake_pred < 0.8 * real_pred  # batch 64: ~2 experts read instead of ~8
     fixed = replace(est, fixed_routing=True, _costs={}, _deps={})
     assert fake_pred == pytest.approx(predict_all(lambda _m: fixed, mapped[1:])[0].predicted)
+
+
+# ---------------------------------------------------------------------------------------------
+# Held out: NIM 1.8.0 Llama-3.3-70B fp8 TP2 on 2 × H100 (NVIDIA's NIM benchmarking page), in
+# no fit. Predicted with each engine generation's set.
+# ---------------------------------------------------------------------------------------------
+
+
+def held_out(catalog: Catalog, set_id: str) -> dict[str, list[float]]:
+    """Signed relative errors per metric of the NIM 1.8 rows predicted with ``set_id``."""
+    rows = read_measurements(REPO / "data/calibration/nim_perf_docs.csv")
+    mapped, skipped = map_measurements(catalog, rows)
+    assert not skipped and len(mapped) == 28
+    est = Estimator(catalog.efficiency_set(set_id))
+    errors: dict[str, list[float]] = {}
+    for p in predict_all(lambda m: est, mapped):
+        errors.setdefault(p.mapped.m.metric, []).append(p.predicted / p.mapped.m.value - 1)
+    return errors
+
+
+def test_newest_engine_set_predicts_held_out_nim_1_8(catalog: Catalog) -> None:
+    """trtllm-0.17 (fitted to max-throughput tables only) on NIM 1.8 latency tables, today:
+    ITL +3.6…+7.2 %, output tok/s −3.6…−6.3 %, TTFT −4.8…+39.8 % (median |error| 9.9 %)."""
+    errors = held_out(catalog, "trtllm-0.17")
+    assert max(abs(e) for e in errors["itl_ms_avg"]) < 0.10
+    assert max(abs(e) for e in errors["output_tok_s_total"]) < 0.10
+    ttft = sorted(abs(e) for e in errors["ttft_ms_avg"])
+    assert ttft[len(ttft) // 2] < 0.15
+    assert ttft[-1] < 0.45
+
+
+def test_engine_generations_order_on_a_newer_engine(catalog: Catalog) -> None:
+    """The newer the set's engine, the closer its ITL to NIM 1.8's (median |error| today:
+    trtllm-0.17 4.4 %, trtllm-0.14 15.1 %, nim-2024 29.8 %)."""
+    median = {
+        s: sorted(abs(e) for e in held_out(catalog, s)["itl_ms_avg"])[4]
+        for s in ("trtllm-0.17", "trtllm-0.14", "nim-2024")
+    }
+    assert median["trtllm-0.17"] < median["trtllm-0.14"] < median["nim-2024"]
