@@ -299,14 +299,12 @@ def queue_terms(
     return itl, cohort_wait + random_wait, own, t_decode
 
 
-def itl_from_fixed_point(dep: Deployment, isl: float, osl: float, b: int, rate: float) -> float:
-    """The ITL the module docstring's equations give for throughput ``rate`` at batch ``b``."""
-    return queue_terms(dep, isl, osl, b, rate)[0]
-
-
+@pytest.mark.parametrize("sync", [None, 0.0, 0.4])
 @pytest.mark.parametrize(
     ("model", "hardware", "precision", "tp", "isl", "osl", "concurrency"),
     [
+        ("llama-3-8b", "h100-sxm", "fp8", 1, 200, 2000, 100),
+        ("llama-3-70b", "a100-sxm-80gb", "fp16", 4, 7000, 1000, 50),
         # converged: the check itself is right
         ("llama-3-8b", "h100-sxm", "fp8", 1, 2000, 200, 25),
         ("llama-3-8b", "h100-sxm", "fp8", 1, 2000, 1000, 250),
@@ -339,16 +337,29 @@ def test_inflight_result_solves_its_fixed_point(
     isl: int,
     osl: int,
     concurrency: int,
+    sync: float | None,
 ) -> None:
+    """The returned rate is the root of X = B / E2E(X) found independently (scipy brentq on
+    the equations rebuilt from the step primitives), and TTFT / ITL / waits are those of it;
+    ``sync``: the set's own prefill_sync (None), or arrivals partly or wholly out of step."""
     res = resolve(catalog, estimator, model, hardware, precision, Parallelism(tp), isl + osl)
-    dep = dep_of(res)
+    dep = dep_of(res) if sync is None else with_sync(dep_of(res), sync)
     op = inflight(dep, isl, osl, concurrency, res.max_concurrency)
-    # at the fixed point the service rate of the B in flight is the closed-loop throughput
-    expected = itl_from_fixed_point(dep, isl, osl, op.in_flight, op.requests_per_s)
-    assert op.itl_s == pytest.approx(expected, rel=1e-6)
-    if concurrency > op.in_flight:
-        waiting = concurrency - op.in_flight
-        assert op.queue_wait_s == pytest.approx(waiting / op.requests_per_s, rel=1e-6)
+    b = int(op.in_flight)
+
+    def excess(x: float) -> float:
+        itl, wait, own, _ = queue_terms(dep, isl, osl, b, x)
+        return b / (0.5 * itl + wait + own + (osl - 1) * itl) - x
+
+    root = brentq(excess, 1e-9, 1e3, xtol=1e-14, rtol=1e-12)
+    itl, wait, own, _ = queue_terms(dep, isl, osl, b, root)
+    assert op.requests_per_s * op.e2e_s == pytest.approx(concurrency, rel=1e-9)  # Little
+    assert b / (op.e2e_s - op.queue_wait_s) == pytest.approx(root, rel=1e-8)
+    assert op.itl_s == pytest.approx(itl, rel=1e-8)
+    assert op.prefill_wait_s == pytest.approx(wait, rel=1e-8)
+    assert op.ttft_s - op.queue_wait_s == pytest.approx(0.5 * itl + wait + own, rel=1e-8)
+    # the clients beyond the B in flight queue for a slot: Little's law on that queue
+    assert op.queue_wait_s == pytest.approx((concurrency - b) / root, rel=1e-8, abs=1e-12)
 
 
 def test_inflight_itl_does_not_drop_from_one_to_two_clients(llama8b_fp8: Resolved) -> None:
@@ -396,47 +407,6 @@ def with_sync(dep: Deployment, sync: float, cohort_tokens: float | None = None) 
     if cohort_tokens is not None:
         eff = replace(eff, cohort_tokens=cohort_tokens)
     return replace(dep, eff=eff)
-
-
-@pytest.mark.parametrize("sync", [0.0, 0.4, 1.0])
-@pytest.mark.parametrize(
-    ("model", "hardware", "precision", "tp", "isl", "osl", "concurrency"),
-    [
-        ("llama-3-8b", "h100-sxm", "fp8", 1, 2000, 200, 25),
-        ("llama-3-8b", "h100-sxm", "fp8", 1, 200, 2000, 100),
-        ("llama-3-70b", "a100-sxm-80gb", "fp16", 4, 7000, 1000, 50),
-    ],
-)
-def test_out_of_step_queue_solves_its_fixed_point(
-    catalog: Catalog,
-    estimator: Estimator,
-    model: str,
-    hardware: str,
-    precision: str,
-    tp: int,
-    isl: int,
-    osl: int,
-    concurrency: int,
-    sync: float,
-) -> None:
-    """The returned rate is the root of X = B / E2E(X) found independently (scipy brentq on
-    the equations rebuilt from the step primitives), and TTFT / ITL / wait are those of it."""
-    res = resolve(catalog, estimator, model, hardware, precision, Parallelism(tp), isl + osl)
-    dep = with_sync(dep_of(res), sync)
-    op = inflight(dep, isl, osl, concurrency, res.max_concurrency)
-    b = int(op.in_flight)
-
-    def excess(x: float) -> float:
-        itl, wait, own, _ = queue_terms(dep, isl, osl, b, x)
-        return b / (0.5 * itl + wait + own + (osl - 1) * itl) - x
-
-    root = brentq(excess, 1e-9, 1e3, xtol=1e-14, rtol=1e-12)
-    itl, wait, own, _ = queue_terms(dep, isl, osl, b, root)
-    assert op.requests_per_s * op.e2e_s == pytest.approx(concurrency, rel=1e-9)  # Little
-    assert b / (op.e2e_s - op.queue_wait_s) == pytest.approx(root, rel=1e-8)
-    assert op.itl_s == pytest.approx(itl, rel=1e-8)
-    assert op.prefill_wait_s == pytest.approx(wait, rel=1e-8)
-    assert op.ttft_s - op.queue_wait_s == pytest.approx(0.5 * itl + wait + own, rel=1e-8)
 
 
 def test_one_client_has_no_prefill_queue_in_or_out_of_step(llama8b_fp8: Resolved) -> None:
