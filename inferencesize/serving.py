@@ -163,8 +163,9 @@ def inflight_arrays(
         # rate and a at its most it under-states it. Both agree when all arrivals are in
         # step (sync = 1); otherwise the root lies between and regula falsi finds it.
         k = (osl - 1 + 0.5 * busy) * t_decode
-        upper = _fixed_point(b, queue(0.0)[0] + t_own, k, queue(top)[1])
-        lower = _fixed_point(b, queue(upper)[0] + t_own, k, queue(0.0)[1])
+        idle_wait, most_stretch = queue(0.0)
+        upper = _fixed_point(b, idle_wait + t_own, k, queue(top)[1])
+        lower = _fixed_point(b, queue(upper)[0] + t_own, k, most_stretch)
         x = _regula_falsi(service, b, osl, np.minimum(lower, upper), upper, iterations)
     ttft_service, itl, prefill_wait = service(x)
     if chunk:  # at the budget's limit the closed loop waits for it: TTFT = B / X − decode
