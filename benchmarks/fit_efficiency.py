@@ -16,8 +16,9 @@ from pathlib import Path
 import yaml
 
 from inferencesize.calibration import fit
-from inferencesize.catalog import load_catalog
-from inferencesize.io_measurements import dedupe, map_measurements, read_measurements
+from inferencesize.catalog import Catalog, load_catalog
+from inferencesize.io_measurements import Measurement, dedupe, map_measurements, read_measurements
+from inferencesize.specs import EfficiencySet, names_engine
 from inferencesize.specs.efficiency import OPTIONAL_PARAMS
 from inferencesize.validation import summary_table
 
@@ -35,15 +36,21 @@ UNFITTED_SERVING = (
 )
 
 
+def _belongs(catalog: Catalog, base: EfficiencySet, m: Measurement) -> bool:
+    """A row fits the set that `validate` predicts it with, if its label names the set's engine
+    (rows that only fall back to the default set stay out of its fit)."""
+    return catalog.efficiency_for(m.engine, m.engine_version).id == base.id and names_engine(
+        base, m.engine, m.engine_version
+    )
+
+
 def main(ids: list[str]) -> None:
     catalog = load_catalog()
     rows = dedupe([m for path in DATA for m in read_measurements(path)])
     mapped, _ = map_measurements(catalog, rows)
     for set_id in ids or list(catalog.efficiency):
         base = catalog.efficiency_set(set_id)
-        mine = [
-            r for r in mapped if any(e.lower() in r.m.engine_label.lower() for e in base.engines)
-        ]
+        mine = [r for r in mapped if _belongs(catalog, base, r.m)]
         if not mine:
             print(f"{set_id}: no rows for engines {base.engines}")
             continue

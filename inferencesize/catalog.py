@@ -27,7 +27,14 @@ from pydantic import BaseModel, ValidationError
 
 from inferencesize.catalog_cache import ParsedFiles
 from inferencesize.errors import CatalogError, UnknownIdError
-from inferencesize.specs import EfficiencySet, GpuSpec, ModelSpec, ScenarioSpec, SystemSpec
+from inferencesize.specs import (
+    EfficiencySet,
+    GpuSpec,
+    ModelSpec,
+    ScenarioSpec,
+    SystemSpec,
+    engine_set,
+)
 
 ENV_CATALOG = "INFERSIZE_CATALOG"
 KINDS: dict[str, tuple[str, type[BaseModel]]] = {
@@ -287,6 +294,11 @@ class Catalog:
         if self.efficiency:
             return next(iter(self.efficiency.values()))
         raise UnknownIdError("no efficiency set in the catalog (hardware/efficiency/*.yaml)")
+
+    def efficiency_for(self, engine: str, version: str = "") -> EfficiencySet:
+        """The set of a measured engine ('TensorRT-LLM', '0.19'), else the default set
+        (``specs.efficiency.engine_set`` says how engines are matched)."""
+        return engine_set(self.efficiency.values(), engine, version) or self.efficiency_set()
 
     def hardware(self, name: str) -> tuple[GpuSpec, SystemSpec | None]:
         """A GPU id or a system id -> (GPU, system or None)."""

@@ -1,6 +1,12 @@
 """Frozen pydantic models of catalogs and scenarios (domain types; no I/O)."""
 
-from inferencesize.specs.efficiency import EfficiencyEntry, EfficiencySet, EfficiencyValues
+from inferencesize.specs.efficiency import (
+    EfficiencyEntry,
+    EfficiencySet,
+    EfficiencyValues,
+    engine_set,
+    names_engine,
+)
 from inferencesize.specs.hardware import DenseFlops, GpuSpec, SystemSpec
 from inferencesize.specs.model import MLA, ModelSpec, MoE, SlidingWindow
 from inferencesize.specs.scenario import Budget, ScenarioSpec
@@ -18,4 +24,6 @@ __all__ = [
     "ScenarioSpec",
     "SlidingWindow",
     "SystemSpec",
+    "engine_set",
+    "names_engine",
 ]

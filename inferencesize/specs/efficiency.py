@@ -6,6 +6,8 @@ precision (or per GPU for every precision); what no entry states comes from ``de
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterable
 from typing import Annotated
 
 from pydantic import Field, model_validator
@@ -72,8 +74,12 @@ class EfficiencySet(Spec):
     default: bool = Field(default=False, description="used when no --engine/--calibration")
     engines: list[str] = Field(
         default_factory=list,
-        description="case-insensitive substrings of a measurement's 'engine engine_version'"
-        " that this set describes (validate picks the set per row)",
+        description="the engines this set describes (validate picks the set per row): a name"
+        " and version ('TensorRT-LLM 0.17') claims that engine's releases nearest this version;"
+        " without a version, a case-insensitive substring of the row's engine label",
+    )
+    engines_source: str | None = Field(
+        default=None, description="why the set claims the engines it lists beyond its own"
     )
     source: Source
     defaults: EfficiencyValues
@@ -89,3 +95,65 @@ class EfficiencySet(Spec):
         if missing:
             raise ValueError(f"defaults: must set every parameter (missing {', '.join(missing)})")
         return self
+
+
+_VERSION = re.compile(r"(\d+)\.(\d+)")
+_NAMED_VERSION = re.compile(r"^(.*\S)\s+v?(\d+)\.(\d+)(?:\.\d+)*$")
+
+
+def _version(text: str) -> tuple[int, int] | None:
+    """The first major.minor in ``text`` ('NIM llama3 1.0.x (2024)' -> (1, 0))."""
+    m = _VERSION.search(text)
+    return (int(m.group(1)), int(m.group(2))) if m else None
+
+
+def _named(pattern: str) -> tuple[str, tuple[int, int]] | None:
+    """'TensorRT-LLM 0.17' (or 0.17.0) -> ('tensorrt-llm', (0, 17)); no version -> None."""
+    m = _NAMED_VERSION.match(pattern.strip())
+    return (m.group(1).lower(), (int(m.group(2)), int(m.group(3)))) if m else None
+
+
+def _position(name: str, text: str) -> int | None:
+    """Where engine ``name`` occurs in ``text`` as a whole word (case-insensitive), or None."""
+    m = re.search(rf"(?<![a-z0-9]){re.escape(name)}(?![a-z0-9])", text.lower())
+    return m.start() if m else None
+
+
+def _distance(a: tuple[int, int], b: tuple[int, int]) -> int:
+    return abs((a[0] * 1000 + a[1]) - (b[0] * 1000 + b[1]))
+
+
+def engine_set(
+    sets: Iterable[EfficiencySet], engine: str, version: str = ""
+) -> EfficiencySet | None:
+    """The set that describes a measurement's engine, or None (the caller's default).
+
+    1. A set listing a substring of ``engine version`` (an entry without a version) takes it.
+    2. Otherwise the engine named first in the label among the sets' versioned entries: the
+       set whose version of it is nearest the row's (the version read from ``version``, else
+       from ``engine``; a tie goes to the newer). TensorRT-LLM 0.19 is predicted with 0.17.
+    3. A named engine without a version, or an engine no set names: None.
+    """
+    pool = list(sets)
+    label = f"{engine} {version}".lower()
+    for s in pool:
+        if any(_named(e) is None and e.lower() in label for e in s.engines):
+            return s
+    claims = [(*nv, s) for s in pool for e in s.engines if (nv := _named(e)) is not None]
+    where = [(pos, name) for name, _, _ in claims if (pos := _position(name, label)) is not None]
+    row_version = _version(version) or _version(engine)
+    if not where or row_version is None:
+        return None
+    family = min(where)[1]
+    mine = [(v, s) for name, v, s in claims if name == family]
+    return min(mine, key=lambda vs: (_distance(vs[0], row_version), -vs[0][0], -vs[0][1]))[1]
+
+
+def names_engine(s: EfficiencySet, engine: str, version: str = "") -> bool:
+    """Whether ``engine version`` names an engine the set lists (with any version)."""
+    label = f"{engine} {version}".lower()
+    for e in s.engines:
+        nv = _named(e)
+        if (nv is None and e.lower() in label) or (nv and _position(nv[0], label) is not None):
+            return True
+    return False

@@ -1,8 +1,7 @@
 """Accuracy regression guards against the published measurements in data/calibration.
 
-Every row is predicted with the efficiency set of its engine generation (the set whose
-``engines`` substrings occur in the row's engine label, else the catalog default), exactly as
-benchmarks/fit_efficiency.py selects rows. The bounds sit well above today's errors: they catch
+Every row is predicted with the efficiency set of its engine generation
+(``Catalog.efficiency_for``, as `validate` and benchmarks/fit_efficiency.py choose it). The bounds sit well above today's errors: they catch
 a model or refit that gets clearly worse, not noise. Measured values are in the comments.
 """
 
@@ -35,14 +34,9 @@ def catalog() -> Catalog:
 
 def estimator_picker(catalog: Catalog) -> Callable[[Measurement], Estimator]:
     estimators = {ident: Estimator(s) for ident, s in catalog.efficiency.items()}
-    default = estimators[catalog.efficiency_set().id]
 
     def pick(m: Measurement) -> Estimator:
-        label = m.engine_label.lower()
-        for ident, eset in catalog.efficiency.items():
-            if any(e.lower() in label for e in eset.engines):
-                return estimators[ident]
-        return default
+        return estimators[catalog.efficiency_for(m.engine, m.engine_version).id]
 
     return pick
 
