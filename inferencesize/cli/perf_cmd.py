@@ -5,7 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -411,11 +411,7 @@ def _chooser(catalog: Catalog, fixed: EfficiencySet | None) -> Any:
     def pick(m: Measurement) -> Estimator:
         if fixed is not None:
             return default
-        label = m.engine_label.lower()
-        for eset_id, est in estimators.items():
-            if any(e.lower() in label for e in catalog.efficiency[eset_id].engines):
-                return est
-        return default
+        return estimators[catalog.efficiency_for(m.engine, m.engine_version).id]
 
     return pick
 
@@ -455,9 +451,15 @@ def validate(
     fixed = efficiency_for(catalog, engine, calibration) if (engine or calibration) else None
     rows = _load_rows(data)
     mapped, skipped = map_measurements(catalog, rows)
+    pick = _chooser(catalog, fixed)
     t0 = time.perf_counter()
-    preds = predict_all(_chooser(catalog, fixed), mapped)
+    preds = predict_all(pick, mapped)
     elapsed = time.perf_counter() - t0
+    used = Counter((r.m.engine, r.m.engine_version, pick(r.m).efficiency.id) for r in mapped)
+    sets_used = [
+        {"engine": e, "engine_version": v, "efficiency": ident, "rows": n}
+        for (e, v, ident), n in sorted(used.items())
+    ]
     by_metric = _summary_rows(preds, lambda p: p.mapped.m.metric)
     by_source = _summary_rows(preds, lambda p: f"{p.mapped.m.source} · {p.mapped.m.metric}")
     checks = steady_checks(mapped)
@@ -488,6 +490,7 @@ def validate(
                     "unmapped": unmapped,
                     "by_metric": by_metric,
                     "by_source": by_source,
+                    "efficiency_sets": sets_used,
                     "steady_state": {
                         "checked": len(checks),
                         "tolerance": STEADY_TOLERANCE,
@@ -528,6 +531,9 @@ def validate(
         out.print(report.table(title, cols, fmt_rows(by_metric_steady)))
     elif checks:
         out.print(f"Little's law: all {len(checks)} measured serving points are in steady state.")
+    for u in sets_used:
+        label = f"{u['engine']} {u['engine_version']}".strip() or "(engine not stated)"
+        out.print(f"{label}: {u['rows']} rows predicted with efficiency set {u['efficiency']}")
     out.print(
         f"{len(rows)} rows read, {len(preds)} predicted in {elapsed:.2f} s, "
         f"{len(unmapped)} not mappable"

@@ -971,6 +971,7 @@ VALIDATE_KEYS = {
     "unmapped",
     "by_metric",
     "by_source",
+    "efficiency_sets",
     "steady_state",
     "seconds",
 }
@@ -1061,6 +1062,15 @@ def test_validate_json_counts_lists_and_summaries() -> None:
     assert [{**g, "group": None} for g in data["by_source"]] == [
         {**g, "group": None} for g in data["by_metric"]
     ]
+    # every mapped row is a NIM 1.0.x row of the DLI course: the nim-2024 set predicts it
+    assert data["efficiency_sets"] == [
+        {
+            "engine": "NIM (TRT-LLM backend)",
+            "engine_version": "NIM llama3 1.0.x (2024)",
+            "efficiency": "nim-2024",
+            "rows": 10,
+        }
+    ]
     # Little's law on the two measured points: 0.571205 req/s × 8.75147 s = 5.00 clients,
     # 3.82017 × 13.0778 = 49.96: both in steady state
     steady = data["steady_state"]
@@ -1077,6 +1087,10 @@ def test_validate_table_prints_the_tables_and_the_unmapped_rows() -> None:
     assert "accuracy by source and metric" in out
     rows = table_rows(out.split("accuracy by source and metric")[0])
     assert {m: rows[m][0] for m in METRIC_KEYS} == dict.fromkeys(METRIC_KEYS, "2")
+    assert (
+        "NIM (TRT-LLM backend) NIM llama3 1.0.x (2024): 10 rows predicted with efficiency set"
+        " nim-2024" in out
+    )
     assert "12 rows read, 10 predicted in " in out
     assert ", 2 not mappable" in out
     assert (
