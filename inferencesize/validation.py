@@ -15,10 +15,12 @@ from typing import Any
 
 import numpy as np
 
+from inferencesize.catalog import Catalog
 from inferencesize.estimate import Candidate, Estimator
 from inferencesize.io_measurements import Measurement
 from inferencesize.latency import Deployment, decode_step, prefill
 from inferencesize.serving import inflight_arrays
+from inferencesize.specs import EfficiencySet
 
 METRICS = (
     "ttft_ms_avg",
@@ -105,6 +107,26 @@ def placeholder_weights(m: Measurement) -> bool:
     """A benchmark run on placeholder ("fake") weights: an MoE router then sends every token to
     the same experts (``transformer.ModelCosts.fixed_routing``)."""
     return "fake weights" in m.notes.lower()
+
+
+def estimator_chooser(
+    catalog: Catalog, fixed: EfficiencySet | None = None
+) -> Callable[[Measurement], Estimator]:
+    """The estimator of a row: ``fixed`` if given, else the set of the row's engine and version
+    (``Catalog.efficiency_for``), matched once per engine label."""
+    if fixed is not None:
+        one = Estimator(fixed)
+        return lambda m: one
+    estimators = {s.id: Estimator(s) for s in catalog.efficiency.values()}
+    by_label: dict[tuple[str, str], Estimator] = {}
+
+    def pick(m: Measurement) -> Estimator:
+        key = (m.engine, m.engine_version)
+        if key not in by_label:
+            by_label[key] = estimators[catalog.efficiency_for(*key).id]
+        return by_label[key]
+
+    return pick
 
 
 def predict_all(

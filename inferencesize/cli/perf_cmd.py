@@ -49,12 +49,12 @@ from inferencesize.io_measurements import (
     read_measurements,
 )
 from inferencesize.parallelism import Parallelism
-from inferencesize.specs import EfficiencySet
 from inferencesize.units import PRECISIONS
 from inferencesize.validation import (
     STEADY_TOLERANCE,
     Prediction,
     SteadyCheck,
+    estimator_chooser,
     point_key,
     predict_all,
     steady_checks,
@@ -404,18 +404,6 @@ def _load_rows(data: list[Path]) -> list[Measurement]:
     return dedupe([m for path in data for m in read_measurements(path)])
 
 
-def _chooser(catalog: Catalog, fixed: EfficiencySet | None) -> Any:
-    estimators = {s.id: Estimator(s) for s in catalog.efficiency.values()}
-    default = Estimator(fixed) if fixed else estimators[catalog.efficiency_set().id]
-
-    def pick(m: Measurement) -> Estimator:
-        if fixed is not None:
-            return default
-        return estimators[catalog.efficiency_for(m.engine, m.engine_version).id]
-
-    return pick
-
-
 def _summary_rows(preds: list[Prediction], by: Any) -> list[dict[str, Any]]:
     return [
         {
@@ -451,7 +439,7 @@ def validate(
     fixed = efficiency_for(catalog, engine, calibration) if (engine or calibration) else None
     rows = _load_rows(data)
     mapped, skipped = map_measurements(catalog, rows)
-    pick = _chooser(catalog, fixed)
+    pick = estimator_chooser(catalog, fixed)
     t0 = time.perf_counter()
     preds = predict_all(pick, mapped)
     elapsed = time.perf_counter() - t0

@@ -7,7 +7,6 @@ a model or refit that gets clearly worse, not noise. Measured values are in the 
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -15,10 +14,16 @@ import pytest
 
 from inferencesize.catalog import Catalog, load_catalog
 from inferencesize.estimate import Candidate, Estimator
-from inferencesize.io_measurements import Measurement, dedupe, map_measurements, read_measurements
+from inferencesize.io_measurements import dedupe, map_measurements, read_measurements
 from inferencesize.parallelism import Parallelism
 from inferencesize.serving import inflight, static
-from inferencesize.validation import Prediction, Summary, predict_all, summary_table
+from inferencesize.validation import (
+    Prediction,
+    Summary,
+    estimator_chooser,
+    predict_all,
+    summary_table,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 DATA = [
@@ -32,20 +37,11 @@ def catalog() -> Catalog:
     return load_catalog()
 
 
-def estimator_picker(catalog: Catalog) -> Callable[[Measurement], Estimator]:
-    estimators = {ident: Estimator(s) for ident, s in catalog.efficiency.items()}
-
-    def pick(m: Measurement) -> Estimator:
-        return estimators[catalog.efficiency_for(m.engine, m.engine_version).id]
-
-    return pick
-
-
 @pytest.fixture(scope="module")
 def predictions(catalog: Catalog) -> tuple[list[Prediction], int, int]:
     rows = dedupe([m for path in DATA for m in read_measurements(path)])
     mapped, skipped = map_measurements(catalog, rows)
-    preds = predict_all(estimator_picker(catalog), mapped)
+    preds = predict_all(estimator_chooser(catalog), mapped)
     return preds, len(rows), len(skipped)
 
 
@@ -56,7 +52,7 @@ def table(predictions: tuple[list[Prediction], int, int]) -> dict[str, Summary]:
 
 
 def test_engine_selection(catalog: Catalog) -> None:
-    pick = estimator_picker(catalog)
+    pick = estimator_chooser(catalog)
     rows = dedupe([m for path in DATA for m in read_measurements(path)])
     chosen: dict[tuple[str, str], set[str]] = {}
     for m in rows:
