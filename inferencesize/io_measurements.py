@@ -291,12 +291,26 @@ def _operating_point(cand: Candidate, m: Measurement) -> Mapped | str:
         return f"operating point {m.concurrency!r} is not a concurrency or batch size"
     if m.isl is None:
         return "isl not stated"
-    scale = 1.0
-    if "per dgx" in m.unit.lower() and m.num_gpus:
-        scale = m.num_gpus / cand.par.gpus
+    scale = _instances_covered(m.unit, m.num_gpus, cand.par.gpus)
     if m.osl is None:
         m = replace(m, osl=1.0)
     return Mapped(m, cand, mode, float(match.group(1)) if match else 0.0, scale)
+
+
+#: Units of a rate that covers a whole server: its ``num_gpus`` GPUs, whatever the instance size.
+_PER_SERVER = re.compile(r"\bper\s+(dgx|hgx|server|node)\b")
+_PER_GPU = re.compile(r"(\bper\s+gpu\b|/\s*gpu\b)")
+
+
+def _instances_covered(unit: str, num_gpus: int | None, instance_gpus: int) -> float:
+    """How many instances a measured rate covers, from its unit: 1 (per instance, the TP
+    group), ``num_gpus / instance_gpus`` per DGX / server / node, ``1 / instance_gpus`` per GPU."""
+    text = unit.lower()
+    if _PER_GPU.search(text):
+        return 1.0 / instance_gpus
+    if _PER_SERVER.search(text) and num_gpus:
+        return num_gpus / instance_gpus
+    return 1.0
 
 
 def _candidate(
