@@ -42,7 +42,7 @@ class Mapped:
     candidate: Candidate
     mode: str  # inflight | static | offline
     concurrency: float
-    scale: float  # instances the measured value covers (per-DGX figures)
+    scale: float  # instances the measured rate covers (per DGX: several; per GPU: a share)
 
 
 @dataclass(frozen=True)
