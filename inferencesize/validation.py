@@ -233,7 +233,7 @@ def point_key(x: Mapped) -> tuple[Any, ...]:
 
 def steady_checks(rows: Sequence[Mapped]) -> list[SteadyCheck]:
     """Little's law on every in-flight point that reports both req/s and mean E2E (req/s per
-    instance: a per-DGX figure is divided by its instances)."""
+    instance: a per-DGX or per-GPU figure is converted with the row's ``scale``)."""
     rate: dict[tuple[Any, ...], float] = {}
     e2e_s: dict[tuple[Any, ...], float] = {}
     first: dict[tuple[Any, ...], Mapped] = {}
