@@ -4,8 +4,8 @@ Usage: python benchmarks/simulate_accuracy.py [--max-clients 100] [--per-client 
 
 Replays every nvidia_dli_nim operating point of data/calibration/measurements.csv up to
 ``--max-clients`` closed-loop clients in the simulator (in-flight batching, the `simulate`
-defaults: one prompt per step, the running decodes pause for it) and predicts the same rows
-analytically with `estimate`'s model. Prints median and p90 absolute percentage error per
+defaults: prompt steps of up to 8192 tokens, the running decodes pause for them) and predicts
+the same rows analytically with `estimate`'s model. Prints median and p90 absolute percentage error per
 metric, and per metric and concurrency, for both. Beyond ~100 clients the NIM runs wait for KV
 slots for minutes and a simulation of them takes long, so the default stops there.
 """

@@ -29,8 +29,10 @@ GLOBAL_PARAMS: dict[str, tuple[float, float]] = {
     "layer_overhead_s": (0.0, 2e-4),
     "comm_latency_s": (1e-6, 1e-4),
     "comm": (0.2, 1.0),
-    "prefill_sync": (0.0, 1.0),
+    "prefill_sync": (0.0, 2.0),
     "cohort_tokens": (1024.0, 1e6),
+    "arrival_spread_s": (0.0, 1.0),
+    "seq_overhead_s": (0.0, 5e-4),
 }
 PER_GPU_PARAMS: dict[str, tuple[float, float]] = {"compute": (0.1, 1.0), "memory": (0.2, 1.0)}
 

@@ -2,8 +2,8 @@
 
 A step over M tokens = GEMMs (linear layers; roofline of 2·M·active params vs. the weights
 it must stream) + attention (prefill: FLOP-bound, FlashAttention on 16-bit units; decode:
-KV-cache reads) + TP all-reduces (2 per layer of M × hidden 16-bit activations) + fixed
-overheads. With PP, a stage holds 1/PP of the layers and a token crosses every stage: decode
+KV-cache reads) + TP all-reduces (2 per layer of M × hidden 16-bit activations) + overheads
+(per step, per layer, and per sequence in the step: sampling, detokenising, streaming). With PP, a stage holds 1/PP of the layers and a token crosses every stage: decode
 latency is PP × stage time of a 1/PP micro-batch, prefill latency PP × stage time of the whole
 prompt batch, plus the stage-boundary sends.
 Works elementwise on floats or numpy arrays.
@@ -178,7 +178,9 @@ def step_time(
         comm = comm + c.moe_layers * layer_frac * allreduce_time_array(
             gather, tp * par.dp, dep.ep_link or dep.tp_link, eff.comm
         )
-    overhead = eff.step_overhead_s + eff.layer_overhead_s * layers
+    # host and launch costs: per step, per layer, and per sequence the step holds
+    per_seq = eff.seq_overhead_s * (dec + pre)
+    overhead = eff.step_overhead_s + eff.layer_overhead_s * layers + per_seq
     stage = StepTime(gemm, attention, comm, overhead, gemm_compute >= gemm_memory)
     if pp == 1:
         return stage

@@ -25,7 +25,8 @@ RUNTIME_RESERVE_BYTES = 3.5 * GIB
 COMM_BUFFER_BYTES = 0.5 * GIB
 #: Share of the free memory given to the KV cache.
 KV_FRACTION = 0.9
-#: Tokens one engine step may hold (activation buffers are sized for this).
+#: Tokens one engine step may hold (activation buffers are sized for this): TensorRT-LLM's
+#: default max_num_tokens (BuildConfig).
 MAX_NUM_TOKENS = 8192
 
 

@@ -26,11 +26,19 @@ class Efficiency:
     attention: float  # prefill attention fraction of 16-bit dense peak
     comm: float  # fraction of link bandwidth reached by collectives
     gemm_m_half: float  # tokens at which a GEMM reaches half its large-M efficiency
-    step_overhead_s: float  # fixed cost per forward step (scheduling, sampling, launches)
+    step_overhead_s: float  # fixed cost per forward step (scheduling, launches)
     layer_overhead_s: float  # per layer per step (kernel launches and syncs not hidden)
     comm_latency_s: float  # alpha of one collective on NVLink / PCIe
-    prefill_sync: float = 0.5  # share of arrivals in step with a cohort (the rest: out of step)
-    cohort_tokens: float = 65536.0  # largest block of prompt tokens that arrives together
+    # Closed-loop clients of one length come back as a cohort (serving.py): the in-step share
+    # of arrivals, at most 1 in effect (above 1 it also scales the cohort's wait: its prompt
+    # steps carry more than the bare batched prefill), ...
+    prefill_sync: float = 0.5
+    # ... the prompt tokens over which a cohort thins out: (B − 1) others come back as
+    # (B − 1) / (1 + (B − 1) ISL / cohort_tokens) in step ...
+    cohort_tokens: float = 65536.0
+    # ... and the spread of their re-sends: only t / (t + this) of them are in step with a
+    # prompt step of length t (a short prompt step misses most of them). 0 = all in step.
+    arrival_spread_s: float = 0.0
     # Decode attention streams the KV cache at no fewer than this many bytes per element's worth
     # of time: kernels that dequantise an 8-bit cache to 16-bit run at the 16-bit element rate
     # (the 8-bit cache then halves the memory held, not the attention time). 0 = stored bytes.
@@ -38,6 +46,9 @@ class Efficiency:
     # Decode attention reaches the memory efficiency only with enough parallel work: a KV read
     # of n (sequence, KV head) pairs per GPU streams at memory · n / (n + this). 0 = always.
     kv_items_half: float = 0.0
+    # Host-side cost per sequence in a step (sampling, detokenising, streaming the token out),
+    # paid by every decode and every prompt the step holds. 0 = none.
+    seq_overhead_s: float = 0.0
 
 
 def gemm_efficiency(eff: Efficiency, tokens: Num) -> Num:

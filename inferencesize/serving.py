@@ -9,14 +9,22 @@ In-flight (continuous) batching with N closed-loop clients (GenAI-Perf concurren
   more prompt: a client's decode steps interleave only with the other clients' prefills, less
   the share w of them it already waited for before its first token (below), so each prefill
   is counted once.
-* Prefills queue behind each other. A share s (``prefill_sync``) of the arrivals is in step:
-  closed-loop clients with fixed lengths arrive together (a cohort) and a new request waits on
-  average for half of the batched prefill of the other B − 1 prompts (at most
-  ``cohort_tokens`` of prompt tokens arrive together: one step's token budget). The other
-  1 − s arrive out of step, as random traffic does: such a request finds a step in progress,
+* Prefills queue behind each other. Closed-loop clients with fixed lengths come back together
+  (a cohort): the other B − 1 return as C = (B − 1) / (1 + (B − 1) · ISL / ``cohort_tokens``)
+  in step (long prompts spread them out), and the engine prefills the cohort in two batched
+  steps, those that came before the first prompt step and those that came during it, (C + 1)/2
+  prompts each. A member of the first step waits for it, one of the second for both: on
+  average 1.5 prefills of half the cohort, less its own prompt (counted below), and for
+  0.75 C − 0.25 other prompts. The re-sends spread over ``arrival_spread_s``, so a share
+  s = ``prefill_sync`` · t₁ / (t₁ + spread) is in step (t₁ a prompt step alone: a short one
+  misses most of the spread; s above 1 scales the cohort's wait). The other max(1 − s, 0)
+  arrive out of step, as random traffic does: such a request finds a step in progress,
   length-biased, so it waits T/2 + ρ t_p/2 of it (T = T_decode / (1 − ρ) the mean step,
   ρ = X t_p (B − 1)/B the others' prefill share of engine time), and shares its own step with
   the X (T + ρ t_p) prompts that arrived meanwhile (w counts those too). Then its own step.
+* Every step pays ``step_overhead_s``, ``layer_overhead_s`` per layer and ``seq_overhead_s``
+  per sequence it holds (``latency.step_time``): a busy engine's steps cost more than their
+  GEMMs and KV reads.
 * E2E = TTFT + (OSL − 1) · ITL; throughput X = B / E2E(X) (Little's law), a root solved by
   closed-form bounds and regula falsi (bisection when a chunk budget makes E2E jump).
 
@@ -86,17 +94,16 @@ def inflight_arrays(
     n = np.maximum(np.asarray(concurrency, dtype=float), 1.0)
     b = np.maximum(np.minimum(n, np.asarray(max_in_flight, dtype=float)), 1.0)
     context = isl + osl / 2.0
-    sync = dep.eff.prefill_sync
-    # Closed-loop clients with fixed lengths arrive as a cohort: a new request waits, on
-    # average, for half of the cohort's other prefills (batched, so FLOP-bound).
-    cohort = np.minimum(b - 1, dep.eff.cohort_tokens / np.maximum(isl, 1.0))
-    decode_b, own, alone, decode_others, cohort_prefill = step_totals(
+    # The cohort of other clients in step, thinned by its prompt tokens (module docstring).
+    cohort = (b - 1) / (1.0 + (b - 1) * isl / dep.eff.cohort_tokens)
+    half = (cohort + 1.0) / 2.0
+    decode_b, own, alone, decode_others, half_prefill = step_totals(
         dep,
         (b, context, 0.0, 0.0),  # a decode step at B
         (b - 1, context, 1.0, isl),  # a new prompt's step next to the others' decodes
         (0.0, 0.0, 1.0, isl),  # a prompt alone
         (b - 1, context, 0.0, 0.0),  # the others' decode step
-        (0.0, 0.0, cohort, isl),  # the cohort's batched prefill
+        (0.0, 0.0, half, isl),  # half the cohort's batched prefill
     )
     per_step = dep.techniques.tokens_per_step
     t_decode = decode_b / per_step
@@ -104,7 +111,13 @@ def inflight_arrays(
     t_alone = alone
     t_marginal = np.where(b > 1, np.maximum(t_own - decode_others, 0.0), t_alone)
     t_prompt = t_marginal  # engine time one more prompt costs (random-arrival queue)
-    cohort_wait = sync * 0.5 * cohort_prefill
+    spread = dep.eff.arrival_spread_s
+    sync = dep.eff.prefill_sync * t_alone / np.maximum(t_alone + spread, 1e-30)
+    loose = np.maximum(1.0 - sync, 0.0)  # share of arrivals out of step
+    # two batched prompt steps of half the cohort each: a member waits 1.5 of them on average
+    # (less its own prompt) and for 0.75 C − 0.25 other prompts
+    ahead = np.maximum(0.75 * cohort - 0.25, 0.0)
+    cohort_wait = sync * np.maximum(1.5 * half_prefill - t_alone, 0.0)
     chunk = dep.techniques.chunk_tokens
     itl_cap: Any = np.inf
     x_cap: Any = np.inf
@@ -122,7 +135,7 @@ def inflight_arrays(
         )
         new = np.maximum(dep.techniques.expected_new_tokens(isl), 1.0)
         t_prompt = full * new / chunk
-        cohort_wait = sync * 0.5 * cohort * t_prompt
+        cohort_wait = sync * ahead * t_prompt
         itl_cap = full / per_step
         x_cap = np.where(b > 1, chunk / (new * full), np.inf)
     busy = b > 1
@@ -131,17 +144,17 @@ def inflight_arrays(
 
     def queue(x: Any) -> tuple[Any, Any]:
         """Prefill wait (beyond half a step) and the stretch coefficient of ITL at rate x."""
-        # Arrivals out of step (share 1 − sync) find a step in progress, length-biased (mean
+        # Arrivals out of step (share 1 − s) find a step in progress, length-biased (mean
         # residual (T + ρ t_p) / 2 with ρ the others' prefill share of engine time), and
         # share their own step with the prompts that came during it: x (T + ρ t_p) of them.
         rho = np.minimum(x * t_prompt * share, LOAD_CAP)
         step = t_decode * per_step / (1.0 - rho)
-        along = (1.0 - sync) * x * share * (step + rho * t_prompt)
-        wait = cohort_wait + (1.0 - sync) * rho * t_prompt * 0.5 + along * t_prompt
+        along = loose * x * share * (step + rho * t_prompt)
+        wait = cohort_wait + loose * rho * t_prompt * 0.5 + along * t_prompt
         # A client's decode steps interleave with the other clients' prefills only, and not
         # with those it already waited for before its first token (each prefill is counted
         # once).
-        waited = np.minimum((sync * 0.5 * cohort + along) / others, 1.0)
+        waited = np.minimum((sync * ahead + along) / others, 1.0)
         return np.where(busy, wait, 0.0), t_marginal * share * (1.0 - waited)
 
     def service(x: Any) -> tuple[Any, Any, Any]:
@@ -161,7 +174,7 @@ def inflight_arrays(
         # E2E(X) = c(X) + k / (1 − a(X) X): c (wait + own step) grows with X, a falls. With
         # a at its least and the wait at zero the closed form over-states X; with c at that
         # rate and a at its most it under-states it. Both agree when all arrivals are in
-        # step (sync = 1); otherwise the root lies between and regula falsi finds it.
+        # step (s ≥ 1); otherwise the root lies between and regula falsi finds it.
         k = (osl - 1 + 0.5 * busy) * t_decode
         idle_wait, most_stretch = queue(0.0)
         upper = _fixed_point(b, idle_wait + t_own, k, queue(top)[1])

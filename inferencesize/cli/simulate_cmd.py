@@ -25,6 +25,7 @@ from inferencesize.io_trace import read_trace, requests_csv
 from inferencesize.simulate import (
     BALANCERS,
     POLICIES,
+    PROMPT_STEP_TOKENS,
     Balancer,
     BatchingConfig,
     SimResult,
@@ -42,11 +43,8 @@ FORMATS = ("table", "json", "csv")
 #: Batch size of static / dynamic batching when --max-batch is not given.
 DEFAULT_REQUEST_BATCH = 16
 #: Chunked-prefill token budget per step when --step-tokens is not given (vLLM's classic
-#: max_num_batched_tokens). Plain in-flight prompt steps default to one prompt each.
+#: max_num_batched_tokens). Plain in-flight prompt steps batch PROMPT_STEP_TOKENS.
 CHUNK_TOKENS = 2048
-#: In-flight: prompt tokens one prompt step batches; one prompt always fits, so 1 = one prompt
-#: per step (the NIM data's behaviour, see engine.BatchingConfig and the README).
-PROMPT_STEP_TOKENS = BatchingConfig("inflight", 1).step_tokens
 
 
 def _workload(
@@ -265,8 +263,9 @@ def simulate_command(
         typer.Option(
             min=1,
             help="Tokens per step: inflight, the prompt tokens one prompt step batches (a"
-            f" prompt always fits; default {PROMPT_STEP_TOKENS}: one prompt per step); chunked,"
-            f" the step's token budget (default {CHUNK_TOKENS}).",
+            f" prompt always fits, so 1 = one prompt per step; default {PROMPT_STEP_TOKENS},"
+            f" TensorRT-LLM's max_num_tokens); chunked, the step's token budget (default"
+            f" {CHUNK_TOKENS}).",
         ),
     ] = None,
     instances: Annotated[int, typer.Option(min=1, help="Instances behind the balancer.")] = 1,

@@ -9,6 +9,7 @@ from inferencesize.simulate.arrivals import (
 from inferencesize.simulate.engine import (
     BALANCERS,
     POLICIES,
+    PROMPT_STEP_TOKENS,
     Balancer,
     BatchingConfig,
     Policy,
@@ -22,6 +23,7 @@ from inferencesize.simulate.stats import Summary, per_request, summarize
 __all__ = [
     "BALANCERS",
     "POLICIES",
+    "PROMPT_STEP_TOKENS",
     "Balancer",
     "BatchingConfig",
     "ConstantService",

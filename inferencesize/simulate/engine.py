@@ -12,10 +12,12 @@ from a :class:`~inferencesize.simulate.service.Service`. Batching policies:
   join (FIFO) while the KV cache, ``max_batch`` and the step token limit allow; their prompts
   are prefilled whole in a prompt step while the running decodes pause (as vLLM's default
   scheduler does without chunked prefill); finished sequences leave at once. The default
-  limit prefills one prompt per step. Pausing keeps closed-loop clients in step, as the NIM
-  measurements show: Llama-3-8B FP8 on one H100, ISL 2000 / OSL 200, 25 clients: TTFT 489.5
-  ms measured; 524 ms simulated; 147 ms when the decodes rode in the prompt step instead
-  (the clients then drift apart and each prompt only waits for itself).
+  limit, 8192 prompt tokens (TensorRT-LLM's default ``max_num_tokens``), batches the prompts
+  that wait at a boundary: a cohort of closed-loop clients is prefilled in a few batched steps,
+  as the analytic model assumes. Pausing keeps closed-loop clients in step, as the NIM
+  measurements show (Llama-3-8B FP8 on one H100, ISL 2000 / OSL 200, 25 clients: TTFT 489.5
+  ms measured; 451 ms simulated with the nim-2024 set; 147 ms, with an earlier step
+  set, when the decodes rode in the prompt step instead: the clients then drift apart and each prompt only waits for itself).
 * ``chunked``: in-flight batching with chunked prefill; a step holds at most ``step_tokens``
   tokens, decodes first, then prompt chunks (FIFO) in the remaining budget.
 
@@ -43,6 +45,7 @@ from typing import Literal
 import numpy as np
 import numpy.typing as npt
 
+from inferencesize.memory import MAX_NUM_TOKENS
 from inferencesize.simulate.arrivals import Workload
 from inferencesize.simulate.service import Service, chunk_pairs
 
@@ -51,18 +54,22 @@ Balancer = Literal["round-robin", "least-loaded"]
 POLICIES: tuple[Policy, ...] = ("static", "dynamic", "inflight", "chunked")
 BALANCERS: tuple[Balancer, ...] = ("round-robin", "least-loaded")
 INF = math.inf
+#: In-flight prompt tokens one prompt step batches by default: the step token limit the
+#: memory budget sizes activations for (TensorRT-LLM's default ``max_num_tokens``); a prompt
+#: longer than it still fits alone.
+PROMPT_STEP_TOKENS = MAX_NUM_TOKENS
 
 
 @dataclass(frozen=True)
 class BatchingConfig:
     """How an instance batches. ``step_tokens``: tokens one step may hold (in-flight: prompt
-    tokens a prompt step batches; prompts are not split and one always fits, so the default 1
-    prefills one prompt per step; chunked: the chunk budget per step, decodes included)."""
+    tokens a prompt step batches; prompts are not split and one always fits, so 1 prefills one
+    prompt per step; chunked: the chunk budget per step, decodes included)."""
 
     policy: Policy
     max_batch: int
     max_queue_delay_s: float = 0.0
-    step_tokens: int = 1
+    step_tokens: int = PROMPT_STEP_TOKENS
 
     def __post_init__(self) -> None:
         if self.policy not in POLICIES:

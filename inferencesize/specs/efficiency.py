@@ -31,16 +31,17 @@ class EfficiencyValues(Spec):
     step_overhead_s: Seconds | None = None
     layer_overhead_s: Seconds | None = None
     comm_latency_s: Seconds | None = None
-    prefill_sync: Annotated[float, Field(ge=0, le=1)] | None = Field(
+    prefill_sync: Annotated[float, Field(ge=0, le=2)] | None = Field(
         default=None,
         description="share of arrivals in step with a cohort (closed-loop clients of one"
-        " length), which wait for half of its batched prefill; the rest arrive out of step and"
-        " wait for the step in progress and the prompts sharing theirs",
+        " length), which is prefilled in two batched steps; the rest arrive out of step and"
+        " wait for the step in progress and the prompts sharing theirs. Above 1 it also"
+        " scales the cohort's wait (its prompt steps carry more than the bare prefill)",
     )
     cohort_tokens: Annotated[float, Field(gt=0)] | None = Field(
         default=None,
-        description="largest block of prompt tokens that arrives together (one step's token"
-        " budget); beyond it closed-loop arrivals spread out",
+        description="prompt tokens over which a cohort thins out: B − 1 other clients come"
+        " back as (B − 1) / (1 + (B − 1) ISL / cohort_tokens) in step",
     )
     kv_read_min_bytes: Annotated[float, Field(ge=0, le=4)] | None = Field(
         default=None,
@@ -53,10 +54,22 @@ class EfficiencyValues(Spec):
         description="decode attention streams the KV cache at memory · n / (n + this) for n"
         " (sequence, KV head) pairs per GPU; optional, default 0 (always at memory)",
     )
+    arrival_spread_s: Seconds | None = Field(
+        default=None,
+        description="spread of a cohort's re-sends: a share t / (t + this) of it is in step"
+        " with a lone prompt step of t seconds; optional, default 0 (all in step)",
+    )
+    seq_overhead_s: Seconds | None = Field(
+        default=None,
+        description="host-side cost per sequence in a step (sampling, detokenising,"
+        " streaming), for every decode and prompt it holds; optional, default 0",
+    )
 
 
 #: Parameters a set's defaults may leave out (the model then uses its neutral default).
-OPTIONAL_PARAMS = frozenset({"kv_read_min_bytes", "kv_items_half"})
+OPTIONAL_PARAMS = frozenset(
+    {"kv_read_min_bytes", "kv_items_half", "arrival_spread_s", "seq_overhead_s"}
+)
 
 
 class EfficiencyEntry(EfficiencyValues):

@@ -30,18 +30,20 @@ GRID = [
 # fractional: the planner resolves it to 1/64 of a client.
 # dgx-h100 and a bare h100-sxm (packed 8 per node) must agree.
 PINNED = {
-    ("h100-sxm", 1000): (51.0156, 17.6963, 499.957),
-    ("h100-sxm", 2000): (24.6406, 8.61653, 499.843),
-    ("h100-sxm", 4000): (11.4375, 3.99724, 499.556),
-    ("h200-sxm", 1000): (51.2188, 20.1527, 499.857),
-    ("h200-sxm", 2000): (24.7656, 10.2595, 499.986),
-    ("h200-sxm", 4000): (11.5, 4.82351, 499.686),
+    ("h100-sxm", 1000): (66.25, 19.6475, 499.987),
+    ("h100-sxm", 2000): (28.6719, 9.69052, 499.878),
+    ("h100-sxm", 4000): (12.2344, 4.39299, 499.608),
+    ("h200-sxm", 1000): (66.75, 22.637, 499.996),
+    ("h200-sxm", 2000): (28.875, 11.5874, 499.867),
+    ("h200-sxm", 4000): (12.3281, 5.3282, 499.969),
 }
 # The H200 has the H100's compute die (nim-2024 has no H200 entry, so it uses the H100 SXM's
-# fitted efficiencies): the TTFT-bound load is the H100's, its faster HBM adds ~15–20 % req/s.
-SERVERS = [1, 2, 6, 1, 3, 12, 2, 7, 26] * 2 + [1, 2, 5, 1, 3, 10, 2, 6, 21]
-GPUS = [3, 12, 46, 6, 24, 93, 13, 51, 201] * 2 + [3, 10, 40, 5, 20, 78, 11, 42, 166]
+# fitted efficiencies): the TTFT-bound load is the H100's, its faster HBM adds ~15–21 % req/s.
+SERVERS = [1, 2, 6, 1, 3, 11, 2, 6, 23] * 2 + [1, 2, 5, 1, 3, 9, 2, 5, 19]
+GPUS = [3, 11, 41, 6, 21, 83, 12, 46, 183] * 2 + [3, 9, 36, 5, 18, 70, 10, 38, 151]
 # Published (NVIDIA DLI sizing notebook, NIM): 8.843 req/s per TP1 instance at TTFT 489.5 ms.
+# Issue #4 accepts 15 % on it; nim-2024 gives 9.691 (+9.6 %: TTFT at 25 clients is 454 ms
+# against 489.5 measured, so the TTFT-bound load is 28.7 clients, not 25).
 SEED_MEASURED_RPS = 8.843
 
 
@@ -85,7 +87,7 @@ def test_pinned_3x3x3_grid() -> None:
         e2e = float(r["ttft_ms"]) + 199 * float(r["itl_ms"])
         assert float(r["e2e_ms"]) == pytest.approx(e2e, rel=1e-5)
     seed = rows[4]  # dgx-h100, ISL 2000, 200 req/s: the default scenario itself
-    assert float(seed["rps_per_instance"]) == pytest.approx(SEED_MEASURED_RPS, rel=0.10)
+    assert float(seed["rps_per_instance"]) == pytest.approx(SEED_MEASURED_RPS, rel=0.15)
 
 
 @pytest.mark.parametrize("point", [0, 13, 26])

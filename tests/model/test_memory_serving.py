@@ -281,20 +281,28 @@ def queue_terms(
         t_p = max(own - float(decode_step(dep, b - 1, context).total_s), 0.0)
     else:
         own = t_p = float(prefill(dep, 1, isl).total_s)
-    s = dep.eff.prefill_sync
+    alone = float(prefill(dep, 1, isl).total_s)
+    # in step: a share s of the re-sends (prefill_sync, less what misses a lone prompt step)
+    s = dep.eff.prefill_sync * alone / (alone + dep.eff.arrival_spread_s)
+    out = max(1 - s, 0.0)
     share = (b - 1) / b
-    # in step (share s): half of the cohort's batched prefill
-    cohort = min(b - 1, dep.eff.cohort_tokens / isl)
-    cohort_wait = s * 0.5 * float(prefill(dep, cohort, isl).total_s) if b > 1 else 0.0
+    # the cohort of the other B − 1, thinned by its prompt tokens, is prefilled in two steps of
+    # (C + 1) / 2 prompts: first-step members wait for one, second-step members for both (their
+    # own prompt is in ``own``); others ahead: (C + 1)/2 − 1 and C, on average 0.75 C − 0.25
+    cohort = (b - 1) / (1 + (b - 1) * isl / dep.eff.cohort_tokens)
+    half_step = float(prefill(dep, (cohort + 1) / 2, isl).total_s)
+    first, second = half_step, 2 * half_step
+    cohort_wait = s * max((first + second) / 2 - alone, 0.0) if b > 1 else 0.0
+    ahead = (((cohort + 1) / 2 - 1) + cohort) / 2
     # out of step (1 − s): the step in progress, length-biased, and the prompts that share
     # the new prompt's step
     rho = min(rate * t_p * share, 0.95)
     step = t_decode / (1 - rho)
-    along = (1 - s) * rate * share * (step + rho * t_p)
-    random_wait = (1 - s) * rho * t_p / 2 + along * t_p if b > 1 else 0.0
+    along = out * rate * share * (step + rho * t_p)
+    random_wait = out * rho * t_p / 2 + along * t_p if b > 1 else 0.0
     # a client's decode steps interleave with the prefills of the other B - 1 clients only,
     # less those it waited for before its first token
-    waited = min((s * 0.5 * cohort + along) / (b - 1), 1.0) if b > 1 else 0.0
+    waited = min((s * max(ahead, 0.0) + along) / (b - 1), 1.0) if b > 1 else 0.0
     itl = t_decode / (1 - min(rate * t_p * share * (1 - waited), 0.95))
     return itl, cohort_wait + random_wait, own, t_decode
 
@@ -369,6 +377,22 @@ def test_inflight_itl_does_not_drop_from_one_to_two_clients(llama8b_fp8: Resolve
     assert one.itl_s <= two.itl_s
 
 
+def test_per_sequence_overhead_is_paid_by_every_sequence_in_a_step(
+    llama8b_fp8: Resolved,
+) -> None:
+    """seq_overhead_s adds that much per decode and per prompt a step holds, and nothing else:
+    5 decodes and 3 prompts at 40 µs each cost 8 · 40 µs = 320 µs more than without it."""
+    dep = dep_of(llama8b_fp8)
+    none = replace(dep, eff=replace(dep.eff, seq_overhead_s=0.0))
+    some = replace(dep, eff=replace(dep.eff, seq_overhead_s=40e-6))
+    a, b = step_time(some, 5, 2100.0, 3, 2000), step_time(none, 5, 2100.0, 3, 2000)
+    assert float(a.overhead_s - b.overhead_s) == pytest.approx(320e-6, rel=1e-12)
+    assert (a.gemm_s, a.attention_s, a.comm_s) == (b.gemm_s, b.attention_s, b.comm_s)
+    # a decode step at batch 64 pays it 64 times
+    extra = decode_step(some, 64, 2200.0).total_s - decode_step(none, 64, 2200.0).total_s
+    assert float(extra) == pytest.approx(64 * 40e-6, rel=1e-9)
+
+
 def test_kv_read_min_bytes_floors_decode_attention_time(llama8b_fp8: Resolved) -> None:
     """With kv_read_min_bytes = 2, an FP8 (1-byte) KV cache is read in the time of 16-bit
     elements: decode attention time doubles against the stored-bytes model (memory-bound), the
@@ -433,11 +457,27 @@ def test_out_of_step_arrivals_wait_less_than_a_cohort_of_long_prompts(
     assert busier.prefill_wait_s > spread.prefill_wait_s
 
 
-def test_cohort_capped_by_the_step_token_budget(llama8b_fp8: Resolved) -> None:
-    """cohort_tokens = 8192 (TensorRT-LLM's default max_num_tokens): 5000-token prompts arrive
-    at most 8192 / 5000 = 1.64 together, so the in-step wait is half of a 1.64-prompt batch."""
+def test_cohort_thins_with_its_prompt_tokens_and_is_prefilled_in_two_steps(
+    llama8b_fp8: Resolved,
+) -> None:
+    """cohort_tokens = 8192, all re-sends in step (sync 1, no spread), 25 clients with
+    5000-token prompts: the 24 others come back as C = 24 / (1 + 24 · 5000 / 8192) = 1.5337
+    in step; two prompt steps of (C + 1) / 2 = 1.2669 prompts: a member waits 1.5 of them less
+    its own prompt."""
     dep = with_sync(dep_of(llama8b_fp8), 1.0, 8192.0)
+    dep = replace(dep, eff=replace(dep.eff, arrival_spread_s=0.0))
     op = inflight(dep, 5000, 200, 25, 400)
-    assert op.prefill_wait_s == pytest.approx(
-        0.5 * float(prefill(dep, 8192 / 5000, 5000).total_s), rel=1e-12
+    cohort = 24 / (1 + 24 * 5000 / 8192)
+    assert cohort == pytest.approx(1.53370, abs=1e-5)
+    half = float(prefill(dep, (cohort + 1) / 2, 5000).total_s)
+    alone = float(prefill(dep, 1, 5000).total_s)
+    assert op.prefill_wait_s == pytest.approx(1.5 * half - alone, rel=1e-12)
+    # a spread of re-sends equal to one prompt step leaves half of them in step: with
+    # prefill_sync 2 that is the same wait again
+    spread = replace(dep, eff=replace(dep.eff, prefill_sync=2.0, arrival_spread_s=alone))
+    assert inflight(spread, 5000, 200, 25, 400).prefill_wait_s == pytest.approx(
+        op.prefill_wait_s, rel=1e-12
     )
+    # and with prefill_sync 1 only half of it is in step, the rest waits as random arrivals
+    loose = replace(dep, eff=replace(dep.eff, arrival_spread_s=alone))
+    assert inflight(loose, 5000, 200, 25, 400).prefill_wait_s < op.prefill_wait_s

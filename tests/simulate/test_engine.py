@@ -90,14 +90,15 @@ def test_inflight_joins_at_the_next_step_boundary() -> None:
     assert per_request(res).itl_s == pytest.approx([0.025, 0.01])
 
 
-def test_inflight_prefills_one_prompt_per_step_by_default() -> None:
-    # three prompts at once: one prompt step each (default), or one step for all three when
-    # the step token limit holds them (100 tokens each here)
-    one = run([0.0] * 3, [2] * 3, BatchingConfig("inflight", 8), isl=[100] * 3)
+def test_inflight_batches_waiting_prompts_up_to_the_step_token_limit() -> None:
+    # three prompts of 100 tokens at once: one prompt step for all three by default (8192
+    # tokens), one step each with a limit of 1 (a prompt always fits), two steps at 250
+    batched = run([0.0] * 3, [2] * 3, BatchingConfig("inflight", 8), isl=[100] * 3)
+    assert BatchingConfig("inflight", 8).step_tokens == 8192
+    assert batched.first_token_s == pytest.approx([PREFILL] * 3)
+    one = run([0.0] * 3, [2] * 3, BatchingConfig("inflight", 8, step_tokens=1), isl=[100] * 3)
     assert one.first_token_s == pytest.approx([PREFILL, 2 * PREFILL, 3 * PREFILL])
     assert one.done_s == pytest.approx([3 * PREFILL + STEP] * 3)  # decodes waited: in step
-    batched = run([0.0] * 3, [2] * 3, BatchingConfig("inflight", 8, step_tokens=300), isl=[100] * 3)
-    assert batched.first_token_s == pytest.approx([PREFILL] * 3)
     two = run([0.0] * 3, [2] * 3, BatchingConfig("inflight", 8, step_tokens=250), isl=[100] * 3)
     assert two.first_token_s == pytest.approx([PREFILL, PREFILL, 2 * PREFILL])
 
