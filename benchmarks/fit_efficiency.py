@@ -32,10 +32,12 @@ SERVING_ONLY = {"prefill_sync", "cohort_tokens", "arrival_spread_s"}
 #: nim-2024's prefill attention: refitted with each ISL, OSL or model left out in turn it
 #: lands anywhere from 0.12 to 1.00, so it takes trtllm-0.9-static's value (0.589, fitted to
 #: 1951 measured prefill times of the same TensorRT-LLM kernel generation).
-STATED = {"nim-2024": {"attention"}}
-STATED_WHY = {
-    "attention": "the rows do not pin it (each ISL, OSL or model left out, it fits 0.12-1.00);"
-    " trtllm-0.9-static's fit to measured prefill times of the same kernel generation"
+STATED = {
+    "nim-2024": {
+        "attention": "the rows do not pin it (each ISL, OSL or model left out, it fits"
+        " 0.12-1.00); trtllm-0.9-static's fit to measured prefill times of the same kernel"
+        " generation"
+    }
 }
 #: Sets fitted without latency under load keep their stated serving parameters (README).
 UNFITTED_SERVING = (
@@ -81,9 +83,9 @@ def main(ids: list[str]) -> None:
             )
             if (serving or g not in SERVING_ONLY)
             and (g not in OPTIONAL_PARAMS or getattr(base.defaults, g) is not None)
-            and g not in STATED.get(set_id, set())
+            and g not in STATED.get(set_id, {})
         ]
-        held = sorted(STATED.get(set_id, set()))
+        held = STATED.get(set_id, {})
         t0 = time.perf_counter()
         result = fit(base, mine, free)
         dt = time.perf_counter() - t0
@@ -95,7 +97,7 @@ def main(ids: list[str]) -> None:
                     f" {len(mine)} rows of data/calibration ({', '.join(sources)}; engine rows matching"
                     f" {base.engines}); copies of shared/calibration with per-row source_detail"
                     + ("" if serving else UNFITTED_SERVING)
-                    + "".join(f"; {g} stated, not fitted: {STATED_WHY[g]}" for g in held)
+                    + "".join(f"; {g} stated, not fitted: {why}" for g, why in sorted(held.items()))
                 )
             }
         )

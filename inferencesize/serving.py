@@ -97,7 +97,7 @@ def inflight_arrays(
     # The cohort of other clients in step, thinned by its prompt tokens (module docstring).
     cohort = (b - 1) / (1.0 + (b - 1) * isl / dep.eff.cohort_tokens)
     half = (cohort + 1.0) / 2.0
-    decode_b, own, alone, decode_others, half_prefill = step_totals(
+    decode_b, t_own, t_alone, decode_others, half_prefill = step_totals(
         dep,
         (b, context, 0.0, 0.0),  # a decode step at B
         (b - 1, context, 1.0, isl),  # a new prompt's step next to the others' decodes
@@ -107,12 +107,10 @@ def inflight_arrays(
     )
     per_step = dep.techniques.tokens_per_step
     t_decode = decode_b / per_step
-    t_own = own
-    t_alone = alone
     t_marginal = np.where(b > 1, np.maximum(t_own - decode_others, 0.0), t_alone)
     t_prompt = t_marginal  # engine time one more prompt costs (random-arrival queue)
     spread = dep.eff.arrival_spread_s
-    sync = dep.eff.prefill_sync * t_alone / np.maximum(t_alone + spread, 1e-30)
+    sync = dep.eff.prefill_sync * t_alone / (t_alone + spread)
     loose = np.maximum(1.0 - sync, 0.0)  # share of arrivals out of step
     # two batched prompt steps of half the cohort each: a member waits 1.5 of them on average
     # (less its own prompt) and for 0.75 C − 0.25 other prompts
