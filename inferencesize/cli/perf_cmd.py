@@ -6,6 +6,7 @@ import csv
 import io
 import time
 from collections import Counter, defaultdict
+from dataclasses import asdict
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -49,6 +50,7 @@ from inferencesize.io_measurements import (
     read_measurements,
 )
 from inferencesize.parallelism import Parallelism
+from inferencesize.repeats import repeat_spreads
 from inferencesize.units import PRECISIONS
 from inferencesize.validation import (
     STEADY_TOLERANCE,
@@ -430,7 +432,8 @@ def validate(
     Prints median and p90 absolute percentage error (APE) and the share within 10 % / 25 %,
     per metric and per source. Each row is predicted with the efficiency set of its engine
     (unless --engine or --calibration fixes one). Rows that cannot be mapped are counted and
-    listed, never dropped silently.
+    listed, never dropped silently. Also checks each serving point against Little's law, and
+    shows how far points measured more than once differ between runs (the data's own floor).
 
     Example: infersize validate --data ../shared/calibration/measurements.csv
     """
@@ -456,6 +459,7 @@ def validate(
     by_metric_steady = _summary_rows(
         [p for p in preds if point_key(p.mapped) not in off_points], lambda p: p.mapped.m.metric
     )
+    repeats = [asdict(r) for r in repeat_spreads(rows)]
     unmapped = [
         {
             "row": m.row,
@@ -485,6 +489,7 @@ def validate(
                         "off": [_off_point(c) for c in off],
                         "by_metric": by_metric_steady,
                     },
+                    "repeat_runs": repeats,
                     "seconds": elapsed,
                 }
             ),
@@ -519,6 +524,15 @@ def validate(
         out.print(report.table(title, cols, fmt_rows(by_metric_steady)))
     elif checks:
         out.print(f"Little's law: all {len(checks)} measured serving points are in steady state.")
+    if repeats:
+        title = "run-to-run difference, points measured more than once (|later / first − 1|)"
+        rep_cols = ["metric", "points", "pairs", "median", "p90", "max"]
+        rep_rows = [
+            [r["metric"], r["points"], r["pairs"]]
+            + [f"{r[k]:.1%}" for k in ("median", "p90", "max")]
+            for r in repeats
+        ]
+        out.print(report.table(title, rep_cols, rep_rows))
     for u in sets_used:
         label = f"{u['engine']} {u['engine_version']}".strip() or "(engine not stated)"
         out.print(f"{label}: {u['rows']} rows predicted with efficiency set {u['efficiency']}")

@@ -973,6 +973,7 @@ VALIDATE_KEYS = {
     "by_source",
     "efficiency_sets",
     "steady_state",
+    "repeat_runs",
     "seconds",
 }
 SUMMARY_KEYS = {"group", "n", "median_ape", "p90_ape", "within_10", "within_25"}
@@ -1076,7 +1077,41 @@ def test_validate_json_counts_lists_and_summaries() -> None:
     steady = data["steady_state"]
     assert steady["checked"] == 2 and steady["off"] == []
     assert steady["by_metric"] == data["by_metric"]
+    assert data["repeat_runs"] == []  # every point measured once
     assert data["seconds"] >= 0
+
+
+def test_validate_reports_how_far_repeat_runs_differ(tmp_path: Path) -> None:
+    """A second run of the fixture's 5-client point, its TTFT 10 % higher and its req/s 1 %
+    lower: the repeat table shows 10 % and 1 % (|later / first − 1|), in JSON and as a table.
+    (A run that repeats a value exactly is dropped as file overlap, like any duplicate row.)"""
+    lines = SMALL.read_text().splitlines()
+    first = [ln for ln in lines if ",200.0,1000.0,5," in ln and "Llama-3-8B,A100" in ln]
+    ttft = next(ln for ln in first if ",ttft_ms_avg," in ln)
+    rate = next(ln for ln in first if ",req_per_s," in ln)
+
+    def rerun(line: str, factor: float) -> str:
+        text = next(csv.reader([line]))[14]
+        return line.replace(f",{text},", f",{float(text) * factor!r},")
+
+    again = [rerun(ttft, 1.1), rerun(rate, 0.99)]
+    data_file = tmp_path / "with_repeats.csv"
+    data_file.write_text("\n".join([*lines, *again]) + "\n")
+    data = json.loads(ok(invoke("validate", "--data", data_file, "--format", "json")))
+    got = {r["metric"]: r for r in data["repeat_runs"]}
+    assert sorted(got) == ["req_per_s", "ttft_ms_avg"]
+    assert got["ttft_ms_avg"]["pairs"] == got["ttft_ms_avg"]["points"] == 1
+    assert got["ttft_ms_avg"]["max"] == pytest.approx(0.1, rel=1e-9)
+    assert got["req_per_s"]["median"] == pytest.approx(0.01, rel=1e-9)
+    out = ok(invoke("validate", "--data", data_file))
+    assert "run-to-run difference" in out
+    assert table_rows(out.split("run-to-run difference")[1])["ttft_ms_avg"][:5] == [
+        "1",
+        "1",
+        "10.0%",
+        "10.0%",
+        "10.0%",
+    ]
 
 
 def test_validate_table_prints_the_tables_and_the_unmapped_rows() -> None:
