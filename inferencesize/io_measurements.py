@@ -71,6 +71,25 @@ class Measurement:
     def engine_label(self) -> str:
         return f"{self.engine} {self.engine_version}".strip()
 
+    @property
+    def point(self) -> tuple[object, ...]:
+        """The operating point measured: every column but the metric, value, unit and notes."""
+        return (
+            self.source,
+            self.model,
+            self.gpu,
+            self.num_gpus,
+            self.precision,
+            self.kv_precision,
+            self.tp,
+            self.pp,
+            self.ep,
+            self.isl,
+            self.osl,
+            self.concurrency,
+            self.engine_label,
+        )
+
 
 def _int(text: str) -> int | None:
     try:

@@ -30,38 +30,19 @@ class RepeatSpread:
     max: float
 
 
-def _point(m: Measurement) -> tuple[object, ...]:
-    return (
-        m.source,
-        m.model,
-        m.gpu,
-        m.num_gpus,
-        m.precision,
-        m.kv_precision,
-        m.tp,
-        m.pp,
-        m.ep,
-        m.isl,
-        m.osl,
-        m.concurrency,
-        m.metric,
-        m.engine_label,
-    )
-
-
 def repeat_spreads(rows: Sequence[Measurement]) -> list[RepeatSpread]:
     """Per metric (sorted), the spread of the points measured more than once; metrics with
     no repeated point are left out."""
     runs: dict[tuple[object, ...], list[float]] = defaultdict(list)
     for m in rows:
         if m.value:
-            runs[_point(m)].append(m.value)
+            runs[(m.point, m.metric)].append(m.value)
     diffs: dict[str, list[float]] = defaultdict(list)
     points: dict[str, int] = defaultdict(int)
     for key, values in runs.items():
         if len(values) < 2:
             continue
-        metric = str(key[12])
+        metric = str(key[1])
         points[metric] += 1
         diffs[metric].extend(abs(v / values[0] - 1.0) for v in values[1:])
     out = []

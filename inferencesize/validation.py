@@ -211,24 +211,9 @@ class SteadyCheck:
 
 
 def point_key(x: Mapped) -> tuple[Any, ...]:
-    """A measured operating point: the run's metrics share it."""
-    m = x.m
-    return (
-        m.source,
-        m.model,
-        m.gpu,
-        m.num_gpus,
-        m.precision,
-        m.kv_precision,
-        m.tp,
-        m.pp,
-        m.ep,
-        m.isl,
-        m.osl,
-        x.concurrency,
-        m.engine_label,
-        m.notes,  # tells repeat runs of one point apart
-    )
+    """A measured run at one operating point: the run's metrics share it (the notes tell repeat
+    runs of one point apart)."""
+    return (*x.m.point, x.m.notes)
 
 
 def steady_checks(rows: Sequence[Mapped]) -> list[SteadyCheck]:

@@ -7,6 +7,7 @@ Per instance / per TP group: 1. Per DGX, server or node: num_gpus / GPUs per ins
 from __future__ import annotations
 
 import pytest
+from measurement_row import row as measurement_row
 
 from inferencesize.catalog import Catalog, load_catalog
 from inferencesize.io_measurements import Measurement, map_measurements
@@ -19,26 +20,7 @@ def catalog() -> Catalog:
 
 
 def row(metric: str, unit: str, tp: int = 2, num_gpus: int = 8) -> Measurement:
-    return Measurement(
-        row=2,
-        source="lab",
-        model="llama-3-8b",
-        gpu="h100-sxm",
-        num_gpus=num_gpus,
-        precision="fp8",
-        kv_precision="fp8",
-        tp=tp,
-        pp=1,
-        ep=None,
-        isl=2000.0,
-        osl=200.0,
-        concurrency="10",
-        metric=metric,
-        value=1.0,
-        unit=unit,
-        engine="NIM",
-        engine_version="1.0",
-    )
+    return measurement_row(metric, unit=unit, tp=tp, num_gpus=num_gpus)
 
 
 @pytest.mark.parametrize(

@@ -9,36 +9,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from measurement_row import row
 
-from inferencesize.io_measurements import Measurement, dedupe, read_measurements
+from inferencesize.io_measurements import dedupe, read_measurements
 from inferencesize.repeats import repeat_spreads
 
 REPO = Path(__file__).resolve().parents[2]
-
-
-def row(metric: str, value: float, concurrency: str = "5", **kw: object) -> Measurement:
-    fields: dict[str, object] = {
-        "row": 2,
-        "source": "lab",
-        "model": "llama-3-8b",
-        "gpu": "h100-sxm",
-        "num_gpus": 1,
-        "precision": "fp8",
-        "kv_precision": "fp8",
-        "tp": 1,
-        "pp": 1,
-        "ep": None,
-        "isl": 200.0,
-        "osl": 200.0,
-        "concurrency": concurrency,
-        "metric": metric,
-        "value": value,
-        "unit": "",
-        "engine": "NIM",
-        "engine_version": "1.0",
-    }
-    fields.update(kw)
-    return Measurement(**fields)  # type: ignore[arg-type]
 
 
 def test_each_later_run_is_compared_with_the_first() -> None:
@@ -46,7 +22,7 @@ def test_each_later_run_is_compared_with_the_first() -> None:
         row("ttft_ms_avg", 40.0, notes="run 1"),
         row("ttft_ms_avg", 50.0, notes="run 2"),  # 50 / 40 − 1 = 25 %
         row("ttft_ms_avg", 38.0, notes="run 3"),  # |38 / 40 − 1| = 5 %
-        row("ttft_ms_avg", 100.0, concurrency="10"),  # another point, measured once
+        row("ttft_ms_avg", 100.0, concurrency="25"),  # another point, measured once
         row("itl_ms_avg", 5.0),
         row("itl_ms_avg", 5.1, notes="repeat"),  # 2 %
     ]
@@ -65,8 +41,8 @@ def test_points_that_differ_in_anything_but_value_and_notes_are_not_repeats() ->
     base = row("ttft_ms_avg", 40.0)
     others = [
         row("ttft_ms_avg", 60.0, tp=2),
-        row("ttft_ms_avg", 60.0, isl=2000.0),
-        row("ttft_ms_avg", 60.0, concurrency="10"),
+        row("ttft_ms_avg", 60.0, isl=200.0),
+        row("ttft_ms_avg", 60.0, concurrency="25"),
         row("ttft_ms_avg", 60.0, engine_version="1.8"),
         row("ttft_ms_avg", 60.0, gpu="a100-sxm-80gb"),
         row("ttft_ms_avg", 60.0, source="other"),

@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from measurement_row import row
 
 from inferencesize.catalog import Catalog, load_catalog
 from inferencesize.io_measurements import Measurement, map_measurements, read_measurements
@@ -20,31 +21,6 @@ REPO = Path(__file__).resolve().parents[2]
 @pytest.fixture(scope="module")
 def catalog() -> Catalog:
     return load_catalog()
-
-
-def row(metric: str, value: float, concurrency: str = "10", **kw: object) -> Measurement:
-    fields: dict[str, object] = {
-        "row": 2,
-        "source": "lab",
-        "model": "llama-3-8b",
-        "gpu": "h100-sxm",
-        "num_gpus": 1,
-        "precision": "fp8",
-        "kv_precision": "fp8",
-        "tp": 1,
-        "pp": 1,
-        "ep": None,
-        "isl": 2000.0,
-        "osl": 200.0,
-        "concurrency": concurrency,
-        "metric": metric,
-        "value": value,
-        "unit": "",
-        "engine": "NIM",
-        "engine_version": "1.0",
-    }
-    fields.update(kw)
-    return Measurement(**fields)  # type: ignore[arg-type]
 
 
 def checks_of(catalog: Catalog, rows: list[Measurement]) -> list[tuple[float, float, bool]]:
