@@ -3,9 +3,10 @@
 A step over M tokens = GEMMs (linear layers; roofline of 2·M·active params vs. the weights
 it must stream) + attention (prefill: FLOP-bound, FlashAttention on 16-bit units; decode:
 KV-cache reads) + TP all-reduces (2 per layer of M × hidden 16-bit activations) + overheads
-(per step, per layer, and per sequence in the step: sampling, detokenising, streaming). With PP, a stage holds 1/PP of the layers and a token crosses every stage: decode
-latency is PP × stage time of a 1/PP micro-batch, prefill latency PP × stage time of the whole
-prompt batch, plus the stage-boundary sends.
+(per step, per layer, and per sequence in the step: sampling, detokenising, streaming). With
+PP, a stage holds 1/PP of the layers and a token crosses every stage: decode latency is PP ×
+stage time of a 1/PP micro-batch, prefill latency PP × stage time of the whole prompt batch,
+plus the stage-boundary sends.
 Works elementwise on floats or numpy arrays.
 """
 

@@ -6,7 +6,7 @@ import csv
 import io
 import time
 from collections import Counter, defaultdict
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -647,8 +647,6 @@ def calibrate(
 
 
 def _fill(m: Measurement, fill: dict[str, Any], gpu: str, precision: str) -> Measurement:
-    from dataclasses import replace
-
     # A GenAI-Perf export names the served model (a deployment name, not a catalog id) and
     # states no TP: the flags win there. A measurements CSV states each row: flags fill blanks.
     export = m.source == GENAI_SOURCE

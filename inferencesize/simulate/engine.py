@@ -16,8 +16,9 @@ from a :class:`~inferencesize.simulate.service.Service`. Batching policies:
   that wait at a boundary: a cohort of closed-loop clients is prefilled in a few batched steps,
   as the analytic model assumes. Pausing keeps closed-loop clients in step, as the NIM
   measurements show (Llama-3-8B FP8 on one H100, ISL 2000 / OSL 200, 25 clients: TTFT 489.5
-  ms measured; 451 ms simulated with the nim-2024 set; 147 ms, with an earlier step
-  set, when the decodes rode in the prompt step instead: the clients then drift apart and each prompt only waits for itself).
+  ms measured; 451 ms simulated with the nim-2024 set; 147 ms, with an earlier step set,
+  when the decodes rode in the prompt step instead: the clients then drift apart and each
+  prompt only waits for itself).
 * ``chunked``: in-flight batching with chunked prefill; a step holds at most ``step_tokens``
   tokens, decodes first, then prompt chunks (FIFO) in the remaining budget.
 
