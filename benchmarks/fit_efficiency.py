@@ -80,6 +80,7 @@ def main(ids: list[str]) -> None:
                 "cohort_tokens",
                 "arrival_spread_s",
                 "seq_overhead_s",
+                "handoff_s",
             )
             if (serving or g not in SERVING_ONLY)
             and (g not in OPTIONAL_PARAMS or getattr(base.defaults, g) is not None)

@@ -33,6 +33,7 @@ GLOBAL_PARAMS: dict[str, tuple[float, float]] = {
     "cohort_tokens": (1024.0, 1e6),
     "arrival_spread_s": (0.0, 1.0),
     "seq_overhead_s": (0.0, 5e-4),
+    "handoff_s": (0.0, 0.05),
 }
 PER_GPU_PARAMS: dict[str, tuple[float, float]] = {"compute": (0.1, 1.0), "memory": (0.2, 1.0)}
 

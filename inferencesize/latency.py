@@ -48,6 +48,12 @@ class Deployment:
     ep_link: Link | None = None  # all-to-all across DP groups (attention DP); None = tp_link
     techniques: Techniques = NO_TECHNIQUES  # applied by technique_steps, not by step_time
 
+    @property
+    def handoff_s(self) -> float:
+        """Request hand-off of an instance on more than one GPU (``Efficiency.handoff_s``);
+        0 on one GPU."""
+        return self.eff.handoff_s if self.par.gpus > 1 else 0.0
+
 
 @dataclass(frozen=True)
 class StepTime:

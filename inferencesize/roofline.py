@@ -49,6 +49,12 @@ class Efficiency:
     # Host-side cost per sequence in a step (sampling, detokenising, streaming the token out),
     # paid by every decode and every prompt the step holds. 0 = none.
     seq_overhead_s: float = 0.0
+    # Request hand-off of a multi-GPU instance: the engine's orchestrator passes each new
+    # request to the worker ranks and its first token back (MPI between processes), once per
+    # request on instances of more than one GPU (``Deployment.handoff_s``). Added to TTFT; it
+    # holds no engine time, so it costs a closed-loop client throughput only through its
+    # longer cycle. 0 = none.
+    handoff_s: float = 0.0
 
 
 def gemm_efficiency(eff: Efficiency, tokens: Num) -> Num:

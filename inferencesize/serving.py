@@ -25,10 +25,15 @@ In-flight (continuous) batching with N closed-loop clients (GenAI-Perf concurren
 * Every step pays ``step_overhead_s``, ``layer_overhead_s`` per layer and ``seq_overhead_s``
   per sequence it holds (``latency.step_time``): a busy engine's steps cost more than their
   GEMMs and KV reads.
+* On an instance of more than one GPU, TTFT also holds the request hand-off ``handoff_s``
+  (the orchestrator passes the request to the worker ranks and the first token back): it
+  takes no engine time, so it lowers a closed-loop client's rate only by lengthening its
+  cycle.
 * E2E = TTFT + (OSL − 1) · ITL; throughput X = B / E2E(X) (Little's law), a root solved by
   closed-form bounds and regula falsi (bisection when a chunk budget makes E2E jump).
 
-Static batching at batch B: TTFT = prefill of the whole batch; ITL = decode step at B.
+Static batching at batch B: TTFT = prefill of the whole batch (+ the hand-off on more than one
+GPU); ITL = decode step at B.
 
 Serving techniques (prefix caching, speculative decoding, chunked prefill) enter through
 ``technique_steps``: step times include them, and ITL is per output token (a speculative step
@@ -160,7 +165,7 @@ def inflight_arrays(
         itl = t_decode / (1.0 - np.minimum(x * stretch, LOAD_CAP))
         if chunk:
             itl = np.maximum(np.minimum(itl, itl_cap), t_decode)
-        ttft = np.where(busy, 0.5 * itl, 0.0) + wait + t_own
+        ttft = np.where(busy, 0.5 * itl, 0.0) + wait + t_own + dep.handoff_s
         if chunk:
             ttft = np.where(x < x_cap, ttft, np.inf)
         return ttft, itl, wait
@@ -175,8 +180,9 @@ def inflight_arrays(
         # step (s ≥ 1); otherwise the root lies between and regula falsi finds it.
         k = (osl - 1 + 0.5 * busy) * t_decode
         idle_wait, most_stretch = queue(0.0)
-        upper = _fixed_point(b, idle_wait + t_own, k, queue(top)[1])
-        lower = _fixed_point(b, queue(upper)[0] + t_own, k, most_stretch)
+        own = t_own + dep.handoff_s
+        upper = _fixed_point(b, idle_wait + own, k, queue(top)[1])
+        lower = _fixed_point(b, queue(upper)[0] + own, k, most_stretch)
         x = _regula_falsi(service, b, osl, np.minimum(lower, upper), upper, iterations)
     ttft_service, itl, prefill_wait = service(x)
     if chunk:  # at the budget's limit the closed loop waits for it: TTFT = B / X − decode
@@ -244,9 +250,9 @@ def step_totals(dep: Deployment, *shapes: tuple[Any, Any, Any, Any]) -> list[Any
 def _fixed_point(b: Any, c: Any, k: Any, a: Any) -> Any:
     """Throughput X solving X · (c + k / (1 − min(a X, LOAD_CAP))) = B in closed form.
 
-    Without chunking, E2E(X) = c + k / (1 − a X): c = prefill wait + own prefill step,
-    k = (OSL − 1 + ½ if others are in flight) · T_decode, a = t_p · (B − 1)/B · (1 − w). Then
-    a c X² − (c + k + a B) X + B = 0, whose smaller root (written stably as
+    Without chunking, E2E(X) = c + k / (1 − a X): c = prefill wait + own prefill step +
+    hand-off, k = (OSL − 1 + ½ if others are in flight) · T_decode, a = t_p · (B − 1)/B ·
+    (1 − w). Then a c X² − (c + k + a B) X + B = 0, whose smaller root (written stably as
     2B / (p + √(p² − 4 a c B)), p = c + k + a B) is the fixed point; it is B / (c + k) when
     a = 0. Past the load cap the ITL stretch is constant and X = B / (c + k / (1 − cap)).
     """
@@ -295,7 +301,7 @@ def points(
     if batching == "static":
         pre = prefill(dep, n, isl)
         dec = decode_step(dep, n, ctx)
-        ttft = np.asarray(pre.total_s, float)
+        ttft = np.asarray(pre.total_s, float) + dep.handoff_s
         itl = np.asarray(dec.total_s, float) / dep.techniques.tokens_per_step
         e2e = ttft + (osl - 1) * itl
         rate = n / e2e

@@ -50,14 +50,19 @@ def test_seed1_plan_is_3_dgx() -> None:
 
 def test_seed1_ttft_220_is_5_dgx() -> None:
     """NVIDIA: 5.2 req/s per instance at concurrency 10 (TTFT 220.8 ms) → 5 DGX. The model
-    puts 10 whole clients at 221.7 ms; the largest load meeting 220 ms is 9 57/64 clients
-    (5.30 req/s), so 38 instances: 5 DGX. At the published 5.2 req/s per instance it would be
-    39 instances, still 5 DGX; 4.9 req/s or less would need 41, 6 DGX."""
+    puts 10 clients at 214.3 ms and 5.38 req/s; the largest load meeting 220 ms is 10 5/16
+    clients (5.49 req/s), so 37 instances: 5 DGX. At the published 5.2 req/s per instance it
+    would be 39 instances, still 5 DGX; 4.9 req/s or less would need 41, 6 DGX."""
     p = _seed(ttft_s=0.22).chosen
-    assert p is not None and p.servers == 5 and p.instances == 38
-    assert 9.75 < p.point.concurrency < 10.0
+    assert p is not None and p.servers == 5 and p.instances == 37
+    assert 10.0 < p.point.concurrency < 10.5
     assert p.point.ttft_s <= 0.22
-    assert p.point.requests_per_s == pytest.approx(5.2, rel=0.05)
+    # the published operating point itself: 10 clients
+    est = _est()
+    at10 = est.point(est.resolve(p.candidate, 2200), 2000, 200, 10, "inflight")
+    assert at10 is not None
+    assert at10.ttft_s == pytest.approx(0.2208, rel=0.05)
+    assert at10.requests_per_s == pytest.approx(5.2, rel=0.05)
 
 
 NEMO_PER_DGX = 2.4  # req/s per DGX H100, NVIDIA's 2023 answer (scenarios/seed-nemo-43b.yaml)

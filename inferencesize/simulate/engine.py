@@ -30,7 +30,9 @@ Between two events (an arrival, a completion) an in-flight instance's batch is f
 decode steps are advanced in bulk with the closed form of the service (step time affine in
 the summed context). Every run of steps stops at the first step boundary at or after the next
 pending event, so arrivals join at the next boundary after they arrive. Closed-loop clients
-send their next request the moment the previous one completes.
+send their next request the moment the previous one completes. A multi-GPU instance's request
+hand-off (``handoff_s``) delays each request's arrival at the engine; its times still count
+from when it was sent.
 
 Pure: no I/O; randomness only in the workload (``arrivals``).
 """
@@ -341,13 +343,17 @@ def simulate(
     kv_need: npt.NDArray[np.float64],
     instances: int = 1,
     balancer: Balancer = "least-loaded",
+    handoff_s: float = 0.0,
 ) -> SimResult:
     """Run the workload through ``instances`` identical instances (see module docstring).
 
     ``kv_capacity``: KV one instance holds; ``kv_need``: what each request reserves (same
     unit, e.g. bytes per GPU). Least-loaded sends a request to the instance with the fewest
-    requests outstanding (lowest index on ties); round-robin cycles.
+    requests outstanding (lowest index on ties); round-robin cycles. ``handoff_s``: a request
+    reaches the engine this long after it is sent (its times count from the send).
     """
+    if handoff_s < 0:
+        raise ValueError(f"hand-off time must be >= 0 (got {handoff_s})")
     if instances < 1:
         raise ValueError(f"instances must be >= 1 (got {instances})")
     if balancer not in BALANCERS:
@@ -364,7 +370,10 @@ def simulate(
     done: list[tuple[float, int]] = []
     n = workload.n
     closed = workload.closed_loop
-    arrivals = [] if closed else [float(v) for v in workload.arrival_s]  # type: ignore[union-attr]
+    # when the engine sees each request: open loop, its arrival plus the hand-off
+    sent = () if workload.arrival_s is None else workload.arrival_s
+    arrivals = [float(v) + handoff_s for v in sent]
+    sends: list[float] = []  # closed loop: engine arrival times of requests sent, not yet seen
     next_arrival = 0
     issued = 0
     rr = 0
@@ -397,11 +406,11 @@ def simulate(
         schedule(i)
 
     if closed:
-        for _ in range(min(workload.concurrency, n)):
-            dispatch(issued, 0.0)
-            issued += 1
+        sends = [handoff_s] * min(workload.concurrency, n)
     while True:
         t_arr = arrivals[next_arrival] if next_arrival < len(arrivals) else INF
+        if sends:
+            t_arr = min(t_arr, sends[0])
         t_evt = events[0][0] if events else INF
         t_next = min(t_arr, t_evt)
         while ready and ready[0][1] != version[ready[0][2]]:
@@ -421,9 +430,12 @@ def simulate(
             now, code = heapq.heappop(events)
             if code >= 0:
                 outstanding[req.where[code]] -= 1
-            if closed and issued < n:
-                dispatch(issued, now)
-                issued += 1
+            if closed and issued + len(sends) < n:
+                heapq.heappush(sends, now + handoff_s)
+            continue
+        if sends and sends[0] == t_arr:
+            dispatch(issued, heapq.heappop(sends))
+            issued += 1
             continue
         if t_arr < INF:
             dispatch(next_arrival, t_arr)
@@ -437,7 +449,7 @@ def simulate(
             schedule(i)
     end = max(inst.t for inst in insts)
     return SimResult(
-        arrival_s=np.asarray(req.arrive, dtype=float),
+        arrival_s=np.asarray(req.arrive, dtype=float) - handoff_s,
         admit_s=np.asarray(req.admit, dtype=float),
         first_token_s=np.asarray(req.first, dtype=float),
         done_s=np.asarray(req.done, dtype=float),

@@ -45,9 +45,19 @@ def simulate_llm(
     balancer: Balancer = "least-loaded",
 ) -> SimResult:
     """Simulate ``workload`` on ``instances`` copies of the deployment ``dep`` whose GPUs have
-    ``memory_bytes`` each; batch sizes are capped by the KV cache as well as ``max_batch``."""
+    ``memory_bytes`` each; batch sizes are capped by the KV cache as well as ``max_batch``.
+    Requests reach the engine ``dep.handoff_s`` after they are sent (multi-GPU hand-off)."""
     kv = kv_budget(dep, memory_bytes, workload)
     top = max(1, min(batching.max_batch, kv.max_sequences))
     service = LlmService(dep, top)
     cfg = BatchingConfig(batching.policy, top, batching.max_queue_delay_s, batching.step_tokens)
-    return simulate(workload, service, cfg, kv.capacity_bytes, kv.need_bytes, instances, balancer)
+    return simulate(
+        workload,
+        service,
+        cfg,
+        kv.capacity_bytes,
+        kv.need_bytes,
+        instances,
+        balancer,
+        dep.handoff_s,
+    )

@@ -65,10 +65,17 @@ class EfficiencyValues(Spec):
         " streaming), for every decode and prompt it holds; optional, default 0",
     )
 
+    handoff_s: Seconds | None = Field(
+        default=None,
+        description="request hand-off of an instance on more than one GPU (the orchestrator"
+        " passes the request to the worker ranks and its first token back), added once to"
+        " TTFT; optional, default 0",
+    )
+
 
 #: Parameters a set's defaults may leave out (the model then uses its neutral default).
 OPTIONAL_PARAMS = frozenset(
-    {"kv_read_min_bytes", "kv_items_half", "arrival_spread_s", "seq_overhead_s"}
+    {"kv_read_min_bytes", "kv_items_half", "arrival_spread_s", "seq_overhead_s", "handoff_s"}
 )
 
 

@@ -30,20 +30,20 @@ GRID = [
 # fractional: the planner resolves it to 1/64 of a client.
 # dgx-h100 and a bare h100-sxm (packed 8 per node) must agree.
 PINNED = {
-    ("h100-sxm", 1000): (66.25, 19.6475, 499.987),
-    ("h100-sxm", 2000): (28.6719, 9.69052, 499.878),
-    ("h100-sxm", 4000): (12.2344, 4.39299, 499.608),
-    ("h200-sxm", 1000): (66.75, 22.637, 499.996),
-    ("h200-sxm", 2000): (28.875, 11.5874, 499.867),
-    ("h200-sxm", 4000): (12.3281, 5.3282, 499.969),
+    ("h100-sxm", 1000): (69.625, 19.8114, 499.989),
+    ("h100-sxm", 2000): (29.7969, 9.83193, 499.982),
+    ("h100-sxm", 4000): (12.625, 4.47009, 499.838),
+    ("h200-sxm", 1000): (70.1875, 23.2393, 499.948),
+    ("h200-sxm", 2000): (30.0156, 11.8025, 499.934),
+    ("h200-sxm", 4000): (12.7031, 5.44607, 499.573),
 }
 # The H200 has the H100's compute die (nim-2024 has no H200 entry, so it uses the H100 SXM's
 # fitted efficiencies): the TTFT-bound load is the H100's, its faster HBM adds ~15–21 % req/s.
 SERVERS = [1, 2, 6, 1, 3, 11, 2, 6, 23] * 2 + [1, 2, 5, 1, 3, 9, 2, 5, 19]
-GPUS = [3, 11, 41, 6, 21, 83, 12, 46, 183] * 2 + [3, 9, 36, 5, 18, 70, 10, 38, 151]
+GPUS = [3, 11, 41, 6, 21, 82, 12, 45, 179] * 2 + [3, 9, 35, 5, 17, 68, 10, 37, 147]
 # Published (NVIDIA DLI sizing notebook, NIM): 8.843 req/s per TP1 instance at TTFT 489.5 ms.
-# Issue #4 accepts 15 % on it; nim-2024 gives 9.691 (+9.6 %: TTFT at 25 clients is 454 ms
-# against 489.5 measured, so the TTFT-bound load is 28.7 clients, not 25).
+# Issue #4 accepts 15 % on it; nim-2024 gives 9.832 (+11.2 %: TTFT at 25 clients is 442 ms
+# against 489.5 measured, so the TTFT-bound load is 29.8 clients, not 25).
 SEED_MEASURED_RPS = 8.843
 
 

@@ -25,7 +25,7 @@ from inferencesize.memory import (
     weight_bytes_per_gpu,
 )
 from inferencesize.parallelism import Parallelism
-from inferencesize.serving import inflight, static
+from inferencesize.serving import OperatingPoint, inflight, static
 from inferencesize.transformer import total_params
 from inferencesize.units import GIB
 
@@ -349,15 +349,17 @@ def test_inflight_result_solves_its_fixed_point(
 ) -> None:
     """The returned rate is the root of X = B / E2E(X) found independently (scipy brentq on
     the equations rebuilt from the step primitives), and TTFT / ITL / waits are those of it;
-    ``sync``: the set's own prefill_sync (None), or arrivals partly or wholly out of step."""
+    ``sync``: the set's own prefill_sync (None), or arrivals partly or wholly out of step.
+    A TP > 1 instance's TTFT also holds the set's request hand-off (none on one GPU)."""
     res = resolve(catalog, estimator, model, hardware, precision, Parallelism(tp), isl + osl)
     dep = dep_of(res) if sync is None else with_sync(dep_of(res), sync)
     op = inflight(dep, isl, osl, concurrency, res.max_concurrency)
     b = int(op.in_flight)
+    handoff = dep.eff.handoff_s if tp > 1 else 0.0
 
     def excess(x: float) -> float:
         itl, wait, own, _ = queue_terms(dep, isl, osl, b, x)
-        return b / (0.5 * itl + wait + own + (osl - 1) * itl) - x
+        return b / (0.5 * itl + wait + own + handoff + (osl - 1) * itl) - x
 
     root = brentq(excess, 1e-9, 1e3, xtol=1e-14, rtol=1e-12)
     itl, wait, own, _ = queue_terms(dep, isl, osl, b, root)
@@ -365,7 +367,7 @@ def test_inflight_result_solves_its_fixed_point(
     assert b / (op.e2e_s - op.queue_wait_s) == pytest.approx(root, rel=1e-8)
     assert op.itl_s == pytest.approx(itl, rel=1e-8)
     assert op.prefill_wait_s == pytest.approx(wait, rel=1e-8)
-    assert op.ttft_s - op.queue_wait_s == pytest.approx(0.5 * itl + wait + own, rel=1e-8)
+    assert op.ttft_s - op.queue_wait_s == pytest.approx(0.5 * itl + wait + own + handoff, rel=1e-8)
     # the clients beyond the B in flight queue for a slot: Little's law on that queue
     assert op.queue_wait_s == pytest.approx((concurrency - b) / root, rel=1e-8, abs=1e-12)
 
@@ -481,3 +483,34 @@ def test_cohort_thins_with_its_prompt_tokens_and_is_prefilled_in_two_steps(
     # and with prefill_sync 1 only half of it is in step, the rest waits as random arrivals
     loose = replace(dep, eff=replace(dep.eff, arrival_spread_s=alone))
     assert inflight(loose, 5000, 200, 25, 400).prefill_wait_s < op.prefill_wait_s
+
+
+def test_request_handoff_is_paid_once_per_request_on_multi_gpu_instances(
+    catalog: Catalog, estimator: Estimator
+) -> None:
+    """handoff_s is added once to a TP > 1 instance's TTFT and takes no engine time: with one
+    client, TTFT = its prompt step alone + 5 ms and ITL does not move, so E2E grows by 5 ms and
+    the client's rate is 1 / E2E. On one GPU there is no hand-off: nothing changes."""
+
+    def at(tp: int, handoff: float) -> tuple[Deployment, OperatingPoint]:
+        res = resolve(catalog, estimator, "llama-3-8b", "h100-sxm", "fp8", Parallelism(tp), 2200)
+        dep = dep_of(res)
+        dep = replace(dep, eff=replace(dep.eff, handoff_s=handoff))
+        return dep, inflight(dep, 2000, 200, 1, res.max_concurrency)
+
+    dep, with_it = at(2, 5e-3)
+    _, without = at(2, 0.0)
+    assert dep.handoff_s == 5e-3
+    alone = float(prefill(dep, 1, 2000).total_s)
+    assert with_it.ttft_s == pytest.approx(alone + 5e-3, rel=1e-12)
+    assert without.ttft_s == pytest.approx(alone, rel=1e-12)
+    assert with_it.itl_s == without.itl_s
+    assert with_it.e2e_s - without.e2e_s == pytest.approx(5e-3, rel=1e-9)
+    assert with_it.requests_per_s == pytest.approx(1 / with_it.e2e_s, rel=1e-9)
+    # static batching on two GPUs: the batch's prefill, then the hand-off
+    assert static(dep, 2000, 200, 4).ttft_s == pytest.approx(
+        float(prefill(dep, 4, 2000).total_s) + 5e-3, rel=1e-12
+    )
+    one_gpu, tp1 = at(1, 5e-3)
+    assert one_gpu.handoff_s == 0.0
+    assert tp1 == at(1, 0.0)[1]

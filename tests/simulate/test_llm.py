@@ -26,13 +26,17 @@ from inferencesize.simulate.service import chunk_pairs
 ISL, OSL = 2000, 200
 
 
-@pytest.fixture(scope="module")
-def seed_case() -> tuple[Estimator, Resolved]:
+def _case(tp: int) -> tuple[Estimator, Resolved]:
     cat = load_catalog()
     gpu, system = cat.hardware("h100-sxm")
-    cand = Candidate(cat.model("llama-3-8b"), gpu, system, "fp8", "fp8", Parallelism(1, 1, 1))
+    cand = Candidate(cat.model("llama-3-8b"), gpu, system, "fp8", "fp8", Parallelism(tp, 1, 1))
     est = Estimator(cat.efficiency_set(None))
     return est, est.resolve(cand, ISL + OSL)
+
+
+@pytest.fixture(scope="module")
+def seed_case() -> tuple[Estimator, Resolved]:
+    return _case(1)
 
 
 def test_service_matches_the_step_model(seed_case: tuple[Estimator, Resolved]) -> None:
@@ -78,6 +82,21 @@ def test_one_client_equals_estimate(seed_case: tuple[Estimator, Resolved]) -> No
     op = est.point(res, ISL, OSL, 1, "inflight")
     assert op is not None
     ttft, itl, rps = closed_loop(res, 1, 200)
+    assert ttft == pytest.approx(op.ttft_s, rel=1e-6)
+    assert itl == pytest.approx(op.itl_s, rel=1e-6)
+    assert rps == pytest.approx(op.requests_per_s, rel=1e-3)
+
+
+def test_one_client_on_two_gpus_pays_the_hand_off_in_both() -> None:
+    """TP2: requests reach the engine the set's hand-off after they are sent; simulated TTFT,
+    counted from the send, is the estimate's (prompt step + hand-off), and so is the rate."""
+    est, res = _case(2)
+    assert res.deployment is not None and res.deployment.handoff_s > 0
+    op = est.point(res, ISL, OSL, 1, "inflight")
+    assert op is not None
+    ttft, itl, rps = closed_loop(res, 1, 200)
+    alone = float(step_time(res.deployment, 0, 0.0, 1, ISL).total_s)
+    assert op.ttft_s == pytest.approx(alone + res.deployment.handoff_s, rel=1e-12)
     assert ttft == pytest.approx(op.ttft_s, rel=1e-6)
     assert itl == pytest.approx(op.itl_s, rel=1e-6)
     assert rps == pytest.approx(op.requests_per_s, rel=1e-3)
