@@ -15,7 +15,7 @@ from pathlib import Path
 
 import yaml
 
-from inferencesize.calibration import fit
+from inferencesize.calibration import GLOBAL_PARAMS, fit
 from inferencesize.catalog import Catalog, load_catalog
 from inferencesize.io_measurements import Measurement, dedupe, map_measurements, read_measurements
 from inferencesize.specs import EfficiencySet, names_engine
@@ -40,11 +40,19 @@ STATED = {
     }
 }
 #: Sets fitted without latency under load keep their stated serving parameters (README).
-UNFITTED_SERVING = (
-    "; prefill_sync and cohort_tokens not fitted (no latency-under-load rows): closed-loop"
-    " clients of one length stay in step (1.0) and their cohort thins over one step's token"
-    " budget (8192 = TensorRT-LLM's default max_num_tokens)"
+UNFITTED_SERVING = "; prefill_sync and cohort_tokens not fitted (no latency-under-load rows)"
+#: Why, when a set states the in-flight engine's values (trtllm-0.14, trtllm-0.17).
+ENGINE_SERVING = {"prefill_sync": 1.0, "cohort_tokens": 8192.0}
+ENGINE_SERVING_WHY = (
+    ": closed-loop clients of one length stay in step (1.0) and their cohort thins over one"
+    " step's token budget (8192 = TensorRT-LLM's default max_num_tokens)"
 )
+
+
+def _unfitted_serving(base: EfficiencySet) -> str:
+    """The source note for a set without serving rows; the reason only where it holds."""
+    stated = all(getattr(base.defaults, g) == v for g, v in ENGINE_SERVING.items())
+    return UNFITTED_SERVING + (ENGINE_SERVING_WHY if stated else "")
 
 
 def _belongs(catalog: Catalog, base: EfficiencySet, m: Measurement) -> bool:
@@ -68,20 +76,7 @@ def main(ids: list[str]) -> None:
         serving = any(r.mode == "inflight" for r in mine)
         free = [
             g
-            for g in (
-                "attention",
-                "gemm_m_half",
-                "step_overhead_s",
-                "kv_items_half",
-                "layer_overhead_s",
-                "comm_latency_s",
-                "comm",
-                "prefill_sync",
-                "cohort_tokens",
-                "arrival_spread_s",
-                "seq_overhead_s",
-                "handoff_s",
-            )
+            for g in GLOBAL_PARAMS
             if (serving or g not in SERVING_ONLY)
             and (g not in OPTIONAL_PARAMS or getattr(base.defaults, g) is not None)
             and g not in STATED.get(set_id, {})
@@ -97,7 +92,7 @@ def main(ids: list[str]) -> None:
                     f"fitted by benchmarks/fit_efficiency.py (scipy least_squares, soft-L1 on log error) to"
                     f" {len(mine)} rows of data/calibration ({', '.join(sources)}; engine rows matching"
                     f" {base.engines}); copies of shared/calibration with per-row source_detail"
-                    + ("" if serving else UNFITTED_SERVING)
+                    + ("" if serving else _unfitted_serving(base))
                     + "".join(f"; {g} stated, not fitted: {why}" for g, why in sorted(held.items()))
                 )
             }

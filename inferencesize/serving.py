@@ -141,6 +141,7 @@ def inflight_arrays(
         cohort_wait = sync * ahead * t_prompt
         itl_cap = full / per_step
         x_cap = np.where(b > 1, chunk / (new * full), np.inf)
+    first_token = t_own + dep.handoff_s  # own prompt step, then the hand-off (multi-GPU)
     busy = b > 1
     share = (b - 1) / b  # a client's own prompt is not in its queue
     others = np.maximum(b - 1, 1.0)
@@ -165,7 +166,7 @@ def inflight_arrays(
         itl = t_decode / (1.0 - np.minimum(x * stretch, LOAD_CAP))
         if chunk:
             itl = np.maximum(np.minimum(itl, itl_cap), t_decode)
-        ttft = np.where(busy, 0.5 * itl, 0.0) + wait + t_own + dep.handoff_s
+        ttft = np.where(busy, 0.5 * itl, 0.0) + wait + first_token
         if chunk:
             ttft = np.where(x < x_cap, ttft, np.inf)
         return ttft, itl, wait
@@ -180,9 +181,8 @@ def inflight_arrays(
         # step (s ≥ 1); otherwise the root lies between and regula falsi finds it.
         k = (osl - 1 + 0.5 * busy) * t_decode
         idle_wait, most_stretch = queue(0.0)
-        own = t_own + dep.handoff_s
-        upper = _fixed_point(b, idle_wait + own, k, queue(top)[1])
-        lower = _fixed_point(b, queue(upper)[0] + own, k, most_stretch)
+        upper = _fixed_point(b, idle_wait + first_token, k, queue(top)[1])
+        lower = _fixed_point(b, queue(upper)[0] + first_token, k, most_stretch)
         x = _regula_falsi(service, b, osl, np.minimum(lower, upper), upper, iterations)
     ttft_service, itl, prefill_wait = service(x)
     if chunk:  # at the budget's limit the closed loop waits for it: TTFT = B / X − decode

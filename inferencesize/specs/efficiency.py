@@ -64,7 +64,6 @@ class EfficiencyValues(Spec):
         description="host-side cost per sequence in a step (sampling, detokenising,"
         " streaming), for every decode and prompt it holds; optional, default 0",
     )
-
     handoff_s: Seconds | None = Field(
         default=None,
         description="request hand-off of an instance on more than one GPU (the orchestrator"
