@@ -28,10 +28,9 @@ from typing import Any
 import numpy as np
 
 from inferencesize.catalog import load_catalog
-from inferencesize.estimate import Estimator
 from inferencesize.io_measurements import dedupe, map_measurements, read_measurements
 from inferencesize.units import GIB
-from inferencesize.validation import Mapped, point_key
+from inferencesize.validation import Mapped, estimator_chooser, point_metrics
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "data/calibration/measurements.csv"
@@ -44,18 +43,11 @@ FULL_OSL = 1000  # outputs this long keep the prompt step a small share of a req
 def decoding(rows: list[Mapped]) -> dict[float, float]:
     """Sequences decoding at once per concurrency, over the runs of one configuration (a
     repeated run replaces the earlier one: their req/s and ITL agree within 0.2 %)."""
-    by_point: dict[tuple[Any, ...], dict[str, float]] = defaultdict(dict)
-    first: dict[tuple[Any, ...], Mapped] = {}
-    for r in rows:
-        rate = r.m.metric == "req_per_s"
-        by_point[point_key(r)][r.m.metric] = r.m.value / (r.scale if rate else 1.0)
-        first.setdefault(point_key(r), r)
-    out: dict[float, float] = {}
-    for key, v in by_point.items():
-        if "req_per_s" in v and "itl_ms_avg" in v:
-            r = first[key]
-            out[r.concurrency] = v["req_per_s"] * ((r.m.osl or 1.0) - 1) * v["itl_ms_avg"] / 1e3
-    return out
+    return {
+        x.concurrency: v["req_per_s"] * ((x.m.osl or 1.0) - 1) * v["itl_ms_avg"] / 1e3
+        for x, v in point_metrics(rows).values()
+        if "req_per_s" in v and "itl_ms_avg" in v
+    }
 
 
 def plateau(points: dict[float, float]) -> tuple[float, list[float]] | None:
@@ -80,7 +72,7 @@ def main() -> None:
         if r.mode == "inflight":
             m = r.m
             configs[(m.model, m.gpu, m.precision, m.tp, int(m.isl or 0), int(m.osl or 0))].append(r)
-    est = Estimator(catalog.efficiency_for("NIM", "1.0"))
+    estimator_for = estimator_chooser(catalog)  # each row's engine set (nim-2024)
     print(
         f"{'configuration':44s} {'clients':>16s} {'measured':>8s} {'model':>6s} {'ratio':>6s}"
         f" {'KV GiB/GPU measured / model':>28s}"
@@ -92,7 +84,7 @@ def main() -> None:
             continue
         seqs, bound = found
         row = configs[key][0]
-        res = est.resolve(row.candidate, (row.m.isl or 0.0) + (row.m.osl or 0.0))
+        res = estimator_for(row.m).resolve(row.candidate, (row.m.isl or 0.0) + (row.m.osl or 0.0))
         if res.memory is None:
             continue
         model_seqs = res.max_concurrency

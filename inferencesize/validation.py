@@ -30,6 +30,8 @@ METRICS = (
     "req_per_s",
     "output_tok_s_total",
 )
+#: Rates: measured per instance, DGX or GPU (a row's ``scale`` converts); the rest per request.
+RATE_METRICS = ("req_per_s", "output_tok_s_total")
 #: Offline (max-throughput) runs: the engine's max batch size caps the KV-limited batch.
 OFFLINE_MAX_BATCH = 2048
 
@@ -99,7 +101,7 @@ def predict_group(
     }
     scale = np.array([r.scale for r in rows])
     out = np.array([values[r.m.metric][i] for i, r in enumerate(rows)], dtype=float)
-    per_instance = np.isin([r.m.metric for r in rows], ["req_per_s", "output_tok_s_total"])
+    per_instance = np.isin([r.m.metric for r in rows], RATE_METRICS)
     return np.where(per_instance, out * scale, out)
 
 
@@ -216,23 +218,25 @@ def point_key(x: Mapped) -> tuple[Any, ...]:
     return (*x.m.point, x.m.notes)
 
 
-def steady_checks(rows: Sequence[Mapped]) -> list[SteadyCheck]:
-    """Little's law on every in-flight point that reports both req/s and mean E2E (req/s per
-    instance: a per-DGX or per-GPU figure is converted with the row's ``scale``)."""
-    rate: dict[tuple[Any, ...], float] = {}
-    e2e_s: dict[tuple[Any, ...], float] = {}
-    first: dict[tuple[Any, ...], Mapped] = {}
+def point_metrics(rows: Sequence[Mapped]) -> dict[tuple[Any, ...], tuple[Mapped, dict[str, float]]]:
+    """Each in-flight point's first row and its metrics (``point_key``), rates per instance (a
+    per-DGX or per-GPU figure converted with the row's ``scale``)."""
+    out: dict[tuple[Any, ...], tuple[Mapped, dict[str, float]]] = {}
     for x in rows:
         if x.mode != "inflight" or x.concurrency <= 0:
             continue
-        key = point_key(x)
-        first.setdefault(key, x)
-        if x.m.metric == "req_per_s":
-            rate[key] = x.m.value / x.scale
-        elif x.m.metric == "e2e_ms_avg":
-            e2e_s[key] = x.m.value / 1e3
+        _, values = out.setdefault(point_key(x), (x, {}))
+        rate = x.m.metric in RATE_METRICS
+        values[x.m.metric] = x.m.value / x.scale if rate else x.m.value
+    return out
+
+
+def steady_checks(rows: Sequence[Mapped]) -> list[SteadyCheck]:
+    """Little's law on every in-flight point that reports both req/s and mean E2E."""
     return [
-        SteadyCheck(k, x.m, x.concurrency, x.concurrency / (rate[k] * e2e_s[k]))
-        for k, x in first.items()
-        if k in rate and k in e2e_s
+        SteadyCheck(
+            k, x.m, x.concurrency, x.concurrency / (v["req_per_s"] * (v["e2e_ms_avg"] / 1e3))
+        )
+        for k, (x, v) in point_metrics(rows).items()
+        if "req_per_s" in v and "e2e_ms_avg" in v
     ]
