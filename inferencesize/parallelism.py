@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from inferencesize.outcomes import SplitConstraint, SplitProblem
 from inferencesize.transformer import ModelCosts
 
 
@@ -38,33 +39,47 @@ class Parallelism:
         return text + (f" ep{self.ep}" if self.ep > 1 else "")
 
 
-def invalid_reason(costs: ModelCosts, par: Parallelism) -> str | None:
-    """Why a split cannot run this model, or None when it can."""
+def split_problem(costs: ModelCosts, par: Parallelism) -> SplitProblem | None:
+    """The structural rule a split breaks for this model (typed, with the count it breaks),
+    or None when it can run: TP must divide the attention heads and divide (or, above them,
+    be a multiple of) the KV heads; PP at most the layers; EP only on MoE models, dividing the
+    experts and the GPUs that share them (TP, or DP · TP with attention DP)."""
+
+    def problem(constraint: SplitConstraint, count: int = 0) -> SplitProblem:
+        return SplitProblem(constraint, par.tp, par.pp, par.ep, par.dp, count)
+
+    c = SplitConstraint
     if min(par.tp, par.pp, par.ep) < 1:
-        return "tp, pp and ep must be at least 1"
+        return problem(c.DEGREE_BELOW_ONE)
     if par.dp < 1:
-        return "dp must be at least 1"
+        return problem(c.DP_BELOW_ONE)
     heads, kv = costs.num_attention_heads, costs.num_kv_heads
     if heads % par.tp:
-        return f"tp {par.tp} does not divide {heads} attention heads"
+        return problem(c.TP_DIVIDES_HEADS, heads)
     if par.tp <= kv and kv % par.tp:
-        return f"tp {par.tp} does not divide {kv} KV heads"
+        return problem(c.TP_DIVIDES_KV_HEADS, kv)
     if par.tp > kv and par.tp % kv:
-        return f"tp {par.tp} is not a multiple of {kv} KV heads (cannot replicate them evenly)"
+        return problem(c.TP_MULTIPLE_OF_KV_HEADS, kv)
     if par.pp > costs.num_layers:
-        return f"pp {par.pp} exceeds {costs.num_layers} layers"
+        return problem(c.PP_AT_MOST_LAYERS, costs.num_layers)
     if par.ep > 1:
         if costs.num_experts == 0:
-            return f"ep {par.ep} needs a mixture-of-experts model"
+            return problem(c.EP_NEEDS_MOE)
         if costs.num_experts % par.ep:
-            return f"ep {par.ep} does not divide {costs.num_experts} experts"
+            return problem(c.EP_DIVIDES_EXPERTS, costs.num_experts)
         if par.dp == 1 and par.tp % par.ep:
-            return f"ep {par.ep} must divide tp {par.tp} (experts share the TP GPUs)"
+            return problem(c.EP_DIVIDES_TP)
         if par.dp > 1 and (par.tp * par.dp) % par.ep:
-            return f"ep {par.ep} must divide dp {par.dp} × tp {par.tp} (experts share the GPUs)"
+            return problem(c.EP_DIVIDES_DP_TP)
     if par.dp > 1 and costs.num_experts == 0:
-        return f"attention dp {par.dp} needs a mixture-of-experts model (dense: use instances)"
+        return problem(c.DP_NEEDS_MOE)
     return None
+
+
+def invalid_reason(costs: ModelCosts, par: Parallelism) -> str | None:
+    """Why a split cannot run this model (:func:`split_problem`'s sentence), or None."""
+    problem = split_problem(costs, par)
+    return problem.message if problem is not None else None
 
 
 def kv_heads_per_gpu(costs: ModelCosts, tp: int) -> int:
@@ -83,18 +98,20 @@ def layers_per_stage(costs: ModelCosts, pp: int) -> int:
     return math.ceil(costs.num_layers / pp)
 
 
-def valid_splits(
+def enumerate_splits(
     costs: ModelCosts,
     max_gpus: int,
     tps: list[int] | None = None,
     pps: list[int] | None = None,
     eps: list[int] | None = None,
     dps: list[int] | None = None,
-) -> list[Parallelism]:
-    """Every valid (tp, pp, ep, dp) with tp · pp · dp ≤ max_gpus (powers of two unless listed;
-    ``dps`` None means attention DP off, dp = 1)."""
+) -> list[tuple[Parallelism, SplitProblem | None]]:
+    """Every (tp, pp, ep, dp) requested with tp · pp · dp ≤ max_gpus, each with the rule it
+    breaks (None: valid). A degree not listed means every power of two up to ``max_gpus``
+    (ep: up to the GPUs sharing the experts, on MoE models; 1 on dense ones); ``dps`` None
+    means attention DP off (dp = 1)."""
     powers = [2**i for i in range(int(math.log2(max_gpus)) + 1)]
-    out = []
+    out: list[tuple[Parallelism, SplitProblem | None]] = []
     for dp in dps or [1]:
         for tp in tps or powers:
             for pp in pps or powers:
@@ -104,6 +121,19 @@ def valid_splits(
                 auto_eps = [e for e in powers if e <= width] if costs.num_experts else [1]
                 for ep in eps or auto_eps:
                     par = Parallelism(tp, pp, ep, dp)
-                    if invalid_reason(costs, par) is None:
-                        out.append(par)
+                    out.append((par, split_problem(costs, par)))
     return out
+
+
+def valid_splits(
+    costs: ModelCosts,
+    max_gpus: int,
+    tps: list[int] | None = None,
+    pps: list[int] | None = None,
+    eps: list[int] | None = None,
+    dps: list[int] | None = None,
+) -> list[Parallelism]:
+    """Every valid (tp, pp, ep, dp) with tp · pp · dp ≤ max_gpus (powers of two unless listed;
+    ``dps`` None means attention DP off, dp = 1): :func:`enumerate_splits` without the
+    invalid ones."""
+    return [p for p, why in enumerate_splits(costs, max_gpus, tps, pps, eps, dps) if why is None]

@@ -10,11 +10,14 @@ from inferencesize.catalog import Catalog, load_catalog
 from inferencesize.comm import Link, allreduce_latency, allreduce_time, alltoall_time, p2p_time
 from inferencesize.deployment import links
 from inferencesize.latency import allreduce_time_array, alltoall_time_array, p2p_time_array
+from inferencesize.outcomes import SplitConstraint, SplitProblem
 from inferencesize.parallelism import (
     Parallelism,
+    enumerate_splits,
     invalid_reason,
     kv_share_per_gpu,
     layers_per_stage,
+    split_problem,
     valid_splits,
 )
 from inferencesize.transformer import ModelCosts, model_costs
@@ -93,6 +96,39 @@ def test_valid_splits_enumerates_powers_of_two(catalog: Catalog) -> None:
     # Mixtral adds ep ≤ tp dividing tp and the 8 experts: tp 8 -> ep 1, 2, 4, 8
     moe = valid_splits(costs(catalog, "mixtral-8x7b"), 8, pps=[1])
     assert sorted(p.ep for p in moe if p.tp == 8) == [1, 2, 4, 8]
+
+
+def test_split_problem_is_typed_with_the_count_it_breaks(catalog: Catalog) -> None:
+    c = costs(catalog, "llama-3.1-70b")  # 64 heads, 8 KV heads, 80 layers
+    assert split_problem(c, Parallelism(tp=3)) == SplitProblem(
+        SplitConstraint.TP_DIVIDES_HEADS, tp=3, pp=1, ep=1, dp=1, count=64
+    )
+    pp = split_problem(c, Parallelism(tp=1, pp=81))
+    assert pp is not None and pp.constraint is SplitConstraint.PP_AT_MOST_LAYERS
+    assert pp.count == c.num_layers == 80
+    assert split_problem(c, Parallelism(tp=8)) is None
+    moe = split_problem(costs(catalog, "mixtral-8x7b"), Parallelism(tp=16, ep=16))
+    assert moe is not None and (moe.constraint, moe.count) == (
+        SplitConstraint.EP_DIVIDES_EXPERTS,
+        8,
+    )
+
+
+def test_enumerate_splits_keeps_the_invalid_ones_with_their_reason(catalog: Catalog) -> None:
+    c = costs(catalog, "llama-3.1-70b")
+    # auto on 8 GPUs: the same 10 splits as valid_splits, none invalid
+    auto = enumerate_splits(c, 8)
+    assert [p for p, _ in auto] == valid_splits(c, 8)
+    assert all(why is None for _, why in auto)
+    # tp 3 with pp auto: 3 · pp ≤ 8 -> pp 1, 2; both break "tp divides 64 heads"
+    three = enumerate_splits(c, 8, tps=[3])
+    assert [(p.tp, p.pp) for p, _ in three] == [(3, 1), (3, 2)]
+    assert {why.message for _, why in three if why} == {"tp 3 does not divide 64 attention heads"}
+    assert valid_splits(c, 8, tps=[3]) == []
+    # ep 2 on a dense model: every split enumerated, each "needs a mixture-of-experts model"
+    dense_ep = enumerate_splits(c, 8, eps=[2])
+    assert len(dense_ep) == 10
+    assert all(w is not None and w.constraint is SplitConstraint.EP_NEEDS_MOE for _, w in dense_ep)
 
 
 def test_parallelism_label_and_gpus() -> None:
