@@ -28,7 +28,7 @@ import numpy as np
 from inferencesize.deployment import default_kv_precision
 from inferencesize.estimate import Batching, Candidate, Estimator, Resolved
 from inferencesize.parallelism import valid_splits
-from inferencesize.planner import HardwareOption, Limits
+from inferencesize.planner import HardwareOption, Limits, Rejected, unrunnable
 from inferencesize.serving import inflight_arrays, points
 from inferencesize.specs import GpuSpec, ModelSpec, SystemSpec
 
@@ -113,11 +113,16 @@ class Frontier:
     on_frontier: Any
     meets_limits: Any
     on_goodput_frontier: Any
-    rejected: list[tuple[str, str]] = field(default_factory=list)
+    rejections: list[Rejected] = field(default_factory=list)
 
     @property
     def size(self) -> int:
         return int(np.size(self.concurrency))
+
+    @property
+    def rejected(self) -> list[tuple[str, str]]:
+        """(candidate, reason sentence) of every rejection (typed: :attr:`rejections`)."""
+        return [(r.candidate, r.reason) for r in self.rejections]
 
     def latency_optimal(self) -> int | None:
         """Index of the frontier point with the most tokens/s per user."""
@@ -161,7 +166,7 @@ def frontier(
     concurrency swept (default: each candidate's KV capacity).
     """
     cands: list[Candidate] = []
-    rejected: list[tuple[str, str]] = []
+    rejected: list[Rejected] = []
     cols: dict[str, list[Any]] = {k: [] for k in ("i", "n", "ttft", "itl", "e2e", "x", "gpus")}
     costs = est.costs(model)
     for g, s in hardware:
@@ -179,8 +184,9 @@ def frontier(
             for par in splits:
                 cand = Candidate(model, g, s, precision, kv, par)
                 res = est.resolve(cand, isl + osl)
-                if res.reason is not None or res.deployment is None or res.max_concurrency < 1:
-                    rejected.append((cand.label(), res.reason or "no room for one sequence"))
+                why = unrunnable(res, isl + osl, costs)
+                if why is not None:
+                    rejected.append(Rejected(cand.label(), why))
                     continue
                 top = res.max_concurrency
                 if max_concurrency is not None:
@@ -219,5 +225,5 @@ def frontier(
         on_frontier=on,
         meets_limits=meets,
         on_goodput_frontier=good,
-        rejected=rejected,
+        rejections=rejected,
     )

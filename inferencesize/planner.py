@@ -36,10 +36,27 @@ from inferencesize.economics import Objective, PlanEconomics, Pricing, input_sha
 from inferencesize.economics import plan_economics as _plan_economics
 from inferencesize.estimate import Batching, Candidate, Estimator, Resolved, operating_points
 from inferencesize.latency import prefill
-from inferencesize.parallelism import Parallelism, valid_splits
+from inferencesize.outcomes import (
+    BatchTooLarge,
+    ContextTooLong,
+    Described,
+    HardwareSearch,
+    LatencyMiss,
+    MemoryShortfall,
+    Metric,
+    RejectKind,
+    RejectReason,
+    SearchSummary,
+    SplitProblem,
+    count_kinds,
+)
+from inferencesize.outcomes import Rejected as Rejected
+from inferencesize.outcomes import fmt_seconds as fmt_seconds
+from inferencesize.parallelism import Parallelism, enumerate_splits, split_problem
 from inferencesize.serving import InflightArrays, OperatingPoint, inflight_arrays, select
 from inferencesize.specs import GpuSpec, ModelSpec, SystemSpec
 from inferencesize.specs.scenario import ScenarioSpec
+from inferencesize.transformer import ModelCosts
 
 #: GPUs per node assumed for a bare GPU id (no system): HGX/DGX-style 8-GPU servers.
 BARE_GPU_NODE = 8
@@ -76,18 +93,18 @@ class Limits:
         """A scenario's limits."""
         return cls.from_ms(scenario.ttft_ms, scenario.itl_ms, scenario.e2e_ms, scenario.mode)
 
-    def active(self) -> list[tuple[Binding, float]]:
+    def active(self) -> list[tuple[Metric, float]]:
         """The (name, limit) pairs that apply in this mode."""
         if self.mode == "sequential":
             return [("e2e", self.e2e_s)] if self.e2e_s is not None else []
-        pairs: list[tuple[Binding, float | None]] = [
+        pairs: list[tuple[Metric, float | None]] = [
             ("ttft", self.ttft_s),
             ("itl", self.itl_s),
             ("e2e", self.e2e_s),
         ]
         return [(k, v) for k, v in pairs if v is not None]
 
-    def miss(self, op: OperatingPoint) -> tuple[Binding, float, float] | None:
+    def miss(self, op: OperatingPoint) -> tuple[Metric, float, float] | None:
         """The first limit ``op`` misses as (name, value, limit), or None when it meets all."""
         for name, limit in self.active():
             value = _metric(op, name)
@@ -95,9 +112,9 @@ class Limits:
                 return name, value, limit
         return None
 
-    def worst_ratio(self, op: OperatingPoint) -> tuple[Binding, float, float, float]:
+    def worst_ratio(self, op: OperatingPoint) -> tuple[Metric, float, float, float]:
         """The limit ``op`` misses by the largest factor: (name, value, limit, value/limit)."""
-        worst: tuple[Binding, float, float, float] | None = None
+        worst: tuple[Metric, float, float, float] | None = None
         for name, limit in self.active():
             value = _metric(op, name)
             ratio = value / limit
@@ -113,6 +130,11 @@ class HardwareOption:
 
     gpu: GpuSpec
     system: SystemSpec | None = None
+
+    @property
+    def id(self) -> str:
+        """The system's id, or the bare GPU's."""
+        return self.system.id if self.system else self.gpu.id
 
     @property
     def gpus_per_node(self) -> int:
@@ -172,23 +194,16 @@ class Plan:
 
 
 @dataclass(frozen=True)
-class Rejected:
-    """A candidate that cannot serve the scenario, and why."""
-
-    candidate: str
-    reason: str
-    kind: str  # invalid | memory | ttft | itl | e2e
-    miss_ratio: float = math.inf  # worst value / limit at concurrency 1 (latency misses)
-    miss_message: str | None = None
-
-
-@dataclass(frozen=True)
 class PlanResult:
+    """The ranked plans, every rejected candidate with its typed reason, and ``summary``:
+    what was searched (:class:`inferencesize.outcomes.SearchSummary`)."""
+
     chosen: Plan | None
     alternatives: list[Plan]
     rejected: list[Rejected]
     feasible: list[Plan] = field(default_factory=list)
     nearest_miss: str | None = None
+    summary: SearchSummary | None = None
 
     @property
     def binding_constraint(self) -> str | None:
@@ -202,13 +217,6 @@ class PlanResult:
         return best.kind
 
 
-def fmt_seconds(value: float) -> str:
-    """3.4 s, 480 ms: a latency for messages."""
-    if value >= 1.0:
-        return f"{value:.3g} s"
-    return f"{value * 1e3:.3g} ms"
-
-
 def _metric(op: OperatingPoint, name: Binding) -> float:
     if name == "ttft":
         return op.ttft_s
@@ -217,8 +225,36 @@ def _metric(op: OperatingPoint, name: Binding) -> float:
     return op.e2e_s
 
 
-_NAMES = {"ttft": "TTFT", "itl": "ITL", "e2e": "E2E"}
+def unrunnable(
+    res: Resolved, seq_len: float, costs: ModelCosts | None = None
+) -> RejectReason | None:
+    """Why a resolved candidate cannot run at all, typed from the resolver's fields, or None
+    when it holds at least one sequence of ``seq_len`` tokens. The resolver words memory,
+    context and hardware reasons itself (``res.reason``): they keep its sentence next to the
+    numbers read back from the candidate and its memory budget. ``costs``: the model's, to
+    type a split the model's shape rules out (without it such a split reads as unsupported).
+    """
+    cand, mem, text = res.candidate, res.memory, res.reason
+    if res.deployment is None:
+        problem = split_problem(costs, cand.par) if costs is not None else None
+        return problem or Described(RejectKind.UNSUPPORTED, text or "cannot be deployed")
+    if mem is None:
+        if seq_len > cand.model.max_context:
+            return ContextTooLong(seq_len, cand.model.max_context, text or "")
+    elif mem.max_sequences < 1:  # weights + runtime exceed the GPU, or one sequence's KV
+        need = mem.weights_bytes + mem.activations_bytes + mem.reserve_bytes
+        text = text or NO_ROOM_MESSAGE
+        if need >= mem.capacity_bytes:
+            return MemoryShortfall(RejectKind.OUT_OF_MEMORY, need, mem.capacity_bytes, text)
+        per_sequence, room = mem.kv_bytes_per_sequence, mem.kv_capacity_bytes
+        return MemoryShortfall(RejectKind.NO_ROOM, per_sequence, room, text)
+    if text is None:
+        return None if res.max_concurrency >= 1 else Described(RejectKind.NO_ROOM, NO_ROOM_MESSAGE)
+    memory = text.startswith("out of memory")  # a sentence the resolver gave no numbers for
+    return Described(RejectKind.OUT_OF_MEMORY if memory else RejectKind.UNSUPPORTED, text)
 
+
+NO_ROOM_MESSAGE = "out of memory: no room for one sequence"
 
 #: Concurrencies evaluated by the first numpy call of :func:`search_point` (a coarse grid),
 #: and at most by each later one (the bracket found, at full resolution when it fits).
@@ -272,7 +308,7 @@ def search_point(
     limits: Limits,
     batching: Batching,
     batch_sizes: Sequence[int] | None = None,
-) -> tuple[OperatingPoint, Binding] | tuple[None, str]:
+) -> tuple[OperatingPoint, Binding] | tuple[None, RejectReason]:
     """The largest concurrency (batch) in ``[1, max_concurrency]`` meeting the limits.
 
     ``batch_sizes`` (static batching): only these sizes are allowed; each one that fits in
@@ -283,11 +319,14 @@ def search_point(
     full resolution (every batch size; in-flight, every 1/:data:`LOAD_STEPS` of a client;
     :data:`REFINE_BATCH` points per call) until the bracket is two neighbours: two array calls
     (rarely three) per candidate instead of one call per bisection step. Returns
-    (point, binding limit) or (None, reason) when concurrency 1 already misses.
+    (point, binding limit) or (None, reason): the candidate cannot run (:func:`unrunnable`) or
+    concurrency 1 already misses a limit (:class:`~inferencesize.outcomes.LatencyMiss`).
     """
     top = res.max_concurrency
     if top < 1 or res.deployment is None:
-        return None, "out of memory: no room for one sequence"
+        why = unrunnable(res, isl + osl)
+        assert why is not None
+        return None, why
     if batching == "static" and batch_sizes is not None:
         return _search_sizes(res, isl, osl, limits, batch_sizes)
     active = limits.active()
@@ -295,13 +334,7 @@ def search_point(
     *lat, solved = _metrics(res, isl, osl, ns, batching)
     miss = _first_miss(limits, *lat)
     if miss[0] >= 0:
-        first = _point(res, isl, osl, 1, batching)
-        assert first is not None
-        name, value, limit = limits.miss(first) or (active[int(miss[0])][0], 0.0, 0.0)
-        unit = "batch size" if batching == "static" else "concurrency"
-        return None, (
-            f"{_NAMES[name]} {fmt_seconds(value)} > limit {fmt_seconds(limit)} at {unit} 1"
-        )
+        return None, _latency_miss(res, isl, osl, limits, batching, 1, lat, miss)
     binding: Binding = "memory"
     steps = 1 if batching == "static" else LOAD_STEPS  # grid points per client
     while True:
@@ -333,30 +366,49 @@ def search_point(
     return pick[0], binding
 
 
+def _latency_miss(
+    res: Resolved,
+    isl: float,
+    osl: float,
+    limits: Limits,
+    batching: Batching,
+    at: int,
+    lat: list[Any],
+    miss: Any,
+) -> LatencyMiss:
+    """The first limit missed at load ``at``, the first of the vectorised ``lat`` / ``miss``
+    arrays: from the scalar operating point, or from the arrays where rounding has the scalar
+    point meet every limit."""
+    op = _point(res, isl, osl, at, batching)
+    assert op is not None
+    found = limits.miss(op)
+    if found is None:
+        name, limit = limits.active()[int(miss[0])]
+        found = (name, float(lat[("ttft", "itl", "e2e").index(name)][0]), limit)
+    unit: Literal["concurrency", "batch size"] = "concurrency"
+    if batching == "static":
+        unit = "batch size"
+    return LatencyMiss(*found, at=at, unit=unit)
+
+
 def _search_sizes(
     res: Resolved,
     isl: float,
     osl: float,
     limits: Limits,
     batch_sizes: Sequence[int],
-) -> tuple[OperatingPoint, Binding] | tuple[None, str]:
+) -> tuple[OperatingPoint, Binding] | tuple[None, RejectReason]:
     """Static batching at a fixed set of batch sizes: the largest size meeting the limits."""
     top = res.max_concurrency
     sizes = np.array(sorted({b for b in batch_sizes if 1 <= b <= top}), dtype=int)
     if sizes.size == 0:
-        return None, f"out of memory: the smallest allowed batch {min(batch_sizes)} > {top}"
+        return None, BatchTooLarge(min(batch_sizes), top)
     *lat, _ = _metrics(res, isl, osl, sizes, "static")
     miss = _first_miss(limits, *lat)
     ok = np.flatnonzero(miss < 0)
     active = limits.active()
     if ok.size == 0:
-        op = _point(res, isl, osl, int(sizes[0]), "static")
-        assert op is not None
-        name, value, limit = limits.miss(op) or (active[int(miss[0])][0], 0.0, 0.0)
-        return None, (
-            f"{_NAMES[name]} {fmt_seconds(value)} > limit {fmt_seconds(limit)}"
-            f" at batch size {sizes[0]}"
-        )
+        return None, _latency_miss(res, isl, osl, limits, "static", int(sizes[0]), lat, miss)
     last = int(ok[-1])
     op = _point(res, isl, osl, int(sizes[last]), "static")
     assert op is not None
@@ -434,17 +486,17 @@ def _splits(
     pps: Sequence[int] | None,
     eps: Sequence[int] | None,
     dps: Sequence[int] | None = None,
-) -> list[Parallelism]:
-    costs = est.costs(model)
-    out = valid_splits(
-        costs,
+) -> list[tuple[Parallelism, SplitProblem | None]]:
+    """The splits with ``min_gpus`` < GPUs ≤ ``max_gpus``, each with the rule it breaks."""
+    out = enumerate_splits(
+        est.costs(model),
         max_gpus,
         list(tps) if tps else None,
         list(pps) if pps else None,
         list(eps) if eps else None,
         list(dps) if dps else None,
     )
-    return [p for p in out if min_gpus < p.gpus <= max_gpus]
+    return [(p, why) for p, why in out if min_gpus < p.gpus <= max_gpus]
 
 
 def plan(
@@ -484,28 +536,44 @@ def plan(
     options = [HardwareOption(g, s) for g, s in hardware]
     feasible: list[Plan] = []
     rejected: list[Rejected] = []
-    searched: dict[Any, tuple[OperatingPoint, str] | tuple[None, str]] = {}
+    searched: dict[Any, tuple[OperatingPoint, Binding] | tuple[None, RejectReason]] = {}
+    # what was searched, per hardware option: precisions, split labels, splits enumerated
+    explicit = {"tp": bool(tps), "pp": bool(pps), "ep": bool(eps), "dp": bool(dps)}
+    tried_precisions: list[dict[str, None]] = [{} for _ in options]
+    tried_splits: list[list[str]] = [[] for _ in options]
+    considered = [0] * len(options)
+    candidates = 0
 
     def run(multi_node: bool) -> None:
-        for hw in options:
+        nonlocal candidates
+        for i, hw in enumerate(options):
             node = hw.instance_span(span_nvlink_domain)
             if multi_node:
                 top_gpus = max(node, hw.gpus_per_node * MAX_NODES_PER_INSTANCE)
                 splits = _splits(est, model, top_gpus, node, tps, pps, eps, dps)
             else:
                 splits = _splits(est, model, node, 0, tps, pps, eps, dps)
+            considered[i] += len(splits)
+            # an invalid split is a candidate when a degree it breaks was asked for; "auto"
+            # keeps the structurally possible splits only (and counts the others)
+            splits = [(p, why) for p, why in splits if why is None or _asked(why, explicit)]
+            tried_splits[i] += [p.label() for p, _ in splits]
             for precision in precisions:
                 kv = kv_precision or default_kv_precision(precision)
-                for par in splits:
+                tried_precisions[i][precision] = None
+                for par, problem in splits:
                     cand = Candidate(model, hw.gpu, hw.system, precision, kv, par)
-                    _evaluate(cand, hw)
+                    candidates += 1
+                    if problem is not None:
+                        rejected.append(Rejected(cand.label(), problem))
+                    else:
+                        _evaluate(cand, hw)
 
     def _evaluate(cand: Candidate, hw: HardwareOption) -> None:
         res = est.resolve(cand, isl + osl)
-        if res.reason is not None or res.deployment is None:
-            reason = res.reason or "cannot be deployed"
-            kind = "memory" if reason.startswith("out of memory") else "invalid"
-            rejected.append(Rejected(cand.label(), reason, kind))
+        cannot = unrunnable(res, isl + osl, est.costs(model))
+        if cannot is not None:
+            rejected.append(Rejected(cand.label(), cannot))
             return
         # The same instance on another package of the same GPU (a DGX and its bare GPU)
         # has the same deployment: search it once.
@@ -519,25 +587,32 @@ def plan(
             if key is not None:
                 searched[key] = found
         op, why = found
-        if op is None:
-            first = _point(res, isl, osl, 1, batching)
-            ratio, message, kind = math.inf, None, "memory"
-            if first is not None and limits.active() and res.max_concurrency >= 1:
-                name, value, limit, ratio = limits.worst_ratio(first)
-                kind = name
-                message = (
-                    f"best {_NAMES[name]} is {fmt_seconds(value)} on {cand.label()}"
-                    f" > limit {fmt_seconds(limit)}"
-                )
-            rejected.append(Rejected(cand.label(), why, kind, ratio, message))
+        if op is not None and isinstance(why, str):
+            feasible.append(_plan_for(cand, res, op, why, hw, peak_rps, isl, osl, pricing))
             return
-        assert why in ("ttft", "itl", "e2e", "memory")
-        binding: Binding = why  # type: ignore[assignment]
-        feasible.append(_plan_for(cand, res, op, binding, hw, peak_rps, isl, osl, pricing))
+        assert not isinstance(why, str)
+        nearest = None
+        if isinstance(why, LatencyMiss):  # the limit missed by the largest factor there
+            at = _point(res, isl, osl, why.at, batching)
+            assert at is not None
+            name, value, limit, _ = limits.worst_ratio(at)
+            nearest = LatencyMiss(name, value, limit, why.at, why.unit)
+        rejected.append(Rejected(cand.label(), why, nearest=nearest))
 
     run(multi_node=False)
-    if not feasible:
+    multi_node = not feasible
+    if multi_node:
         run(multi_node=True)
+    summary = SearchSummary(
+        hardware=tuple(
+            HardwareSearch(hw.id, tuple(tried_precisions[i]), tuple(tried_splits[i]), n)
+            for i, (hw, n) in enumerate(zip(options, considered, strict=True))
+        ),
+        candidates=candidates,
+        feasible=len(feasible),
+        rejected_by_kind=count_kinds(rejected),
+        multi_node=multi_node,
+    )
     if objective == "servers":
         feasible.sort(key=Plan.sort_key)
     else:
@@ -545,7 +620,13 @@ def plan(
     chosen = feasible[0] if feasible else None
     alternatives = feasible[1 : 1 + max(top, 0)]
     nearest = None if chosen else _nearest_miss(rejected, limits)
-    return PlanResult(chosen, alternatives, rejected, feasible, nearest)
+    return PlanResult(chosen, alternatives, rejected, feasible, nearest, summary)
+
+
+def _asked(problem: SplitProblem, explicit: dict[str, bool]) -> bool:
+    """Was the degree a split breaks asked for (not "auto")? A degree below 1 always was."""
+    dim = problem.constraint.dimension
+    return dim is None or explicit[dim]
 
 
 def _nearest_miss(rejected: list[Rejected], limits: Limits) -> str:

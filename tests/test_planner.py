@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -10,6 +11,19 @@ from hypothesis import strategies as st
 from shipped import catalog as _catalog
 from shipped import estimator as _est
 
+from inferencesize.estimate import Candidate
+from inferencesize.outcomes import (
+    BatchTooLarge,
+    ContextTooLong,
+    Described,
+    LatencyMiss,
+    MemoryShortfall,
+    RejectKind,
+    SplitConstraint,
+    SplitProblem,
+    summary_sentence,
+)
+from inferencesize.parallelism import Parallelism
 from inferencesize.planner import Limits, PlanResult, plan
 
 SEED_PER_DGX = 70.7  # req/s per DGX H100 (8 × TP1 instances), measured (scenarios/default.yaml)
@@ -135,21 +149,161 @@ def test_infeasible_names_nearest_miss() -> None:
     assert all("at concurrency 1" in r.reason for r in res.rejected)
 
 
+def _one(
+    model: str,
+    hardware: str,
+    precision: str,
+    isl: float = 2000,
+    limits: Limits = Limits(ttft_s=2.0),
+    **options: Any,
+) -> PlanResult:
+    """Plan a model on one hardware id at one precision: OSL 200, peak 5 req/s."""
+    c = _catalog()
+    return plan(
+        c.model(model), [c.hardware(hardware)], [precision], isl, 200, 5, limits, _est(), **options
+    )
+
+
 def test_out_of_memory_is_rejected_with_reason() -> None:
+    """Llama-3-70B in BF16 on one 24 GB L4: ≥ 2 B × 70e9 params = 140 GB of weights."""
+    gpu, _ = _catalog().hardware("l4")
+    res = _one("llama-3-70b", "l4", "bf16", limits=Limits(ttft_s=5.0), tps=[1], pps=[1])
+    assert [r.candidate for r in res.rejected] == ["l4 bf16 tp1"]
+    r = res.rejected[0]
+    assert r.reason.startswith("out of memory")
+    assert isinstance(r.why, MemoryShortfall) and r.why.kind is RejectKind.OUT_OF_MEMORY
+    assert r.why.available_bytes == gpu.memory_bytes < 2 * 70e9 < r.why.needed_bytes
+    assert r.kind == "memory" and res.binding_constraint == "memory"
+    assert res.summary is not None and dict(res.summary.rejected_by_kind) == {
+        RejectKind.OUT_OF_MEMORY: 1
+    }
+
+
+def test_requested_tp_that_does_not_divide_the_heads_is_rejected_as_invalid() -> None:
+    """Llama-3-70B has 64 attention heads and 8 KV heads: 64 % 3 = 1, so --tp 3 cannot run.
+    Single-node pass: 3 · pp ≤ 8 -> pp 1, 2; none feasible, so the multi-node pass tries
+    8 < 3 · pp ≤ 64 -> pp 4, 8, 16: five splits, each rejected for the heads."""
+    costs = _est().costs(_catalog().model("llama-3-70b"))
+    assert (costs.num_attention_heads, costs.num_kv_heads) == (64, 8)
+    res = _one("llama-3-70b", "dgx-h100", "fp8", limits=Limits(ttft_s=1.0), tps=[3])
+    assert res.chosen is None
+    assert [r.candidate for r in res.rejected] == [
+        f"dgx-h100 fp8 tp3{f' pp{pp}' if pp > 1 else ''}" for pp in (1, 2, 4, 8, 16)
+    ]
+    for r in res.rejected:
+        assert isinstance(r.why, SplitProblem)
+        assert r.why.constraint is SplitConstraint.TP_DIVIDES_HEADS and r.why.count == 64
+        assert r.reason == "tp 3 does not divide 64 attention heads" and r.kind == "invalid"
+    assert res.binding_constraint == "invalid"
+    assert res.nearest_miss is not None and "tp 3 does not divide 64" in res.nearest_miss
+    s = res.summary
+    assert s is not None and s.multi_node and s.candidates == 5 == s.rejected
+    assert dict(s.rejected_by_kind) == {RejectKind.INVALID_SPLIT: 5}
+
+
+def test_invalid_split_beside_valid_ones_is_listed_not_chosen() -> None:
+    res = _one("llama-3-70b", "dgx-h100", "fp8", limits=Limits(ttft_s=1.0), tps=[3, 4], pps=[1])
+    assert res.chosen is not None and res.chosen.candidate.par.tp == 4
+    invalid = [r for r in res.rejected if r.why.kind is RejectKind.INVALID_SPLIT]
+    assert [r.candidate for r in invalid] == ["dgx-h100 fp8 tp3"]
+    s = res.summary
+    assert s is not None and not s.multi_node
+    assert s.hardware[0].splits == ("tp3", "tp4") and s.candidates == 2
+
+
+def test_search_summary_counts_add_up() -> None:
+    """Llama-3-8B (32 heads, 8 KV heads) on an 8-GPU DGX and a bare H100 (packed 8 a node),
+    auto splits: tp, pp in {1, 2, 4, 8} with tp · pp ≤ 8 -> 4 + 3 + 2 + 1 = 10 splits, all
+    valid; 2 systems × 2 precisions × 10 splits = 40 candidates, each feasible or rejected."""
     c = _catalog()
     res = plan(
-        c.model("llama-3-70b"),
-        [c.hardware("l4")],
-        ["bf16"],
+        c.model("llama-3-8b"),
+        [c.hardware("dgx-h100"), c.hardware("h100-sxm")],
+        ["fp8", "bf16"],
         2000,
         200,
-        10,
-        Limits(ttft_s=5.0),
+        50,
+        Limits(ttft_s=0.3, itl_s=0.02),
         _est(),
-        tps=[1],
-        pps=[1],
     )
-    assert any(r.reason.startswith("out of memory") for r in res.rejected)
+    s = res.summary
+    assert s is not None and res.chosen is not None and not s.multi_node
+    assert s.hardware_ids == ("dgx-h100", "h100-sxm") and s.precisions == ("fp8", "bf16")
+    assert [len(h.splits) for h in s.hardware] == [10, 10]
+    assert [h.skipped for h in s.hardware] == [0, 0]
+    assert s.candidates == 2 * 2 * 10 == s.feasible + s.rejected
+    assert s.feasible == len(res.feasible) and s.rejected == len(res.rejected)
+    kinds = {r.why.kind for r in res.rejected}
+    assert sum(s.rejected_by_kind[k] for k in kinds) == len(res.rejected)
+    assert summary_sentence(s).startswith(
+        "searched 2 systems × 2 precisions × 10 splits = 40 candidates; rejected "
+    )
+
+
+def test_asked_for_ep_rejects_the_splits_it_cannot_share() -> None:
+    """Mixtral-8x7B has 8 experts; with --ep 8 and tp auto on 8 GPUs, ep 8 must divide tp
+    (experts share the TP GPUs), so only tp 8 works. ep was asked for: tp 1, 2, 4 (with their
+    pp) are rejected as invalid, each naming the rule; none is skipped."""
+    res = _one("mixtral-8x7b", "dgx-h100", "fp8", eps=[8])
+    s = res.summary
+    assert s is not None and res.chosen is not None and res.chosen.candidate.par.tp == 8
+    # tp · pp ≤ 8: (1,1) (1,2) (1,4) (1,8) (2,1) (2,2) (2,4) (4,1) (4,2) invalid, (8,1) valid
+    invalid = [r for r in res.rejected if r.kind == "invalid"]
+    assert len(invalid) == 9 and s.rejected_by_kind[RejectKind.INVALID_SPLIT] == 9
+    assert all(
+        isinstance(r.why, SplitProblem) and r.why.constraint is SplitConstraint.EP_DIVIDES_TP
+        for r in invalid
+    )
+    assert s.hardware[0].considered == len(s.hardware[0].splits) == 10
+
+
+def test_no_room_for_one_sequence_is_typed() -> None:
+    """Llama-3.1-8B BF16 on a 24 GB L4: ~16 GB of weights fit, but one 30 200-token sequence
+    needs 30 200 × 2 (K, V) · 32 layers · 8 KV heads · 128 · 2 B = 30 200 × 131 072 B
+    ≈ 3.96 GB of KV cache, more than is left."""
+    res = _one("llama-3.1-8b", "l4", "bf16", isl=30000, tps=[1], pps=[1])
+    (r,) = res.rejected
+    assert isinstance(r.why, MemoryShortfall) and r.why.kind is RejectKind.NO_ROOM
+    assert r.why.needed_bytes == pytest.approx(30200 * 2 * 32 * 8 * 128 * 2, rel=1e-9)
+    assert 0 <= r.why.available_bytes < r.why.needed_bytes
+    assert "leave no room for one 30200-token sequence" in r.reason and r.kind == "memory"
+
+
+def test_static_batches_above_the_kv_capacity_are_typed_memory() -> None:
+    res = _one(
+        "llama-3-8b", "dgx-h100", "fp8", tps=[1], pps=[1], batching="static", batch_sizes=[100_000]
+    )
+    (r,) = res.rejected
+    assert isinstance(r.why, BatchTooLarge) and r.why.smallest_batch == 100_000
+    c = _catalog()
+    gpu, system = c.hardware("dgx-h100")
+    cand = Candidate(c.model("llama-3-8b"), gpu, system, "fp8", "fp8", Parallelism())
+    assert r.why.max_concurrency == _est().resolve(cand, 2200).max_concurrency < 100_000
+    assert r.reason == f"out of memory: the smallest allowed batch 100000 > {r.why.max_concurrency}"
+    # not a latency miss: no nearest miss, and the binding constraint is memory
+    assert r.nearest is None and r.kind == "memory" and res.binding_constraint == "memory"
+
+
+def test_latency_rejection_carries_its_numbers() -> None:
+    res = _seed(ttft_s=0.001)
+    assert res.chosen is None and res.rejected
+    for r in res.rejected:
+        assert isinstance(r.why, LatencyMiss) and r.why.metric == "ttft"
+        assert r.why.at == 1 and r.why.value_s > r.why.limit_s == 0.001
+        assert r.nearest is not None and r.miss_ratio == r.nearest.value_s / 0.001 > 1
+    best = min(res.rejected, key=lambda r: r.miss_ratio)
+    assert res.nearest_miss == best.miss_message
+
+
+def test_context_and_unsupported_precision_are_typed() -> None:
+    model = _catalog().model("llama-3-8b")
+    (r,) = _one("llama-3-8b", "dgx-h100", "fp8", isl=9000, tps=[1], pps=[1]).rejected
+    assert isinstance(r.why, ContextTooLong) and r.kind == "invalid"
+    assert (r.why.seq_len_tokens, r.why.max_context_tokens) == (9200, model.max_context)
+    assert r.reason == f"ISL + OSL = 9200 exceeds the context window {model.max_context}"
+    (r,) = _one("llama-3-8b", "a100-sxm-80gb", "fp8", tps=[1], pps=[1]).rejected
+    assert r.why == Described(RejectKind.UNSUPPORTED, r.reason) and r.kind == "invalid"
+    assert "no fp8 tensor units" in r.reason
 
 
 SETTINGS = settings(max_examples=8, deadline=None)
