@@ -113,16 +113,11 @@ class Frontier:
     on_frontier: Any
     meets_limits: Any
     on_goodput_frontier: Any
-    rejections: list[Rejected] = field(default_factory=list)
+    rejected: list[Rejected] = field(default_factory=list)
 
     @property
     def size(self) -> int:
         return int(np.size(self.concurrency))
-
-    @property
-    def rejected(self) -> list[tuple[str, str]]:
-        """(candidate, reason sentence) of every rejection (typed: :attr:`rejections`)."""
-        return [(r.candidate, r.reason) for r in self.rejections]
 
     def latency_optimal(self) -> int | None:
         """Index of the frontier point with the most tokens/s per user."""
@@ -225,5 +220,5 @@ def frontier(
         on_frontier=on,
         meets_limits=meets,
         on_goodput_frontier=good,
-        rejections=rejected,
+        rejected=rejected,
     )

@@ -20,7 +20,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import ClassVar, Literal, TypeAlias
+from typing import Any, ClassVar, Literal, TypeAlias
 
 Metric = Literal["ttft", "itl", "e2e"]
 #: The coarse kind a binding constraint is reported with (``PlanResult.binding_constraint``).
@@ -368,6 +368,29 @@ class SearchSummary:
     @property
     def skipped_splits(self) -> int:
         return sum(h.skipped for h in self.hardware)
+
+    def record(self) -> dict[str, Any]:
+        """Plain data for JSON: per hardware its precisions, splits tried, splits considered
+        and candidates; the totals; rejections by :class:`RejectKind` value."""
+        return {
+            "hardware": [
+                {
+                    "id": h.hardware,
+                    "precisions": list(h.precisions),
+                    "splits": list(h.splits),
+                    "considered": h.considered,
+                    "candidates": h.candidates,
+                }
+                for h in self.hardware
+            ],
+            "precisions": list(self.precisions),
+            "candidates": self.candidates,
+            "feasible": self.feasible,
+            "rejected": self.rejected,
+            "rejected_by_kind": {k.value: n for k, n in self.rejected_by_kind.items()},
+            "skipped_splits": self.skipped_splits,
+            "multi_node": self.multi_node,
+        }
 
 
 def count_kinds(rejected: Iterable[Rejected]) -> dict[RejectKind, int]:

@@ -107,9 +107,9 @@ def test_point_values_match_the_estimator() -> None:
 
 def test_out_of_memory_candidates_are_rejected() -> None:
     fr = _frontier()
-    labels = {label for label, _ in fr.rejected}
+    labels = {r.candidate for r in fr.rejected}
     assert "h100-sxm bf16 tp1" in labels  # 141 GB of BF16 weights on one 80 GB GPU
-    assert all(reason.startswith("out of memory") for _, reason in fr.rejected)
+    assert all(r.reason.startswith("out of memory") for r in fr.rejected)
 
 
 def test_terminal_plot_places_points() -> None:

@@ -113,6 +113,11 @@ def test_summary_sentence_counts_the_space() -> None:
         "searched 3 systems × 3 precisions × 11 splits = 99 candidates;"
         " rejected 41 (out of memory 30, TTFT 11)"
     )
+    rec = s.record()
+    assert rec["candidates"] == 99 and rec["feasible"] + rec["rejected"] == 99
+    assert rec["rejected_by_kind"] == {"out_of_memory": 30, "ttft": 11}
+    assert [h["candidates"] for h in rec["hardware"]] == [33, 33, 33]
+    assert rec["multi_node"] is False and rec["skipped_splits"] == 0
 
 
 def test_summary_sentence_with_uneven_systems() -> None:
@@ -138,8 +143,8 @@ def test_frontier_rejections_are_typed() -> None:
         _est(), c.model("llama-3-70b"), [c.hardware("h100-sxm")], ["bf16"], 2000, 200,
         Limits(ttft_s=1.0), tps=[1], pps=[1],
     )  # fmt: skip
-    assert [r.candidate for r in fr.rejections] == ["h100-sxm bf16 tp1"]
-    why = fr.rejections[0].why
+    assert [r.candidate for r in fr.rejected] == ["h100-sxm bf16 tp1"]
+    why = fr.rejected[0].why
     assert isinstance(why, MemoryShortfall) and why.kind is RejectKind.OUT_OF_MEMORY
     assert why.available_bytes == gpu.memory_bytes < 2 * 70e9 < why.needed_bytes
-    assert fr.rejected == [(r.candidate, r.reason) for r in fr.rejections]
+    assert fr.rejected[0].kind == "memory" and fr.rejected[0].reason.startswith("out of memory")
