@@ -1,4 +1,4 @@
-"""SI constants, precision sizes and quantity parsing.
+"""SI constants, precision sizes, batching modes and quantity parsing.
 
 Inside the package every quantity is in SI base units (bytes, seconds, FLOP, bytes/s,
 FLOP/s, watts) and names carry the unit where it is not obvious. This module is the only
@@ -8,7 +8,8 @@ place that converts to and from human units. GB = 1e9 bytes, GiB = 2**30 bytes: 
 from __future__ import annotations
 
 import re
-from typing import Final, Literal
+from enum import StrEnum
+from typing import Final, Literal, TypeAlias
 
 KB: Final = 1e3
 MB: Final = 1e6
@@ -19,13 +20,34 @@ MIB: Final = 2.0**20
 GIB: Final = 2.0**30
 TIB: Final = 2.0**40
 
-MS: Final = 1e-3
+MS: Final = 1e-3  # one millisecond, in seconds
 US: Final = 1e-6
 TERA: Final = 1e12
 PETA: Final = 1e15
+KW: Final = 1e3  # one kilowatt, in watts
+MW: Final = 1e6
 
+#: Milliseconds per second: ``seconds * MS_PER_S`` is a time in ms (exact, unlike ``/ MS``).
+MS_PER_S: Final = 1e3
+SECONDS_PER_MINUTE: Final = 60.0
 SECONDS_PER_HOUR: Final = 3600.0
-SECONDS_PER_DAY: Final = 86400.0
+HOURS_PER_DAY: Final = 24
+SECONDS_PER_DAY: Final = SECONDS_PER_HOUR * HOURS_PER_DAY
+
+
+class Batching(StrEnum):
+    """How an instance batches requests; the values are the scenario and JSON spellings.
+
+    ``inflight``: continuous (iteration-level) batching; ``static``: a batch of B requests is
+    prefilled together, then decoded together until the last answer ends.
+    """
+
+    INFLIGHT = "inflight"
+    STATIC = "static"
+
+
+#: What a batching argument accepts: the enum, or its value as scenario files state it.
+BatchingMode: TypeAlias = Batching | Literal["inflight", "static"]
 
 #: Words per token used to turn a word count into tokens (English prose, BPE tokenizers).
 WORDS_PER_TOKEN: Final = 0.75
@@ -90,8 +112,14 @@ _FLOPS_UNITS: Final[dict[str, float]] = {
     "TOPS": TERA,
     "POPS": PETA,
 }
-_POWER_UNITS: Final[dict[str, float]] = {"W": 1.0, "kW": 1e3, "MW": 1e6}
-_TIME_UNITS: Final[dict[str, float]] = {"s": 1.0, "ms": MS, "us": US, "min": 60.0, "h": 3600.0}
+_POWER_UNITS: Final[dict[str, float]] = {"W": 1.0, "kW": KW, "MW": MW}
+_TIME_UNITS: Final[dict[str, float]] = {
+    "s": 1.0,
+    "ms": MS,
+    "us": US,
+    "min": SECONDS_PER_MINUTE,
+    "h": SECONDS_PER_HOUR,
+}
 
 _UNIT_TABLES: Final[dict[str, dict[str, float]]] = {
     "bytes": _BYTE_UNITS,
