@@ -6,7 +6,7 @@ count (:func:`inferencesize.traffic.peak_rps`)::
 
     peak_h      = peak_rps(λ_h, percentile, dispersion)
     instances_h = max(min_instances, ceil(peak_h / rate))      rate = requests/s per instance
-    servers_h   = instances packed onto nodes (planner.pack_servers)
+    servers_h   = instances packed onto nodes (packing.pack_servers)
 
 * **fixed fleet**: ``max_h instances_h`` instances run all 24 hours (that is the plan for the
   busiest hour);
@@ -29,7 +29,6 @@ at night). Requests and tokens per day are the profile's means: Σ_h λ_h · 360
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -39,12 +38,10 @@ from inferencesize.economics import (
     hourly_cost,
     server_power,
 )
-from inferencesize.planner import pack_servers
+from inferencesize.packing import instances_for, pack_servers
 from inferencesize.specs import GpuSpec, SystemSpec
 from inferencesize.traffic import peak_rps
-
-HOURS_PER_DAY = 24
-SECONDS_PER_HOUR = 3600.0
+from inferencesize.units import HOURS_PER_DAY, KW, SECONDS_PER_HOUR
 
 
 def profile_from_daily(requests_per_day: float, peak_hour_share: float) -> list[float]:
@@ -148,8 +145,7 @@ def daily_plan(
 
     def size(mean: float) -> tuple[float, int]:
         peak = peak_rps(mean, percentile, dispersion=dispersion) if mean > 0 else 0.0
-        need = math.ceil(peak / rate_per_instance - 1e-9) if peak > 0 else 0
-        return peak, max(min_instances, need)
+        return peak, instances_for(peak, rate_per_instance, min_instances)
 
     sized = [size(m) for m in hourly_rps]
     fixed_instances = max(max(n for _, n in sized), 1)
@@ -176,7 +172,7 @@ def daily_plan(
                     if hc.basis == "owned"
                     else hc.usd_per_hour
                 )
-        energy = w / 1e3 if w is not None else None
+        energy = w / KW if w is not None else None
         hours.append(Hour(h, mean, peak, n, gpus, servers, cost, energy))
 
     requests = sum(hourly_rps) * SECONDS_PER_HOUR
@@ -192,7 +188,7 @@ def daily_plan(
         fixed_servers=fixed_servers,
         fixed_gpu_hours=fixed_gpus * float(HOURS_PER_DAY),
         fixed_cost_usd=fixed_hour.usd_per_hour * HOURS_PER_DAY if fixed_hour else None,
-        fixed_energy_kwh=fixed_w / 1e3 * HOURS_PER_DAY if fixed_w is not None else None,
+        fixed_energy_kwh=fixed_w / KW * HOURS_PER_DAY if fixed_w is not None else None,
         autoscaled_gpu_hours=float(sum(x.gpus for x in hours)),
         autoscaled_server_hours=float(sum(x.servers for x in hours)),
         autoscaled_cost_usd=None if any(c is None for c in costs) else sum(c or 0 for c in costs),

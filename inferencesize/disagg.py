@@ -46,6 +46,7 @@ from inferencesize.deployment import (
     links,
 )
 from inferencesize.estimate import Candidate, Estimator, Resolved
+from inferencesize.packing import instances_for, pack_servers
 from inferencesize.latency import Deployment, decode_step, prefill
 from inferencesize.parallelism import (
     Parallelism,
@@ -276,11 +277,9 @@ def _pool_plan(
     peak: float,
 ) -> PoolPlan:
     per = res.candidate.par.gpus * cp
-    instances = max(1, math.ceil(peak / rate - 1e-9))
+    instances = instances_for(peak, rate)
     node = hw.gpus_per_node
-    servers = (
-        instances * math.ceil(per / node) if per > node else math.ceil(instances / (node // per))
-    )
+    servers = pack_servers(instances, per, node)
     gpus = instances * per
     power: float | None = None
     if hw.system is not None and hw.system.power_watts is not None:

@@ -52,6 +52,7 @@ from inferencesize.outcomes import (
 )
 from inferencesize.outcomes import Rejected as Rejected
 from inferencesize.outcomes import fmt_seconds as fmt_seconds
+from inferencesize.packing import pack_servers as pack_servers
 from inferencesize.parallelism import Parallelism, enumerate_splits, split_problem
 from inferencesize.serving import InflightArrays, OperatingPoint, inflight_arrays, select
 from inferencesize.specs import GpuSpec, ModelSpec, SystemSpec
@@ -417,15 +418,6 @@ def _search_sizes(
     nxt = np.flatnonzero(above)
     binding: Binding = active[int(miss[nxt[0]])][0] if nxt.size else "memory"
     return op, binding
-
-
-def pack_servers(instances: int, gpus_per_instance: int, gpus_per_node: int) -> int:
-    """Nodes for ``instances``: a multi-node instance takes whole nodes; otherwise
-    ``floor(gpus_per_node / gpus_per_instance)`` instances share a node."""
-    per, node = gpus_per_instance, gpus_per_node
-    if per > node:
-        return instances * math.ceil(per / node)
-    return math.ceil(instances / (node // per))
 
 
 def _plan_for(

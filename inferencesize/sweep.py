@@ -31,6 +31,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from inferencesize.errors import InputError
 from inferencesize.estimate import Estimator
+from inferencesize.packing import instances_needed, servers_needed
 from inferencesize.planner import (
     Lookup,
     Plan,
@@ -299,8 +300,8 @@ def _invalid(err: ValidationError) -> str:
 
 def choose(feasible: Sequence[Plan], peaks: Any) -> Any:
     """Index of the chosen plan for every peak: the planner's ranking (servers, GPUs, cost,
-    −headroom, label) with its sizing arithmetic (:func:`inferencesize.planner._plan_for`),
-    for all peaks at once."""
+    −headroom, label) with its sizing arithmetic (:mod:`inferencesize.packing`), for all peaks
+    at once."""
     peak = np.asarray(peaks, dtype=float)[:, None]
     rate = np.array([p.rate for p in feasible])[None, :]
     per = np.array([p.gpus_per_instance for p in feasible])[None, :]
@@ -313,12 +314,9 @@ def choose(feasible: Sequence[Plan], peaks: Any) -> Any:
     )[None, :]
     labels = [p.candidate.label() for p in feasible]
     label_rank = np.argsort(np.argsort(np.array(labels)))[None, :]
-    inst = np.maximum(1.0, np.ceil(peak / rate - 1e-9))
+    inst = instances_needed(peak, rate, 1.0)
     gpus = inst * per
-    multi = per > node
-    servers = np.where(
-        multi, inst * np.ceil(per / node), np.ceil(inst / np.maximum(node // per, 1))
-    )
+    servers = servers_needed(inst, per, node)
     cost = np.where(np.isinf(price), np.inf, price * gpus)
     headroom = inst * rate / peak - 1.0
     shape = servers.shape

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from inferencesize.estimate import Batching, Estimator
+from inferencesize.estimate import Estimator
 from inferencesize.planner import Limits, Plan
 from inferencesize.simulate import (
     BatchingConfig,
@@ -24,6 +24,7 @@ from inferencesize.simulate import (
     simulate_llm,
 )
 from inferencesize.simulate.stats import measured_mask, percentile_of
+from inferencesize.units import Batching, BatchingMode
 
 #: Requests simulated per instance (at least MIN_REQUESTS in all).
 REQUESTS_PER_INSTANCE = 400
@@ -56,7 +57,7 @@ def _run(
     p: Plan,
     isl: int,
     osl: int,
-    batching: Batching,
+    batching: BatchingMode,
     instances: int,
     requests: int,
     seed: int,
@@ -70,7 +71,7 @@ def _run(
         lengths(rng, requests, osl),
         poisson_arrivals(rng, requests, p.peak_rps),
     )
-    if batching == "static":
+    if batching == Batching.STATIC:
         cfg = BatchingConfig("static", int(p.point.concurrency))  # a whole batch
     else:
         cfg = BatchingConfig("inflight", res.max_concurrency)
@@ -96,7 +97,7 @@ def verify_plan(
     osl: int,
     limits: Limits,
     percentile: float,
-    batching: Batching = "inflight",
+    batching: BatchingMode = Batching.INFLIGHT,
     requests: int | None = None,
     seed: int = 0,
 ) -> Verification:
@@ -138,11 +139,3 @@ def verify_plan(
         else:
             lo = mid
     return result(hi, True)
-
-
-def servers_for(p: Plan, instances: int) -> int:
-    """Servers for ``instances`` copies of the plan's instance (the planner's packing)."""
-    per, node = p.gpus_per_instance, p.gpus_per_node
-    if per > node:
-        return instances * -(-per // node)
-    return -(-instances // (node // per))
