@@ -3,7 +3,7 @@
 Per GPU × precision: ``compute`` and ``memory`` (fractions of datasheet peak). Shared by the
 whole set (the engine generation): attention efficiency, GEMM half-saturation rows, per-step
 and per-layer overheads, collective latency and bandwidth share, and (for serving data) the
-prefill synchronisation share. Residuals are log(predicted / measured), robust (soft-L1) so a
+prefill synchronisation share. Names, meanings and bounds: ``specs.efficiency.PARAMETERS``. Residuals are log(predicted / measured), robust (soft-L1) so a
 few odd rows cannot drag the physics; each metric gets equal total weight.
 """
 
@@ -18,24 +18,17 @@ from scipy.optimize import least_squares
 
 from inferencesize.estimate import Estimator
 from inferencesize.specs import EfficiencyEntry, EfficiencySet, EfficiencyValues
+from inferencesize.specs.efficiency import PARAMETERS
 from inferencesize.validation import Mapped, Prediction, predict_all
 
-#: Global parameters: name, lower bound, upper bound.
+#: Parameters the fit shares across a set: name -> (lower, upper) bound (``PARAMETERS``).
 GLOBAL_PARAMS: dict[str, tuple[float, float]] = {
-    "attention": (0.1, 1.0),
-    "gemm_m_half": (0.0, 2048.0),
-    "step_overhead_s": (0.0, 0.05),
-    "kv_items_half": (0.0, 2048.0),
-    "layer_overhead_s": (0.0, 2e-4),
-    "comm_latency_s": (1e-6, 1e-4),
-    "comm": (0.2, 1.0),
-    "prefill_sync": (0.0, 2.0),
-    "cohort_tokens": (1024.0, 1e6),
-    "arrival_spread_s": (0.0, 1.0),
-    "seq_overhead_s": (0.0, 5e-4),
-    "handoff_s": (0.0, 0.05),
+    p.name: p.fit for p in PARAMETERS if p.fit is not None and not p.per_gpu
 }
-PER_GPU_PARAMS: dict[str, tuple[float, float]] = {"compute": (0.1, 1.0), "memory": (0.2, 1.0)}
+#: Parameters fitted per GPU × precision: name -> (lower, upper) bound.
+PER_GPU_PARAMS: dict[str, tuple[float, float]] = {
+    p.name: p.fit for p in PARAMETERS if p.fit is not None and p.per_gpu
+}
 
 
 def precision_class(precision: str) -> str:

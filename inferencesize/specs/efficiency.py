@@ -2,80 +2,181 @@
 
 An efficiency set belongs to an engine generation (say which). Entries are per GPU and
 precision (or per GPU for every precision); what no entry states comes from ``defaults``.
+
+:data:`PARAMETERS` is the one table of the parameters: name, physical meaning, origin, the
+range a catalog may state and the bounds the fit (``calibration``) may choose. The fields of
+:class:`EfficiencyValues`, ``calibration.GLOBAL_PARAMS`` / ``PER_GPU_PARAMS`` and
+:data:`OPTIONAL_PARAMS` are read from it.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from typing import Annotated
+from dataclasses import dataclass, field
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, model_validator
 
 from inferencesize.specs.common import Source, Spec
 
-Fraction = Annotated[float, Field(gt=0, le=1)]
-Seconds = Annotated[float, Field(ge=0, le=1)]
+Origin = Literal["hardware", "engine", "benchmark"]
+_FRACTION: dict[str, float] = {"gt": 0.0, "le": 1.0}
+_SECONDS: dict[str, float] = {"ge": 0.0, "le": 1.0}
 
 
-class EfficiencyValues(Spec):
-    compute: Fraction | None = Field(default=None, description="large-GEMM share of dense peak")
-    memory: Fraction | None = Field(default=None, description="share of HBM bandwidth")
-    attention: Fraction | None = Field(
-        default=None, description="prefill attention share of 16-bit peak"
-    )
-    comm: Fraction | None = Field(default=None, description="share of link bandwidth")
-    gemm_m_half: Annotated[float, Field(ge=0)] | None = Field(
-        default=None, description="GEMM rows (tokens) at half of the large-GEMM efficiency"
-    )
-    step_overhead_s: Seconds | None = None
-    layer_overhead_s: Seconds | None = None
-    comm_latency_s: Seconds | None = None
-    prefill_sync: Annotated[float, Field(ge=0, le=2)] | None = Field(
-        default=None,
-        description="share of arrivals in step with a cohort (closed-loop clients of one"
+@dataclass(frozen=True)
+class Parameter:
+    """One efficiency parameter of the performance model."""
+
+    name: str
+    meaning: str  # what it is, physically (the catalog field's description)
+    origin: Origin  # the GPU architecture, the engine (and version), or the benchmark's clients
+    valid: dict[str, float] = field(default_factory=dict)  # constraints on a stated value
+    fit: tuple[float, float] | None = None  # bounds of the joint fit; None: stated, not fitted
+    per_gpu: bool = False  # fitted per GPU × precision (else one value for the whole set)
+    optional: bool = False  # a set's defaults may leave it out (the model's neutral default)
+
+
+#: The parameters in fit order (per GPU first, then the set-wide ones).
+PARAMETERS: tuple[Parameter, ...] = (
+    Parameter(
+        "compute",
+        "large-GEMM share of dense peak",
+        "hardware",
+        _FRACTION,
+        (0.1, 1.0),
+        per_gpu=True,
+    ),
+    Parameter("memory", "share of HBM bandwidth", "hardware", _FRACTION, (0.2, 1.0), per_gpu=True),
+    Parameter(
+        "attention", "prefill attention share of 16-bit peak", "hardware", _FRACTION, (0.1, 1.0)
+    ),
+    Parameter(
+        "gemm_m_half",
+        "GEMM rows (tokens) at half of the large-GEMM efficiency",
+        "hardware",
+        {"ge": 0.0},
+        (0.0, 2048.0),
+    ),
+    Parameter(
+        "step_overhead_s",
+        "fixed cost of every forward step (scheduling, kernel launches)",
+        "engine",
+        _SECONDS,
+        (0.0, 0.05),
+    ),
+    Parameter(
+        "kv_items_half",
+        "decode attention streams the KV cache at memory · n / (n + this) for n"
+        " (sequence, KV head) pairs per GPU; optional, default 0 (always at memory)",
+        "engine",
+        {"ge": 0.0},
+        (0.0, 2048.0),
+        optional=True,
+    ),
+    Parameter(
+        "layer_overhead_s",
+        "cost per layer of every step (kernel launches and syncs not hidden)",
+        "engine",
+        _SECONDS,
+        (0.0, 2e-4),
+    ),
+    Parameter(
+        "comm_latency_s",
+        "latency (alpha) of one collective on NVLink or PCIe",
+        "hardware",
+        _SECONDS,
+        (1e-6, 1e-4),
+    ),
+    Parameter("comm", "share of link bandwidth", "hardware", _FRACTION, (0.2, 1.0)),
+    Parameter(
+        "prefill_sync",
+        "share of arrivals in step with a cohort (closed-loop clients of one"
         " length), which is prefilled in two batched steps; the rest arrive out of step and"
         " wait for the step in progress and the prompts sharing theirs. Above 1 it also"
         " scales the cohort's wait (its prompt steps carry more than the bare prefill)",
-    )
-    cohort_tokens: Annotated[float, Field(gt=0)] | None = Field(
-        default=None,
-        description="prompt tokens over which a cohort thins out: B − 1 other clients come"
+        "benchmark",
+        {"ge": 0.0, "le": 2.0},
+        (0.0, 2.0),
+    ),
+    Parameter(
+        "cohort_tokens",
+        "prompt tokens over which a cohort thins out: B − 1 other clients come"
         " back as (B − 1) / (1 + (B − 1) ISL / cohort_tokens) in step",
-    )
-    kv_read_min_bytes: Annotated[float, Field(ge=0, le=4)] | None = Field(
-        default=None,
-        description="decode attention reads the KV cache at no fewer than this many bytes per"
-        " element's worth of time (2: an 8-bit cache is dequantised at the 16-bit rate);"
-        " optional, default 0 (stored bytes)",
-    )
-    kv_items_half: Annotated[float, Field(ge=0)] | None = Field(
-        default=None,
-        description="decode attention streams the KV cache at memory · n / (n + this) for n"
-        " (sequence, KV head) pairs per GPU; optional, default 0 (always at memory)",
-    )
-    arrival_spread_s: Seconds | None = Field(
-        default=None,
-        description="spread of a cohort's re-sends: a share t / (t + this) of it is in step"
+        "benchmark",
+        {"gt": 0.0},
+        (1024.0, 1e6),
+    ),
+    Parameter(
+        "arrival_spread_s",
+        "spread of a cohort's re-sends: a share t / (t + this) of it is in step"
         " with a lone prompt step of t seconds; optional, default 0 (all in step)",
-    )
-    seq_overhead_s: Seconds | None = Field(
-        default=None,
-        description="host-side cost per sequence in a step (sampling, detokenising,"
+        "benchmark",
+        _SECONDS,
+        (0.0, 1.0),
+        optional=True,
+    ),
+    Parameter(
+        "seq_overhead_s",
+        "host-side cost per sequence in a step (sampling, detokenising,"
         " streaming), for every decode and prompt it holds; optional, default 0",
-    )
-    handoff_s: Seconds | None = Field(
-        default=None,
-        description="request hand-off of an instance on more than one GPU (the orchestrator"
+        "engine",
+        _SECONDS,
+        (0.0, 5e-4),
+        optional=True,
+    ),
+    Parameter(
+        "handoff_s",
+        "request hand-off of an instance on more than one GPU (the orchestrator"
         " passes the request to the worker ranks and its first token back), added once to"
         " TTFT; optional, default 0",
+        "engine",
+        _SECONDS,
+        (0.0, 0.05),
+        optional=True,
+    ),
+    Parameter(
+        "kv_read_min_bytes",
+        "decode attention reads the KV cache at no fewer than this many bytes per"
+        " element's worth of time (2: an 8-bit cache is dequantised at the 16-bit rate);"
+        " optional, default 0 (stored bytes)",
+        "engine",
+        {"ge": 0.0, "le": 4.0},
+        optional=True,
+    ),
+)
+PARAMETER: dict[str, Parameter] = {p.name: p for p in PARAMETERS}
+
+#: Parameters a set's defaults may leave out (the model then uses its neutral default).
+OPTIONAL_PARAMS = frozenset(p.name for p in PARAMETERS if p.optional)
+
+
+def _field(name: str) -> Any:
+    """The catalog field of parameter ``name``: optional, its meaning and its valid range."""
+    p = PARAMETER[name]
+    limit = p.valid.get
+    return Field(
+        default=None, description=p.meaning, gt=limit("gt"), ge=limit("ge"), le=limit("le")
     )
 
 
-#: Parameters a set's defaults may leave out (the model then uses its neutral default).
-OPTIONAL_PARAMS = frozenset(
-    {"kv_read_min_bytes", "kv_items_half", "arrival_spread_s", "seq_overhead_s", "handoff_s"}
-)
+class EfficiencyValues(Spec):
+    compute: float | None = _field("compute")
+    memory: float | None = _field("memory")
+    attention: float | None = _field("attention")
+    comm: float | None = _field("comm")
+    gemm_m_half: float | None = _field("gemm_m_half")
+    step_overhead_s: float | None = _field("step_overhead_s")
+    layer_overhead_s: float | None = _field("layer_overhead_s")
+    comm_latency_s: float | None = _field("comm_latency_s")
+    prefill_sync: float | None = _field("prefill_sync")
+    cohort_tokens: float | None = _field("cohort_tokens")
+    kv_read_min_bytes: float | None = _field("kv_read_min_bytes")
+    kv_items_half: float | None = _field("kv_items_half")
+    arrival_spread_s: float | None = _field("arrival_spread_s")
+    seq_overhead_s: float | None = _field("seq_overhead_s")
+    handoff_s: float | None = _field("handoff_s")
 
 
 class EfficiencyEntry(EfficiencyValues):

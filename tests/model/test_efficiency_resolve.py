@@ -6,11 +6,21 @@ die, SM count and power class: H200 SXM and GH200 → H100 SXM), else the set's 
 
 from __future__ import annotations
 
+from dataclasses import MISSING, fields
+
+import numpy as np
 import pytest
 
+from inferencesize.calibration import GLOBAL_PARAMS, PER_GPU_PARAMS
 from inferencesize.catalog import Catalog, load_catalog
 from inferencesize.deployment import resolve_efficiency
-from inferencesize.specs.efficiency import EfficiencyEntry, EfficiencySet
+from inferencesize.roofline import Efficiency
+from inferencesize.specs.efficiency import (
+    PARAMETERS,
+    EfficiencyEntry,
+    EfficiencySet,
+    EfficiencyValues,
+)
 
 
 @pytest.fixture(scope="module")
@@ -75,3 +85,26 @@ def test_shipped_like_gpus_share_the_compute_peaks(catalog: Catalog) -> None:
         like = catalog.gpu(gpu.efficiency_like or "")
         for precision in ("bf16", "fp16", "fp8", "int8"):
             assert gpu.dense_flops.get(precision) == like.dense_flops.get(precision), gpu.id
+
+
+def test_one_table_names_every_efficiency_parameter() -> None:
+    """specs.efficiency.PARAMETERS is the one list: the catalog fields, the step math's
+    ``Efficiency`` and the fit's bounds all carry exactly its names."""
+    names = [p.name for p in PARAMETERS]
+    assert len(set(names)) == len(names)
+    assert set(names) == set(EfficiencyValues.model_fields)
+    assert set(names) == {f.name for f in fields(Efficiency)}
+    fitted = {p.name for p in PARAMETERS if p.fit is not None}
+    assert set(GLOBAL_PARAMS) | set(PER_GPU_PARAMS) == fitted
+    assert set(PER_GPU_PARAMS) == {"compute", "memory"}
+    for p in PARAMETERS:
+        assert p.meaning and p.origin in ("hardware", "engine", "benchmark")
+        assert EfficiencyValues.model_fields[p.name].description == p.meaning
+        if p.fit is not None:  # the fit never leaves what a catalog may state
+            low, high = p.fit
+            assert low < high
+            assert low >= p.valid.get("ge", -np.inf) and low > p.valid.get("gt", -np.inf)
+            assert high <= p.valid.get("le", np.inf)
+    # optional parameters have a neutral default in the step math; the others none
+    defaults = {f.name for f in fields(Efficiency) if f.default is not MISSING}
+    assert {p.name for p in PARAMETERS if p.optional} <= defaults
