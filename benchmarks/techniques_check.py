@@ -22,8 +22,8 @@ from pathlib import Path
 from inferencesize.catalog import load_catalog
 from inferencesize.estimate import Candidate, Estimator
 from inferencesize.io_measurements import dedupe, map_measurements, read_measurements
+from inferencesize.latency import decode_step
 from inferencesize.parallelism import Parallelism
-from inferencesize.technique_steps import decode_step
 from inferencesize.techniques import Techniques
 
 ROOT = Path(__file__).resolve().parent.parent

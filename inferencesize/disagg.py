@@ -25,7 +25,8 @@ system, domain larger than a node, both instances fit in it), else the NIC netwo
 
 Decode pool (``b`` sequences in flight, no prefills interrupt the steps):
 
-* ITL = decode step at batch b and mean context ISL + OSL / 2;
+* ITL = decode step at batch b and mean context ISL + OSL / 2, per output token (a speculative
+  step emits several);
 * rate = b / ((OSL − 1) · ITL) (a request holds a slot for OSL − 1 steps: the first token
   comes from the prefill pool);
 * the largest b meeting ITL (and E2E together with the prefill TTFT) and KV memory.
@@ -47,7 +48,7 @@ from inferencesize.deployment import (
 )
 from inferencesize.estimate import Candidate, Estimator, Resolved
 from inferencesize.packing import instances_for, pack_servers
-from inferencesize.latency import Deployment, decode_step, prefill
+from inferencesize.latency import Deployment, per_token_decode_s, prefill
 from inferencesize.parallelism import (
     Parallelism,
     kv_share_per_gpu,
@@ -62,6 +63,7 @@ from inferencesize.planner import (
     Rejected,
     fmt_seconds,
 )
+from inferencesize.queueing import e2e_s
 from inferencesize.specs import GpuSpec, ModelSpec, SystemSpec
 from inferencesize.transformer import ModelCosts, causal_pairs
 
@@ -235,8 +237,9 @@ def prefill_step_s(
 
 
 def decode_itl_s(dep: Deployment, batch: float, isl: float, osl: float) -> float:
-    """Decode step at ``batch`` sequences and mean context ISL + OSL / 2 (no prefills)."""
-    return float(decode_step(dep, batch, isl + osl / 2.0).total_s)
+    """Decode step at ``batch`` sequences and mean context ISL + OSL / 2 (no prefills), per
+    output token."""
+    return float(per_token_decode_s(dep, batch, isl + osl / 2.0))
 
 
 def _largest(top: int, check: Callable[[int], bool]) -> int:
@@ -516,7 +519,7 @@ def plan_disaggregated(
             kv_link=link_name,
             ttft_s=ttft,
             itl_s=decode.step_s,
-            e2e_s=ttft + (osl - 1.0) * decode.step_s,
+            e2e_s=e2e_s(ttft, decode.step_s, osl),
         )
         if best is None or _rank(plan) < _rank(best):
             best, rejected[:] = plan, trial

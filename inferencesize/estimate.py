@@ -7,22 +7,24 @@ validation, calibration and the planner can call it many times cheaply.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 
+from inferencesize import units
 from inferencesize.deployment import build_deployment, default_kv_precision, resolve_efficiency
 from inferencesize.latency import Deployment
 from inferencesize.memory import MemoryBudget, memory_budget
 from inferencesize.parallelism import Parallelism
 from inferencesize.serving import InflightArrays, OperatingPoint, inflight, points, static
+from inferencesize.serving_steps import longest_gap_s
 from inferencesize.specs import EfficiencySet, GpuSpec, ModelSpec, SystemSpec
-from inferencesize.technique_steps import longest_gap_s
 from inferencesize.techniques import NO_TECHNIQUES, Techniques, describe
 from inferencesize.transformer import ModelCosts, capped_costs, model_costs
-from inferencesize.units import GIB
+from inferencesize.units import GIB, MS_PER_S, BatchingMode
 
-Batching = Literal["inflight", "static"]
+#: A batching argument: ``units.Batching`` or its string value (the name other modules import).
+Batching = BatchingMode
 
 
 @dataclass(frozen=True)
@@ -142,11 +144,11 @@ class Estimator:
         return Resolved(cand, dep, mem, origin, reason)
 
     def point(
-        self, res: Resolved, isl: float, osl: float, concurrency: int, batching: Batching
+        self, res: Resolved, isl: float, osl: float, concurrency: int, batching: BatchingMode
     ) -> OperatingPoint | None:
         if res.deployment is None or res.reason is not None:
             return None
-        if batching == "static":
+        if batching == units.Batching.STATIC:
             return static(res.deployment, isl, osl, concurrency)
         return inflight(res.deployment, isl, osl, concurrency, res.max_concurrency)
 
@@ -156,7 +158,7 @@ def record(
     isl: float,
     osl: float,
     concurrency: int,
-    batching: Batching,
+    batching: BatchingMode,
     op: OperatingPoint | None,
     engine: str,
     itl_max_s: float | None = None,
@@ -165,7 +167,7 @@ def record(
     ``itl_max_s`` when already computed (``longest_gaps``)."""
     cand = res.candidate
     reason = res.reason
-    if op is not None and batching == "static" and concurrency > res.max_concurrency:
+    if op is not None and batching == units.Batching.STATIC and concurrency > res.max_concurrency:
         reason = (
             f"static batch {concurrency} exceeds the KV capacity of {res.max_concurrency}"
             f" sequences of {isl + osl:.0f} tokens"
@@ -193,7 +195,7 @@ def record(
     if op is not None and res.deployment is not None:
         if itl_max_s is None:
             itl_max_s = longest_gaps(res, [isl], [osl], [op], batching)[0]
-        itl_max = itl_max_s * 1e3
+        itl_max = itl_max_s * MS_PER_S
     return {
         "model": cand.model.id,
         **cand.fields(),
@@ -201,12 +203,12 @@ def record(
         "isl": isl,
         "osl": osl,
         "concurrency": concurrency,
-        "batching": batching,
+        "batching": str(batching),
         "gpus": cand.par.gpus,
-        "ttft_ms": op.ttft_s * 1e3 if op else None,
-        "itl_ms": op.itl_s * 1e3 if op else None,
+        "ttft_ms": op.ttft_s * MS_PER_S if op else None,
+        "itl_ms": op.itl_s * MS_PER_S if op else None,
         "itl_max_ms": itl_max,
-        "e2e_ms": op.e2e_s * 1e3 if op else None,
+        "e2e_ms": op.e2e_s * MS_PER_S if op else None,
         "requests_per_s": op.requests_per_s if op else None,
         "output_tokens_per_s": op.output_tokens_per_s if op else None,
         "max_concurrency": res.max_concurrency if mem else None,
@@ -221,7 +223,7 @@ def record(
 
 
 def longest_gaps(
-    res: Resolved, isl: Any, osl: Any, ops: list[OperatingPoint], batching: Batching
+    res: Resolved, isl: Any, osl: Any, ops: list[OperatingPoint], batching: BatchingMode
 ) -> list[float]:
     """Longest gap between two tokens of a stream at each operating point (seconds): under
     in-flight batching a decode step carrying a new prompt (or one chunk of it), never below
@@ -229,7 +231,7 @@ def longest_gaps(
     assert res.deployment is not None
     per_step = res.deployment.techniques.tokens_per_step
     mean = np.array([op.itl_s for op in ops]) * per_step
-    if batching != "inflight":
+    if batching != units.Batching.INFLIGHT:
         return [float(g) for g in mean]
     isl_a = np.asarray(isl, dtype=float)
     ctx = isl_a + np.asarray(osl, dtype=float) / 2.0
@@ -244,7 +246,7 @@ def operating_points(
     osl: Any,
     concurrency: Any,
     max_in_flight: Any,
-    batching: Batching,
+    batching: BatchingMode,
     arrays: InflightArrays | None = None,
     bounds: bool = True,
 ) -> list[OperatingPoint]:

@@ -7,12 +7,24 @@ KV-cache reads) + TP all-reduces (2 per layer of M × hidden 16-bit activations)
 PP, a stage holds 1/PP of the layers and a token crosses every stage: decode latency is PP ×
 stage time of a 1/PP micro-batch, prefill latency PP × stage time of the whole prompt batch,
 plus the stage-boundary sends.
+
+:func:`step_time` is the one step model every caller uses: the roofline step above with the
+deployment's serving techniques (``techniques.py``) applied. Without techniques it is the
+roofline step itself.
+
+* Prefix caching: the mean of a cache hit (the shared prefix skipped) and a miss, weighted by
+  the hit rate. Time is averaged, so the mean prefill work drops by hit rate × prefix tokens.
+* Speculative decoding: each decoding sequence verifies k + 1 tokens in the target (one read of
+  its KV cache), after k draft decode steps at the same batch; the draft also prefills the
+  prompt. A step then yields ``Techniques.tokens_per_step`` tokens per sequence:
+  :func:`per_token_decode_s` divides the decode step by it.
+
 Works elementwise on floats or numpy arrays.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -46,7 +58,7 @@ class Deployment:
     pp_link: Link
     eff: Efficiency
     ep_link: Link | None = None  # all-to-all across DP groups (attention DP); None = tp_link
-    techniques: Techniques = NO_TECHNIQUES  # applied by technique_steps, not by step_time
+    techniques: Techniques = NO_TECHNIQUES  # applied by step_time
 
     @property
     def handoff_s(self) -> float:
@@ -79,6 +91,26 @@ class StepTime:
         }
         return max(parts, key=lambda k: float(np.mean(parts[k])))
 
+    def plus(self, other: StepTime) -> StepTime:
+        """Both steps one after the other (the bound of this one)."""
+        return StepTime(
+            self.gemm_s + other.gemm_s,
+            self.attention_s + other.attention_s,
+            self.comm_s + other.comm_s,
+            self.overhead_s + other.overhead_s,
+            self.gemm_compute_bound,
+        )
+
+    def scaled(self, w: Any) -> StepTime:
+        """Every part times ``w`` (a weight of a mean, or 0/1 to switch the step off)."""
+        return StepTime(
+            self.gemm_s * w,
+            self.attention_s * w,
+            self.comm_s * w,
+            self.overhead_s * w,
+            self.gemm_compute_bound,
+        )
+
 
 def _touched_expert_params(costs: ModelCosts, tokens: Any) -> Any:
     if costs.num_experts == 0:
@@ -90,7 +122,7 @@ def _touched_expert_params(costs: ModelCosts, tokens: Any) -> Any:
     return costs.moe_layers * touched * costs.expert_params
 
 
-def step_time(
+def _roofline_step(
     dep: Deployment,
     decode_seqs: Any = 0.0,
     decode_context: Any = 0.0,
@@ -99,10 +131,12 @@ def step_time(
     prefill_cached: Any = 0.0,
     decode_tokens: Any = 1.0,
 ) -> StepTime:
-    """One step of an instance: ``decode_seqs`` sequences each generating one token at
-    ``decode_context`` and ``prefill_seqs`` prompts of ``prefill_len`` tokens (of which
-    ``prefill_cached`` leading tokens are reused from cache). ``decode_tokens`` query tokens
-    per decoding sequence (speculative verification: k + 1) share one read of its KV cache."""
+    """The roofline step, without techniques (callers use :func:`step_time`).
+
+    ``decode_seqs`` sequences each generating one token at ``decode_context`` and
+    ``prefill_seqs`` prompts of ``prefill_len`` tokens (of which ``prefill_cached`` leading
+    tokens are reused from cache). ``decode_tokens`` query tokens per decoding sequence
+    (speculative verification: k + 1) share one read of its KV cache."""
     c, par, eff = dep.costs, dep.par, dep.eff
     pp, tp = par.pp, par.tp
     # Decode: a stage holds 1/pp of the layers and works on a 1/pp micro-batch while the other
@@ -228,9 +262,87 @@ def p2p_time_array(message: Any, link: Link, efficiency: float) -> Any:
     return np.where(message > 0, link.latency_s + per_byte * message, 0.0)
 
 
+def draft_deployment(dep: Deployment) -> Deployment | None:
+    """The draft proposer as a deployment on the target's TP GPUs (last pipeline stage), in the
+    target's precision; built-in heads run inside the target's step (no step overhead)."""
+    spec = dep.techniques.speculative
+    if spec is None:
+        return None
+    eff = replace(dep.eff, step_overhead_s=0.0) if spec.kind == "mtp" else dep.eff
+    return replace(
+        dep,
+        costs=spec.draft,
+        par=Parallelism(dep.par.tp, 1, 1),
+        eff=eff,
+        techniques=NO_TECHNIQUES,
+    )
+
+
+def _speculative_step(
+    dep: Deployment,
+    decode_seqs: Any,
+    decode_context: Any,
+    prefill_seqs: Any,
+    prefill_len: Any,
+    prefill_cached: Any,
+) -> StepTime:
+    """The roofline step, or with speculative decoding the target's verification of k + 1
+    tokens per sequence, k draft decode steps and the draft's prefill of the prompts."""
+    spec = dep.techniques.speculative
+    if spec is None:
+        return _roofline_step(
+            dep, decode_seqs, decode_context, prefill_seqs, prefill_len, prefill_cached
+        )
+    k = spec.draft_tokens
+    target = _roofline_step(
+        dep, decode_seqs, decode_context, prefill_seqs, prefill_len, prefill_cached, k + 1
+    )
+    draft = draft_deployment(dep)
+    assert draft is not None
+    dec = np.asarray(decode_seqs, dtype=float) > 0
+    pre = np.asarray(prefill_seqs, dtype=float) > 0
+    proposing = _roofline_step(draft, decode_seqs, decode_context).scaled(k * dec)
+    draft_prefill = _roofline_step(
+        draft, 0.0, 0.0, prefill_seqs, prefill_len, prefill_cached
+    ).scaled(1.0 * pre)
+    return target.plus(proposing.plus(draft_prefill))
+
+
+def step_time(
+    dep: Deployment,
+    decode_seqs: Any = 0.0,
+    decode_context: Any = 0.0,
+    prefill_seqs: Any = 0.0,
+    prefill_len: Any = 0.0,
+    prefill_cached: Any = 0.0,
+) -> StepTime:
+    """One engine step of an instance with its techniques (module docstring): ``decode_seqs``
+    sequences each generating at ``decode_context`` and ``prefill_seqs`` prompts of
+    ``prefill_len`` tokens, of which ``prefill_cached`` leading tokens are reused from cache
+    (prefix caching: also the shared prefix on a hit)."""
+    t = dep.techniques
+    if not t.prefix_active:
+        return _speculative_step(
+            dep, decode_seqs, decode_context, prefill_seqs, prefill_len, prefill_cached
+        )
+    hit_cached = np.maximum(prefill_cached, t.cached_tokens(prefill_len))
+    hit = _speculative_step(dep, decode_seqs, decode_context, prefill_seqs, prefill_len, hit_cached)
+    miss = _speculative_step(
+        dep, decode_seqs, decode_context, prefill_seqs, prefill_len, prefill_cached
+    )
+    h = t.prefix_hit_rate
+    return hit.scaled(h).plus(miss.scaled(1.0 - h))
+
+
 def decode_step(dep: Deployment, batch: Any, context: Any) -> StepTime:
-    """One decode step of ``batch`` sequences at ``context`` tokens each."""
+    """One decode step of ``batch`` sequences at ``context`` tokens each (speculative: drafts
+    and verification, which yields ``tokens_per_step`` tokens per sequence)."""
     return step_time(dep, decode_seqs=batch, decode_context=context)
+
+
+def per_token_decode_s(dep: Deployment, batch: Any, context: Any) -> Any:
+    """Seconds per output token of a sequence in a decode-only step at ``batch``."""
+    return decode_step(dep, batch, context).total_s / dep.techniques.tokens_per_step
 
 
 def prefill(dep: Deployment, prompts: Any, isl: Any, cached: Any = 0.0) -> StepTime:
@@ -238,4 +350,13 @@ def prefill(dep: Deployment, prompts: Any, isl: Any, cached: Any = 0.0) -> StepT
     return step_time(dep, prefill_seqs=prompts, prefill_len=isl, prefill_cached=cached)
 
 
-__all__ = ["Deployment", "StepTime", "causal_pairs", "decode_step", "prefill", "step_time"]
+__all__ = [
+    "Deployment",
+    "StepTime",
+    "causal_pairs",
+    "decode_step",
+    "draft_deployment",
+    "per_token_decode_s",
+    "prefill",
+    "step_time",
+]

@@ -14,9 +14,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
-from inferencesize.latency import ACTIVATION_BYTES, Deployment
+from inferencesize.latency import ACTIVATION_BYTES, Deployment, draft_deployment
 from inferencesize.parallelism import kv_share_per_gpu, layers_per_stage
-from inferencesize.technique_steps import draft_deployment
 from inferencesize.units import GIB
 
 #: CUDA context, runtime and allocator slack per GPU (aiconfigurator reserves ~3.5 GiB).

@@ -35,29 +35,53 @@ In-flight (continuous) batching with N closed-loop clients (GenAI-Perf concurren
 Static batching at batch B: TTFT = prefill of the whole batch (+ the hand-off on more than one
 GPU); ITL = decode step at B.
 
-Serving techniques (prefix caching, speculative decoding, chunked prefill) enter through
-``technique_steps``: step times include them, and ITL is per output token (a speculative step
-emits several).
+Serving techniques (prefix caching, speculative decoding, chunked prefill) enter through the
+step model (``latency.step_time``): step times include them, and ITL is per output token (a
+speculative step emits several).
+
+The model in three parts: what the steps cost at an operating point (``serving_steps``), the
+closed-form queue formulas (``queueing``), and here the fixed point X = B / E2E(X) that ties
+them together, and the operating points the commands report.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 
-from inferencesize.latency import Deployment
-from inferencesize.technique_steps import (
-    chunked_prefill,
-    decode_step,
-    prefill,
-    step_time,
+from inferencesize.latency import Deployment, step_time
+from inferencesize.queueing import (
+    LOAD_CAP,
+    chunked_cohort_wait_s,
+    closed_loop_rate,
+    cohort_size,
+    cohort_step_prompts,
+    cohort_wait_s,
+    e2e_s,
+    in_step_share,
+    prefill_queue,
+    prompts_ahead,
+    slot_wait_s,
+    stretched_itl_s,
+    ttft_s,
 )
+from inferencesize.serving_steps import inflight_steps, static_batch, step_totals
+from inferencesize.units import Batching, BatchingMode
 
-Batching = Literal["inflight", "static"]
-#: Prefill work may take at most this share of the decode steps' time (keeps ITL finite).
-LOAD_CAP = 0.95
+__all__ = [
+    "LOAD_CAP",
+    "Batching",
+    "InflightArrays",
+    "OperatingPoint",
+    "inflight",
+    "inflight_arrays",
+    "points",
+    "select",
+    "static",
+    "step_totals",
+]
 
 
 @dataclass(frozen=True)
@@ -98,105 +122,67 @@ def inflight_arrays(
     osl = np.asarray(osl, dtype=float)
     n = np.maximum(np.asarray(concurrency, dtype=float), 1.0)
     b = np.maximum(np.minimum(n, np.asarray(max_in_flight, dtype=float)), 1.0)
-    context = isl + osl / 2.0
-    # The cohort of other clients in step, thinned by its prompt tokens (module docstring).
-    cohort = (b - 1) / (1.0 + (b - 1) * isl / dep.eff.cohort_tokens)
-    half = (cohort + 1.0) / 2.0
-    decode_b, t_own, t_alone, decode_others, half_prefill = step_totals(
-        dep,
-        (b, context, 0.0, 0.0),  # a decode step at B
-        (b - 1, context, 1.0, isl),  # a new prompt's step next to the others' decodes
-        (0.0, 0.0, 1.0, isl),  # a prompt alone
-        (b - 1, context, 0.0, 0.0),  # the others' decode step
-        (0.0, 0.0, half, isl),  # half the cohort's batched prefill
-    )
-    per_step = dep.techniques.tokens_per_step
-    t_decode = decode_b / per_step
-    t_marginal = np.where(b > 1, np.maximum(t_own - decode_others, 0.0), t_alone)
-    t_prompt = t_marginal  # engine time one more prompt costs (random-arrival queue)
-    spread = dep.eff.arrival_spread_s
-    sync = dep.eff.prefill_sync * t_alone / (t_alone + spread)
-    loose = np.maximum(1.0 - sync, 0.0)  # share of arrivals out of step
-    # two batched prompt steps of half the cohort each: a member waits 1.5 of them on average
-    # (less its own prompt) and for 0.75 C − 0.25 other prompts
-    ahead = np.maximum(0.75 * cohort - 0.25, 0.0)
-    cohort_wait = sync * np.maximum(1.5 * half_prefill - t_alone, 0.0)
-    chunk = dep.techniques.chunk_tokens
-    itl_cap: Any = np.inf
-    x_cap: Any = np.inf
-    if chunk:  # the prompt rides on ceil(ISL / chunk) decode steps
-        chunks = chunked_prefill(dep, b - 1, context, isl)
-        t_own = chunks.first_token_s
-        t_marginal = np.where(b > 1, chunks.marginal_s, t_alone)
-        # A full step: one chunk, or chunk / ISL short prompts. Prompts ahead take their
-        # share of such steps; the budget admits chunk / new tokens prompts per full step
-        # (beyond that, prompts queue: TTFT), and no decode step is longer than a full one.
-        full = np.where(
-            isl < chunk,
-            step_time(dep, b - 1, context, chunk / np.maximum(isl, 1.0), isl).total_s,
-            chunks.longest_step_s,
-        )
-        new = np.maximum(dep.techniques.expected_new_tokens(isl), 1.0)
-        t_prompt = full * new / chunk
-        cohort_wait = sync * ahead * t_prompt
-        itl_cap = full / per_step
-        x_cap = np.where(b > 1, chunk / (new * full), np.inf)
-    first_token = t_own + dep.handoff_s  # own prompt step, then the hand-off (multi-GPU)
-    busy = b > 1
-    share = (b - 1) / b  # a client's own prompt is not in its queue
-    others = np.maximum(b - 1, 1.0)
+    eff = dep.eff
+    cohort = cohort_size(b, isl, eff.cohort_tokens)
+    steps = inflight_steps(dep, isl, isl + osl / 2.0, b, cohort_step_prompts(cohort))
+    t_decode = steps.decode_s
+    sync = in_step_share(eff.prefill_sync, steps.alone_s, eff.arrival_spread_s)
+    ahead = prompts_ahead(cohort)
+    chunked = steps.chunked
+    if chunked is None:
+        cohort_wait = cohort_wait_s(sync, steps.cohort_step_s, steps.alone_s)
+    else:
+        cohort_wait = chunked_cohort_wait_s(sync, ahead, steps.prompt_s)
+    first_token = steps.own_s + dep.handoff_s  # own prompt step, then the hand-off (multi-GPU)
+    decode_step_s = t_decode * dep.techniques.tokens_per_step
 
     def queue(x: Any) -> tuple[Any, Any]:
         """Prefill wait (beyond half a step) and the stretch coefficient of ITL at rate x."""
-        # Arrivals out of step (share 1 − s) find a step in progress, length-biased (mean
-        # residual (T + ρ t_p) / 2 with ρ the others' prefill share of engine time), and
-        # share their own step with the prompts that came during it: x (T + ρ t_p) of them.
-        rho = np.minimum(x * t_prompt * share, LOAD_CAP)
-        step = t_decode * per_step / (1.0 - rho)
-        along = loose * x * share * (step + rho * t_prompt)
-        wait = cohort_wait + loose * rho * t_prompt * 0.5 + along * t_prompt
-        # A client's decode steps interleave with the other clients' prefills only, and not
-        # with those it already waited for before its first token (each prefill is counted
-        # once).
-        waited = np.minimum((sync * ahead + along) / others, 1.0)
-        return np.where(busy, wait, 0.0), t_marginal * share * (1.0 - waited)
+        return prefill_queue(
+            x, b, sync, ahead, cohort_wait, steps.prompt_s, steps.marginal_s, decode_step_s
+        )
 
     def service(x: Any) -> tuple[Any, Any, Any]:
         wait, stretch = queue(x)
-        itl = t_decode / (1.0 - np.minimum(x * stretch, LOAD_CAP))
-        if chunk:
-            itl = np.maximum(np.minimum(itl, itl_cap), t_decode)
-        ttft = np.where(busy, 0.5 * itl, 0.0) + wait + first_token
-        if chunk:
-            ttft = np.where(x < x_cap, ttft, np.inf)
+        itl = stretched_itl_s(t_decode, x, stretch)
+        if chunked is not None:
+            itl = np.maximum(np.minimum(itl, chunked.itl_cap_s), t_decode)
+        ttft = ttft_s(b, itl, wait, first_token)
+        if chunked is not None:
+            ttft = np.where(x < chunked.rate_cap, ttft, np.inf)
         return ttft, itl, wait
 
-    top = b / (t_own + (osl - 1) * t_decode)  # no wait, no stretch: an upper bound on X
-    if chunk:
+    top = b / (steps.own_s + (osl - 1) * t_decode)  # no wait, no stretch: an upper bound on X
+    if chunked is not None:
         x = _bisect(service, b, osl, top, iterations)
     else:
         # E2E(X) = c(X) + k / (1 − a(X) X): c (wait + own step) grows with X, a falls. With
         # a at its least and the wait at zero the closed form over-states X; with c at that
         # rate and a at its most it under-states it. Both agree when all arrivals are in
         # step (s ≥ 1); otherwise the root lies between and regula falsi finds it.
-        k = (osl - 1 + 0.5 * busy) * t_decode
+        k = (osl - 1 + 0.5 * (b > 1)) * t_decode
         idle_wait, most_stretch = queue(0.0)
-        upper = _fixed_point(b, idle_wait + first_token, k, queue(top)[1])
-        lower = _fixed_point(b, queue(upper)[0] + first_token, k, most_stretch)
+        upper = closed_loop_rate(b, idle_wait + first_token, k, queue(top)[1])
+        lower = closed_loop_rate(b, queue(upper)[0] + first_token, k, most_stretch)
         x = _regula_falsi(service, b, osl, np.minimum(lower, upper), upper, iterations)
     ttft_service, itl, prefill_wait = service(x)
-    if chunk:  # at the budget's limit the closed loop waits for it: TTFT = B / X − decode
+    if chunked is not None:  # at the budget's limit the closed loop waits for it
         ttft_service = np.maximum(ttft_service, b / x - (osl - 1) * itl)
-    queue_wait = (n - b) / x
+    queue_wait = slot_wait_s(n, b, x)
     ttft = queue_wait + ttft_service
-    e2e = ttft + (osl - 1) * itl
+    e2e = e2e_s(ttft, itl, osl)
     return InflightArrays(b, ttft, itl, e2e, n / e2e, queue_wait, prefill_wait)
+
+
+# ---------------------------------------------------------------------------------------------
+# Root solvers of X = B / E2E(X)
+# ---------------------------------------------------------------------------------------------
 
 
 def _excess(service: Any, b: Any, osl: Any, x: Any) -> Any:
     """g(X) = B / E2E(X) − X: positive below the closed-loop throughput, negative above."""
     ttft, itl, _ = service(x)
-    return b / (ttft + (osl - 1) * itl) - x
+    return b / e2e_s(ttft, itl, osl) - x
 
 
 def _bisect(service: Any, b: Any, osl: Any, hi: Any, iterations: int) -> Any:
@@ -235,30 +221,9 @@ def _regula_falsi(service: Any, b: Any, osl: Any, lo: Any, hi: Any, iterations: 
     return best
 
 
-def step_totals(dep: Deployment, *shapes: tuple[Any, Any, Any, Any]) -> list[Any]:
-    """Total seconds of several step shapes (decode sequences, their context, prompts, prompt
-    length), each elementwise over arrays, computed in one vectorised ``step_time`` call."""
-    shape = np.broadcast_shapes(*(np.shape(v) for s in shapes for v in s))
-    stacked = [np.empty((len(shapes), *shape)) for _ in range(4)]
-    for row, values in enumerate(shapes):
-        for column, value in enumerate(values):
-            stacked[column][row] = value
-    total = step_time(dep, *stacked).total_s
-    return list(np.broadcast_to(total, stacked[0].shape))
-
-
-def _fixed_point(b: Any, c: Any, k: Any, a: Any) -> Any:
-    """Throughput X solving X · (c + k / (1 − min(a X, LOAD_CAP))) = B in closed form.
-
-    Without chunking, E2E(X) = c + k / (1 − a X): c = prefill wait + own prefill step +
-    hand-off, k = (OSL − 1 + ½ if others are in flight) · T_decode, a = t_p · (B − 1)/B ·
-    (1 − w). Then a c X² − (c + k + a B) X + B = 0, whose smaller root (written stably as
-    2B / (p + √(p² − 4 a c B)), p = c + k + a B) is the fixed point; it is B / (c + k) when
-    a = 0. Past the load cap the ITL stretch is constant and X = B / (c + k / (1 − cap)).
-    """
-    p = c + k + a * b
-    x = 2.0 * b / (p + np.sqrt(np.maximum(p * p - 4.0 * a * c * b, 0.0)))
-    return np.where(a * x > LOAD_CAP, b / (c + k / (1.0 - LOAD_CAP)), x)
+# ---------------------------------------------------------------------------------------------
+# Operating points
+# ---------------------------------------------------------------------------------------------
 
 
 def _bounds(step: Any) -> Any:
@@ -285,7 +250,7 @@ def points(
     osl: Any,
     concurrency: Any,
     max_in_flight: Any,
-    batching: Batching,
+    batching: BatchingMode,
     arrays: InflightArrays | None = None,
     bounds: bool = True,
 ) -> list[OperatingPoint]:
@@ -297,17 +262,12 @@ def points(
     isl = np.asarray(isl, dtype=float)
     osl = np.asarray(osl, dtype=float)
     n = np.atleast_1d(np.maximum(np.asarray(concurrency, dtype=float), 1.0))
-    ctx = isl + osl / 2.0
-    if batching == "static":
-        pre = prefill(dep, n, isl)
-        dec = decode_step(dep, n, ctx)
-        ttft = np.asarray(pre.total_s, float) + dep.handoff_s
-        itl = np.asarray(dec.total_s, float) / dep.techniques.tokens_per_step
-        e2e = ttft + (osl - 1) * itl
-        rate = n / e2e
+    if batching == Batching.STATIC:
+        s = static_batch(dep, n, isl, osl)
+        ttft, itl, e2e, rate = s.ttft_s, s.itl_s, s.e2e_s, s.requests_per_s
         inflight_now = n
         queue = prefill_wait = np.zeros_like(n)
-        pre_b, dec_b = (_bounds(pre), _bounds(dec)) if bounds else (None, None)
+        pre_b, dec_b = (_bounds(s.prefill), _bounds(s.decode)) if bounds else (None, None)
     else:
         r = arrays if arrays is not None else inflight_arrays(dep, isl, osl, n, max_in_flight)
         ttft, itl, e2e, rate = r.ttft_s, r.itl_s, r.e2e_s, r.requests_per_s
@@ -315,8 +275,9 @@ def points(
         b = np.asarray(r.in_flight, dtype=float)
         pre_b = dec_b = None
         if bounds:
+            ctx = isl + osl / 2.0
             pre_b = _bounds(step_time(dep, b - 1, ctx, 1.0, isl))
-            dec_b = _bounds(decode_step(dep, b, ctx))
+            dec_b = _bounds(step_time(dep, b, ctx))
     shape = np.shape(n)
     cols = [
         np.broadcast_to(np.asarray(a), shape)
@@ -350,9 +311,9 @@ def inflight(
     dep: Deployment, isl: float, osl: float, concurrency: int, max_in_flight: int
 ) -> OperatingPoint:
     """Closed-loop in-flight batching at ``concurrency`` clients (see module docstring)."""
-    return points(dep, isl, osl, concurrency, max_in_flight, "inflight")[0]
+    return points(dep, isl, osl, concurrency, max_in_flight, Batching.INFLIGHT)[0]
 
 
 def static(dep: Deployment, isl: float, osl: float, batch: int) -> OperatingPoint:
     """Static batching: the whole batch is prefilled together, then decoded together."""
-    return points(dep, isl, osl, batch, batch, "static")[0]
+    return points(dep, isl, osl, batch, batch, Batching.STATIC)[0]

@@ -18,9 +18,11 @@ import numpy as np
 from inferencesize.catalog import Catalog
 from inferencesize.estimate import Candidate, Estimator
 from inferencesize.io_measurements import Measurement
-from inferencesize.latency import Deployment, decode_step, prefill
+from inferencesize.latency import Deployment
 from inferencesize.serving import inflight_arrays
+from inferencesize.serving_steps import static_batch
 from inferencesize.specs import EfficiencySet
+from inferencesize.units import MS_PER_S, Batching
 
 METRICS = (
     "ttft_ms_avg",
@@ -34,6 +36,8 @@ METRICS = (
 RATE_METRICS = ("req_per_s", "output_tok_s_total")
 #: Offline (max-throughput) runs: the engine's max batch size caps the KV-limited batch.
 OFFLINE_MAX_BATCH = 2048
+#: The mode of an offline (max-throughput) row: in-flight batching with every KV slot busy.
+OFFLINE = "offline"
 
 
 @dataclass(frozen=True)
@@ -42,7 +46,7 @@ class Mapped:
 
     m: Measurement
     candidate: Candidate
-    mode: str  # inflight | static | offline
+    mode: str  # inflight | static (``units.Batching``) | offline
     concurrency: float
     scale: float  # instances the measured rate covers (per DGX: several; per GPU: a share)
 
@@ -60,10 +64,10 @@ class Prediction:
 def mode_of(m: Measurement) -> str:
     text = f"{m.source} {m.unit} {m.engine} {m.notes}".lower()
     if m.concurrency.lower().startswith("offline"):
-        return "offline"
+        return OFFLINE
     if "static" in text or m.metric == "prefill_ms" or "decode step" in text:
-        return "static"
-    return "inflight"
+        return Batching.STATIC.value
+    return Batching.INFLIGHT.value
 
 
 def group_key(x: Mapped) -> tuple[Any, ...]:
@@ -79,23 +83,20 @@ def predict_group(
     osl = np.array([r.m.osl or 1.0 for r in rows])
     conc = np.array([r.concurrency for r in rows])
     mode = rows[0].mode
-    if mode == "static":
-        pre = prefill(dep, conc, isl).total_s
-        itl = decode_step(dep, conc, isl + osl / 2).total_s
-        ttft = pre
-        e2e = pre + (osl - 1) * itl
-        rate = conc / e2e
+    if mode == Batching.STATIC:
+        # measured engine time of the batch's steps: no request hand-off
+        pred: Any = static_batch(dep, conc, isl, osl, handoff=False)
     else:
         bmax = np.array([max(max_seqs(i + o), 1) for i, o in zip(isl, osl, strict=True)])
-        if mode == "offline":
+        if mode == OFFLINE:
             conc = np.minimum(bmax, OFFLINE_MAX_BATCH)
-        r = inflight_arrays(dep, isl, osl, conc, bmax)
-        ttft, itl, e2e, rate = r.ttft_s, r.itl_s, r.e2e_s, r.requests_per_s
+        pred = inflight_arrays(dep, isl, osl, conc, bmax)
+    ttft, itl, e2e, rate = pred.ttft_s, pred.itl_s, pred.e2e_s, pred.requests_per_s
     values = {
-        "ttft_ms_avg": ttft * 1e3,
-        "prefill_ms": ttft * 1e3,
-        "itl_ms_avg": itl * 1e3,
-        "e2e_ms_avg": e2e * 1e3,
+        "ttft_ms_avg": ttft * MS_PER_S,
+        "prefill_ms": ttft * MS_PER_S,
+        "itl_ms_avg": itl * MS_PER_S,
+        "e2e_ms_avg": e2e * MS_PER_S,
         "req_per_s": rate,
         "output_tok_s_total": rate * osl,
     }
@@ -223,7 +224,7 @@ def point_metrics(rows: Sequence[Mapped]) -> dict[tuple[Any, ...], tuple[Mapped,
     per-DGX or per-GPU figure converted with the row's ``scale``)."""
     out: dict[tuple[Any, ...], tuple[Mapped, dict[str, float]]] = {}
     for x in rows:
-        if x.mode != "inflight" or x.concurrency <= 0:
+        if x.mode != Batching.INFLIGHT or x.concurrency <= 0:
             continue
         _, values = out.setdefault(point_key(x), (x, {}))
         rate = x.m.metric in RATE_METRICS
@@ -235,7 +236,10 @@ def steady_checks(rows: Sequence[Mapped]) -> list[SteadyCheck]:
     """Little's law on every in-flight point that reports both req/s and mean E2E."""
     return [
         SteadyCheck(
-            k, x.m, x.concurrency, x.concurrency / (v["req_per_s"] * (v["e2e_ms_avg"] / 1e3))
+            k,
+            x.m,
+            x.concurrency,
+            x.concurrency / (v["req_per_s"] * (v["e2e_ms_avg"] / MS_PER_S)),
         )
         for k, (x, v) in point_metrics(rows).items()
         if "req_per_s" in v and "e2e_ms_avg" in v

@@ -11,9 +11,15 @@ The engine only asks two things of a service:
   sequences and prefills prompt chunks of ``tokens`` new tokens attending ``pairs``
   (query, key) pairs.
 
-:class:`LlmService` answers with the roofline step model of ``latency`` (the model
-``estimate`` uses); :class:`ConstantService` makes every step take a fixed time regardless of
-the batch (queueing-theory checks: M/D/1, M/M/1, M/M/c).
+:class:`LlmService` answers with the step model of ``latency`` (the model ``estimate`` uses),
+the deployment's serving techniques included; :class:`ConstantService` makes every step take a
+fixed time regardless of the batch (queueing-theory checks: M/D/1, M/M/1, M/M/c).
+
+The engine moves every decoding sequence one token per step. A speculative step (drafts and
+verification) emits ``tokens_per_step`` tokens per sequence, so :class:`LlmService` charges a
+decode step per output token, ``latency.per_token_decode_s``, as the analytic model does; a
+step with prompt work costs that plus the whole of what its prompts add. Prefix caching enters
+as the step model's mean of a cache hit and a miss for each prompt step.
 """
 
 from __future__ import annotations
@@ -22,7 +28,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from inferencesize.latency import Deployment, decode_step, step_time
+from inferencesize.latency import Deployment, per_token_decode_s, step_time
 
 #: Context (tokens) at which the decode attention slope is measured (a chord for models with
 #: sliding-window layers, exact for the others: their decode attention is linear in context).
@@ -57,7 +63,7 @@ class ConstantService(Service):
 
 @dataclass
 class LlmService(Service):
-    """The roofline step model of one instance (``latency.step_time``), cached by step shape."""
+    """The step model of one instance (``latency.step_time``), cached by step shape."""
 
     dep: Deployment
     max_batch: int
@@ -65,14 +71,17 @@ class LlmService(Service):
 
     def __post_init__(self) -> None:
         b = np.arange(self.max_batch + 1, dtype=float)
-        base = np.asarray(decode_step(self.dep, b, 0.0).total_s, dtype=float)
+        base = np.asarray(per_token_decode_s(self.dep, b, 0.0), dtype=float)
         base = np.broadcast_to(base, b.shape).copy()
         base[0] = 0.0
         self.decode_base_s = [float(v) for v in base]
-        at = np.asarray(decode_step(self.dep, b, SLOPE_CONTEXT).total_s, dtype=float)
+        at = np.asarray(per_token_decode_s(self.dep, b, SLOPE_CONTEXT), dtype=float)
         slope = (np.broadcast_to(at, b.shape) - base) / (np.maximum(b, 1.0) * SLOPE_CONTEXT)
         slope[0] = 0.0
         self.context_s = [float(v) for v in slope]
+        # what a whole speculative decode step costs beyond its per-token share (0 without)
+        whole = base * self.dep.techniques.tokens_per_step
+        self._speculation_s = [float(v) for v in whole - base]
 
     def mixed_s(self, b: int, sum_ctx: float, tokens: int, pairs: float, prompts: int) -> float:
         if tokens <= 0:
@@ -85,7 +94,8 @@ class LlmService(Service):
             # n·length = tokens, n·length(length + 1)/2 = pairs.
             length = max(2.0 * pairs / tokens - 1.0, 1.0)
             n = tokens / length
-            base = float(step_time(self.dep, float(b), 0.0, n, length).total_s)
+            step = float(step_time(self.dep, float(b), 0.0, n, length).total_s)
+            base = step - self._speculation_s[b]
             self._cache[key] = base
         return base + self.context_s[b] * sum_ctx
 

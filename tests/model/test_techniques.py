@@ -1,7 +1,8 @@
 """Serving techniques: each pinned in direction and size with hand-computed expectations.
 
 Prefix caching, chunked prefill, speculative decoding, weight-only quantization, KV-cache
-precision and 2:4 sparsity (techniques.py, technique_steps.py and their use in serving/memory).
+precision and 2:4 sparsity (techniques.py, the step model in latency.py and their use in
+serving/memory).
 """
 
 from __future__ import annotations
@@ -17,17 +18,17 @@ from inferencesize import latency
 from inferencesize.catalog import Catalog, load_catalog
 from inferencesize.deployment import default_kv_precision
 from inferencesize.estimate import Candidate, Estimator, Resolved, record
-from inferencesize.latency import Deployment
-from inferencesize.memory import weight_bytes_per_gpu
-from inferencesize.parallelism import Parallelism
-from inferencesize.serving import inflight, static
-from inferencesize.technique_steps import (
+from inferencesize.latency import (
+    Deployment,
     decode_step,
     draft_deployment,
     per_token_decode_s,
     prefill,
     step_time,
 )
+from inferencesize.memory import weight_bytes_per_gpu
+from inferencesize.parallelism import Parallelism
+from inferencesize.serving import inflight, static
 from inferencesize.techniques import (
     NO_TECHNIQUES,
     Speculative,
@@ -78,6 +79,7 @@ def dep_of(res: Resolved) -> Deployment:
 
 
 def test_no_techniques_is_exactly_the_plain_step_math(catalog: Catalog) -> None:
+    """Without techniques the one step model is the roofline step itself, bit for bit."""
     dep = dep_of(resolve(catalog))
     for args in [
         (0, 0, 4, 2000, 0),
@@ -85,7 +87,7 @@ def test_no_techniques_is_exactly_the_plain_step_math(catalog: Catalog) -> None:
         (64, 3000, 0, 0, 0),
         (3, 900, 2, 700, 300),
     ]:
-        assert step_time(dep, *args).total_s == latency.step_time(dep, *args).total_s
+        assert step_time(dep, *args).total_s == latency._roofline_step(dep, *args).total_s
     assert NO_TECHNIQUES.tokens_per_step == 1.0 and not NO_TECHNIQUES.active
 
 
@@ -272,7 +274,7 @@ def test_speculative_gain_at_batch_one_and_shrinking_with_batch(catalog: Catalog
     assert 0.85 * 2.952 < speedups[0] < 2.952
     assert all(x >= y for x, y in itertools.pairwise(speedups))
     assert speedups[-1] < 0.55 * speedups[0]
-    verify = latency.step_time(base, 1, 2500, decode_tokens=4).total_s
+    verify = latency._roofline_step(base, 1, 2500, decode_tokens=4).total_s
     assert verify < 1.05 * latency.decode_step(base, 1, 2500).total_s
 
 

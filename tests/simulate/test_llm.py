@@ -10,7 +10,7 @@ import pytest
 
 from inferencesize.catalog import load_catalog
 from inferencesize.estimate import Candidate, Estimator, Resolved
-from inferencesize.latency import decode_step, step_time
+from inferencesize.latency import decode_step, per_token_decode_s, step_time
 from inferencesize.parallelism import Parallelism
 from inferencesize.simulate import (
     BatchingConfig,
@@ -22,16 +22,24 @@ from inferencesize.simulate import (
     summarize,
 )
 from inferencesize.simulate.service import chunk_pairs
+from inferencesize.techniques import Speculative, Techniques, mtp_costs
+from inferencesize.transformer import model_costs
 
 ISL, OSL = 2000, 200
 
 
-def _case(tp: int) -> tuple[Estimator, Resolved]:
+def _case(tp: int, techniques: Techniques | None = None) -> tuple[Estimator, Resolved]:
     cat = load_catalog()
     gpu, system = cat.hardware("h100-sxm")
     cand = Candidate(cat.model("llama-3-8b"), gpu, system, "fp8", "fp8", Parallelism(tp, 1, 1))
-    est = Estimator(cat.efficiency_set(None))
+    est = Estimator(cat.efficiency_set(None), techniques=techniques or Techniques())
     return est, est.resolve(cand, ISL + OSL)
+
+
+def _mtp() -> Techniques:
+    """Built-in draft heads, 3 tokens drafted, 80 % accepted: 2.952 tokens per step."""
+    costs = mtp_costs(model_costs(load_catalog().model("llama-3-8b")))
+    return Techniques(speculative=Speculative(3, 0.8, costs, "mtp", "mtp"))
 
 
 @pytest.fixture(scope="module")
@@ -49,6 +57,25 @@ def test_service_matches_the_step_model(seed_case: tuple[Estimator, Resolved]) -
         assert svc.decode_base_s[b] + svc.context_s[b] * b * ctx == pytest.approx(want, rel=1e-9)
     # three equal prompts next to 5 decodes: the equal-prompt form is exact
     want = float(step_time(dep, 5, 2100.0, 3, 2000).total_s)
+    pairs = 3 * chunk_pairs(0, 2000)
+    assert svc.mixed_s(5, 5 * 2100.0, 6000, pairs, 3) == pytest.approx(want, rel=1e-9)
+
+
+def test_speculative_service_charges_decode_per_output_token() -> None:
+    """A speculative step emits tokens_per_step tokens a sequence and the engine moves a
+    sequence one token a step: decode steps cost their per-token share; a step with prompts
+    costs that plus the whole of what the prompts add."""
+    _, res = _case(1, _mtp())
+    dep = res.deployment
+    assert dep is not None
+    per_step = dep.techniques.tokens_per_step
+    svc = LlmService(dep, 64)
+    for b, ctx in ((1, 2100.0), (17, 2500.0), (64, 4000.0)):
+        want = float(per_token_decode_s(dep, b, ctx))
+        assert svc.decode_base_s[b] + svc.context_s[b] * b * ctx == pytest.approx(want, rel=1e-9)
+    step = float(step_time(dep, 5, 2100.0, 3, 2000).total_s)
+    decode = float(decode_step(dep, 5, 2100.0).total_s)
+    want = step - decode + decode / per_step
     pairs = 3 * chunk_pairs(0, 2000)
     assert svc.mixed_s(5, 5 * 2100.0, 6000, pairs, 3) == pytest.approx(want, rel=1e-9)
 
@@ -100,6 +127,21 @@ def test_one_client_on_two_gpus_pays_the_hand_off_in_both() -> None:
     assert ttft == pytest.approx(op.ttft_s, rel=1e-6)
     assert itl == pytest.approx(op.itl_s, rel=1e-6)
     assert rps == pytest.approx(op.requests_per_s, rel=1e-3)
+
+
+def test_one_speculative_client_equals_estimate() -> None:
+    """One client with draft heads: the simulated TTFT (target and heads prefill the prompt)
+    and ITL (a decode step per 2.952 tokens) are the estimate's, and faster than without."""
+    est, res = _case(1, _mtp())
+    op = est.point(res, ISL, OSL, 1, "inflight")
+    plain = _case(1)
+    base = plain[0].point(plain[1], ISL, OSL, 1, "inflight")
+    assert op is not None and base is not None
+    ttft, itl, rps = closed_loop(res, 1, 200)
+    assert ttft == pytest.approx(op.ttft_s, rel=1e-6)
+    assert itl == pytest.approx(op.itl_s, rel=1e-6)
+    assert rps == pytest.approx(op.requests_per_s, rel=1e-3)
+    assert itl < 0.5 * base.itl_s
 
 
 @pytest.mark.parametrize(("clients", "ttft_rel"), [(10, 0.10), (50, 0.20)])
