@@ -47,8 +47,8 @@ from inferencesize.deployment import (
     links,
 )
 from inferencesize.estimate import Candidate, Estimator, Resolved
-from inferencesize.packing import instances_for, pack_servers
 from inferencesize.latency import Deployment, per_token_decode_s, prefill
+from inferencesize.packing import instances_for, pack_servers
 from inferencesize.parallelism import (
     Parallelism,
     kv_share_per_gpu,
