@@ -73,8 +73,10 @@ def wrap(owner, name, label):
             timed[label] += time.perf_counter() - s
     setattr(owner, name, timed_call)
 wrap(typer.main, "get_command", "typer command tree")
-wrap(plan_cmd, "open_catalog", "catalog load")
-wrap(plan_cmd, "plan_scenario", "planner (plan())")
+import inferencesize.cli.options as options_mod
+import inferencesize.study as study_mod
+wrap(options_mod, "open_catalog", "catalog load")
+wrap(study_mod, "plan_scenario", "planner (plan())")
 sys.argv = ["infersize", *json.loads(sys.argv[1])]
 out = sys.stdout
 sys.stdout = open("/dev/null" if sys.platform != "win32" else "nul", "w")

@@ -203,10 +203,13 @@ def _model_in(annotation: Any) -> Any:
     return None
 
 
-def parse_spec(model: type[S], data: dict[str, Any], shown: str) -> S:
-    """Validate a mapping against a spec model, raising a located CatalogError."""
+def parse_spec(
+    model: type[S], data: dict[str, Any], shown: str, context: dict[str, Any] | None = None
+) -> S:
+    """Validate a mapping against a spec model, raising a located CatalogError; ``context``
+    goes to the model's validators (e.g. ``{"traffic": False}`` for a scenario without rates)."""
     try:
-        return model.model_validate(data)
+        return model.model_validate(data, context=context)
     except ValidationError as err:
         path, msg = format_validation_error(err, model)
         raise CatalogError(shown, path, msg) from None

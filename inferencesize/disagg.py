@@ -76,7 +76,7 @@ class PoolSpec:
     """The candidates of one pool: hardware, precisions and splits (None = auto)."""
 
     hardware: Sequence[tuple[GpuSpec, SystemSpec | None]]
-    precisions: Sequence[str]
+    precisions: Sequence[str] | None  # None: each GPU's native precisions
     kv_precision: str | None = None
     tps: Sequence[int] | None = None
     pps: Sequence[int] | None = None
@@ -331,7 +331,7 @@ def _candidates(
             for par in splits:
                 if not lo < par.gpus * cp <= hi:
                     continue
-                for precision in pool.precisions:
+                for precision in pool.precisions or gpu.native_precisions():
                     kv = pool.kv_precision or default_kv_precision(precision)
                     out.append((hw, Candidate(model, gpu, system, precision, kv, par), cp))
     return out

@@ -143,7 +143,7 @@ def frontier(
     est: Estimator,
     model: ModelSpec,
     hardware: Sequence[tuple[GpuSpec, SystemSpec | None]],
-    precisions: Sequence[str],
+    precisions: Sequence[str] | None,
     isl: float,
     osl: float,
     limits: Limits,
@@ -174,7 +174,7 @@ def frontier(
             list(eps) if eps else None,
         )
         splits = [p for p in splits if p.gpus <= hw.gpus_per_node]
-        for precision in precisions:
+        for precision in precisions or g.native_precisions():
             kv = kv_precision or default_kv_precision(precision)
             for par in splits:
                 cand = Candidate(model, g, s, precision, kv, par)

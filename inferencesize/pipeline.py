@@ -41,7 +41,7 @@ class Stage:
     name: str
     model: ModelSpec
     hardware: Sequence[tuple[GpuSpec, SystemSpec | None]]
-    precisions: Sequence[str]
+    precisions: Sequence[str] | None  # None: each GPU's native precisions
     isl: float
     osl: float
     calls: float = 1.0
@@ -122,7 +122,7 @@ def unloaded_e2e(stage: Stage, est: Estimator, batching: Batching = "inflight") 
             list(stage.pps) if stage.pps else None,
             list(stage.eps) if stage.eps else None,
         )
-        for precision in stage.precisions:
+        for precision in stage.precisions or gpu.native_precisions():
             kv = stage.kv_precision or default_kv_precision(precision)
             for par in splits:
                 cand = Candidate(stage.model, gpu, system, precision, kv, par)

@@ -52,18 +52,19 @@ from inferencesize.outcomes import (
 )
 from inferencesize.outcomes import Rejected as Rejected
 from inferencesize.outcomes import fmt_seconds as fmt_seconds
+from inferencesize.packing import instances_for
 from inferencesize.packing import pack_servers as pack_servers
 from inferencesize.parallelism import Parallelism, enumerate_splits, split_problem
 from inferencesize.serving import InflightArrays, OperatingPoint, inflight_arrays, select
 from inferencesize.specs import GpuSpec, ModelSpec, SystemSpec
 from inferencesize.specs.scenario import ScenarioSpec
 from inferencesize.transformer import ModelCosts
+from inferencesize.units import SECONDS_PER_DAY, SECONDS_PER_HOUR
 
 #: GPUs per node assumed for a bare GPU id (no system): HGX/DGX-style 8-GPU servers.
 BARE_GPU_NODE = 8
 #: Largest multi-node instance considered (in nodes) when nothing fits in one node.
 MAX_NODES_PER_INSTANCE = 8
-SECONDS_PER_DAY = 86400.0
 
 Mode = Literal["streaming", "sequential"]
 Binding = Literal["ttft", "itl", "e2e", "memory"]
@@ -433,7 +434,7 @@ def _plan_for(
 ) -> Plan:
     per = cand.par.gpus
     rate = op.requests_per_s
-    instances = max(1, math.ceil(peak / rate - 1e-9))
+    instances = instances_for(peak, rate)
     gpus = instances * per
     node = hw.gpus_per_node
     multi = per > node
@@ -446,7 +447,7 @@ def _plan_for(
     )
     power = econ.it_watts
     cost = econ.cost.usd_per_hour if econ.cost is not None else None
-    tokens_per_hour = capacity * osl * 3600.0
+    tokens_per_hour = capacity * osl * SECONDS_PER_HOUR
     per_million = cost / tokens_per_hour * 1e6 if cost is not None and tokens_per_hour else None
     return Plan(
         candidate=cand,
@@ -494,7 +495,7 @@ def _splits(
 def plan(
     model: ModelSpec,
     hardware: Sequence[tuple[GpuSpec, SystemSpec | None]],
-    precisions: Sequence[str],
+    precisions: Sequence[str] | None,
     isl: float,
     osl: float,
     peak_rps: float,
@@ -550,7 +551,7 @@ def plan(
             # keeps the structurally possible splits only (and counts the others)
             splits = [(p, why) for p, why in splits if why is None or _asked(why, explicit)]
             tried_splits[i] += [p.label() for p, _ in splits]
-            for precision in precisions:
+            for precision in precisions or hw.gpu.native_precisions():
                 kv = kv_precision or default_kv_precision(precision)
                 tried_precisions[i][precision] = None
                 for par, problem in splits:
@@ -674,7 +675,7 @@ def plan_scenario(
     return plan(
         lookup.model(s.model),
         [lookup.hardware(h) for h in dict.fromkeys(s.hardware)],
-        s.precision,
+        None if s.precision == "auto" else s.precision,
         s.input_tokens,
         s.output_tokens,
         peak_rps,

@@ -19,13 +19,14 @@ from inferencesize.catalog import (
     suggest,
 )
 from inferencesize.cli.common import (
-    CatalogOpt,
     check_format,
     handle_errors,
     open_catalog,
     stdout,
+    write_new_file,
 )
-from inferencesize.errors import CatalogError, InputError, UnknownIdError
+from inferencesize.cli.options import CatalogOpt
+from inferencesize.errors import CatalogError, UnknownIdError
 from inferencesize.specs import EfficiencySet, GpuSpec, ModelSpec, ScenarioSpec, SystemSpec
 from inferencesize.transformer import active_params, kv_bytes_per_token, total_params
 from inferencesize.units import GB, GIB, TB, TERA
@@ -283,16 +284,3 @@ def import_hf_cmd(
         return
     write_new_file(out_file, text)
     typer.echo(f"wrote {out_file}", err=True)
-
-
-def write_new_file(path: Path, text: str) -> None:
-    """Write a file atomically, refusing to replace an existing one."""
-    if path.exists():
-        raise InputError(f"{path}: already exists; choose another --out or remove it first")
-    tmp = path.with_name(f".{path.name}.tmp")
-    try:
-        tmp.write_text(text, encoding="utf-8")
-        tmp.replace(path)
-    except OSError as err:
-        tmp.unlink(missing_ok=True)
-        raise InputError(f"{path}: cannot write ({err.strerror})") from None

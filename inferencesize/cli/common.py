@@ -7,14 +7,12 @@ import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, ParamSpec, TypeVar
 
 import typer
 
-from inferencesize.catalog import Catalog, load_catalog, load_file
+from inferencesize.catalog import Catalog, load_catalog
 from inferencesize.errors import EXIT_USAGE, InfersizeError, InputError
-from inferencesize.serving import OperatingPoint
-from inferencesize.specs import EfficiencySet
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -90,17 +88,6 @@ def handle_errors(func: Callable[P, R]) -> Callable[P, R]:
     return wrapper
 
 
-CatalogOpt = Annotated[
-    list[Path] | None,
-    typer.Option(
-        "--catalog",
-        help="Extra catalog directory (hardware/, models/, scenarios/) overriding built-ins by id;"
-        " repeatable. Also INFERSIZE_CATALOG (path list).",
-        show_default=False,
-    ),
-]
-
-
 def open_catalog(dirs: list[Path] | None) -> Catalog:
     return load_catalog(dirs or [])
 
@@ -117,46 +104,14 @@ def usage_error(message: str) -> typer.Exit:
     return fail(message, EXIT_USAGE)
 
 
-def split_ints(value: str, flag: str) -> str | list[int]:
-    """A TP/PP/EP-style flag: 'auto' or a comma list of integers >= 1 (one-line error else)."""
-    if value.strip().lower() == "auto":
-        return "auto"
+def write_new_file(path: Path, text: str) -> None:
+    """Write a file atomically, refusing to replace an existing one."""
+    if path.exists():
+        raise InputError(f"{path}: already exists; choose another --out or remove it first")
+    tmp = path.with_name(f".{path.name}.tmp")
     try:
-        out = [int(v) for v in value.split(",") if v.strip()]
-    except ValueError:
-        raise InputError(
-            f"{flag}: expected an integer, a comma list or 'auto' (got {value!r})"
-        ) from None
-    if not out or min(out) < 1:
-        raise InputError(f"{flag}: expected integers >= 1 or 'auto' (got {value!r})")
-    return out
-
-
-def point_record(op: OperatingPoint) -> dict[str, Any]:
-    """The JSON of a per-instance operating point (plan, check, pipelines)."""
-    return {
-        "concurrency": op.concurrency,
-        "requests_per_s": op.requests_per_s,
-        "ttft_ms": op.ttft_s * 1e3,
-        "itl_ms": op.itl_s * 1e3,
-        "e2e_ms": op.e2e_s * 1e3,
-    }
-
-
-EngineOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--engine", help="Efficiency set id (engine generation); see catalog list efficiency."
-    ),
-]
-CalibrationOpt = Annotated[
-    Path | None,
-    typer.Option("--calibration", help="A fitted efficiency set (from infersize calibrate)."),
-]
-
-
-def efficiency_for(catalog: Catalog, engine: str | None, calibration: Path | None) -> EfficiencySet:
-    """The efficiency set a command uses: --calibration file, else --engine id, else default."""
-    if calibration is not None:
-        return load_file(calibration, EfficiencySet)
-    return catalog.efficiency_set(engine)
+        tmp.write_text(text, encoding="utf-8")
+        tmp.replace(path)
+    except OSError as err:
+        tmp.unlink(missing_ok=True)
+        raise InputError(f"{path}: cannot write ({err.strerror})") from None

@@ -15,31 +15,16 @@ import yaml
 
 from inferencesize import report
 from inferencesize.catalog import Catalog
-from inferencesize.cli.catalog_cmd import write_new_file
-from inferencesize.cli.common import (
+from inferencesize.cli.common import check_format, open_catalog, stdout, write_new_file
+from inferencesize.cli.options import (
     CalibrationOpt,
     CatalogOpt,
     EngineOpt,
-    check_format,
-    efficiency_for,
-    open_catalog,
-    stdout,
+    engine_options,
+    technique_options,
+    techniques_given,
+    with_options,
 )
-from inferencesize.cli.technique_opts import (
-    AcceptanceOpt,
-    ChunkOpt,
-    DraftOpt,
-    DraftTokensOpt,
-    PrefixHitOpt,
-    PrefixTokensOpt,
-    SparseSpeedupOpt,
-    SparseWeightsOpt,
-    WeightOnlyOpt,
-    parse_flags,
-    resolve_techniques,
-    techniques_text,
-)
-from inferencesize.deployment import default_kv_precision
 from inferencesize.errors import InputError, UnknownIdError, UsageError
 from inferencesize.estimate import Candidate, Estimator, longest_gaps, operating_points, record
 from inferencesize.io_measurements import (
@@ -49,9 +34,9 @@ from inferencesize.io_measurements import (
     map_measurements,
     read_measurements,
 )
-from inferencesize.parallelism import Parallelism
+from inferencesize.render.plan_table import techniques_text
 from inferencesize.repeats import repeat_spreads
-from inferencesize.units import PRECISIONS
+from inferencesize.study import candidate, efficiency_set, resolve_point
 from inferencesize.validation import (
     STEADY_TOLERANCE,
     Prediction,
@@ -62,36 +47,6 @@ from inferencesize.validation import (
     steady_checks,
     summary_table,
 )
-
-
-def candidate(
-    catalog: Catalog,
-    model: str,
-    hardware: str,
-    precision: str,
-    kv_precision: str | None,
-    tp: int,
-    pp: int,
-    ep: int,
-) -> Candidate:
-    if precision not in PRECISIONS:
-        raise InputError(
-            f"--precision: unknown '{precision}'; expected one of {', '.join(PRECISIONS)}"
-        )
-    if kv_precision is not None and kv_precision not in PRECISIONS:
-        raise InputError(
-            f"--kv-precision: unknown '{kv_precision}'; expected one of {', '.join(PRECISIONS)}"
-        )
-    gpu, system = catalog.hardware(hardware)
-    return Candidate(
-        catalog.model(model),
-        gpu,
-        system,
-        precision,
-        kv_precision or default_kv_precision(precision),
-        Parallelism(tp, pp, ep),
-    )
-
 
 POINT_COLUMNS = (
     "model",
@@ -126,6 +81,7 @@ RESULT_KEYS = (
 RECORD_KEYS = (*POINT_COLUMNS[:6], "dp", *POINT_COLUMNS[6:], *RESULT_KEYS, "techniques")
 
 
+@with_options(technique_options, engine_options)
 def estimate(
     ctx: typer.Context,
     model: Annotated[str | None, typer.Option(help="Model id or alias.")] = None,
@@ -149,18 +105,7 @@ def estimate(
     fmt: Annotated[
         str, typer.Option("--format", "-f", help="table | json (one point); csv | jsonl (--points)")
     ] = "table",
-    engine: EngineOpt = None,
-    calibration: CalibrationOpt = None,
-    catalog_dirs: CatalogOpt = None,
-    prefix_tokens: PrefixTokensOpt = None,
-    prefix_hit_rate: PrefixHitOpt = None,
-    chunked_prefill: ChunkOpt = None,
-    draft: DraftOpt = None,
-    draft_tokens: DraftTokensOpt = None,
-    acceptance: AcceptanceOpt = None,
-    weight_only: WeightOnlyOpt = None,
-    sparse_weights: SparseWeightsOpt = None,
-    sparse_speedup: SparseSpeedupOpt = None,
+    **flags: Any,
 ) -> None:
     """Predict TTFT, ITL, E2E, throughput and memory of one instance at one operating point.
 
@@ -173,10 +118,9 @@ def estimate(
     Techniques: infersize estimate --model llama-3.1-70b --hardware h100-sxm --tp 4
     --draft llama-3.1-8b --draft-tokens 4 --acceptance 0.7  (see the Serving techniques flags).
     """
-    catalog = open_catalog(catalog_dirs)
-    eset = efficiency_for(catalog, engine, calibration)
-    tech_spec = parse_flags(locals())
-    est = Estimator(eset)
+    catalog = open_catalog(flags.get("catalog_dirs"))
+    engine, calibration = flags.get("engine"), flags.get("calibration")
+    techniques = techniques_given(flags)
     if points is not None:
         given = ["--" + name.replace("_", "-") for name in POINT_COLUMNS if _given(ctx, name)]
         if given:
@@ -184,12 +128,11 @@ def estimate(
                 f"--points takes each operating point from the file: drop {', '.join(given)}"
                 " and give it as a column (a missing column takes the default)"
             )
-        if draft is not None:
+        if flags.get("draft") is not None:
             raise UsageError("--draft needs one target model: use it without --points")
-        if tech_spec is not None:
-            est = Estimator(
-                eset, techniques=resolve_techniques(catalog, tech_spec, None, None, 0, "flags")
-            )
+        est = resolve_point(
+            catalog, engine=engine, calibration=calibration, techniques=techniques
+        ).estimator
         check_format(fmt if fmt != "table" else "csv", ("csv", "jsonl"))
         _batch(catalog, est, points, "csv" if fmt == "table" else fmt)
         return
@@ -199,10 +142,15 @@ def estimate(
     if batching not in ("inflight", "static"):
         raise UsageError(f"--batching: '{batching}' is not one of inflight, static")
     cand = candidate(catalog, model, hardware, precision, kv_precision, tp, pp, ep)
-    if tech_spec is not None:
-        est = Estimator(
-            eset, techniques=resolve_techniques(catalog, tech_spec, cand.model, isl, 0, "flags")
-        )
+    point = resolve_point(
+        catalog,
+        engine=engine,
+        calibration=calibration,
+        techniques=techniques,
+        target=cand.model,
+        isl=isl,
+    )
+    est, eset = point.estimator, point.efficiency
     res = est.resolve(cand, isl + osl)
     op = est.point(res, isl, osl, concurrency, batching)  # type: ignore[arg-type]
     rec = record(res, isl, osl, concurrency, batching, op, eset.engine)  # type: ignore[arg-type]
@@ -439,7 +387,7 @@ def validate(
     """
     check_format(fmt, ("table", "json"))
     catalog = open_catalog(catalog_dirs)
-    fixed = efficiency_for(catalog, engine, calibration) if (engine or calibration) else None
+    fixed = efficiency_set(catalog, engine, calibration) if (engine or calibration) else None
     rows = _load_rows(data)
     mapped, skipped = map_measurements(catalog, rows)
     pick = estimator_chooser(catalog, fixed)

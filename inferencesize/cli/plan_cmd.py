@@ -1,503 +1,109 @@
-"""`infersize plan` and `infersize check`: size a scenario, and hold a plan to a budget."""
+"""`infersize plan` and `infersize check`: parse, resolve one study, solve, render."""
 
 from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
 import typer
 
 from inferencesize import report
-from inferencesize.catalog import Catalog, check_scenario, display_path, parse_spec, read_yaml
-from inferencesize.cli import economics_opts as econ
-from inferencesize.cli import scale_opts
-from inferencesize.cli.common import (
-    CalibrationOpt,
-    CatalogOpt,
-    EngineOpt,
-    check_format,
-    efficiency_for,
-    open_catalog,
-    point_record,
-    split_ints,
-    stdout,
-)
-from inferencesize.cli.technique_opts import (
-    AcceptanceOpt,
-    ChunkOpt,
-    DraftOpt,
-    DraftTokensOpt,
-    KvPrecisionOpt,
-    PrefixHitOpt,
-    PrefixTokensOpt,
-    SparseSpeedupOpt,
-    SparseWeightsOpt,
-    WeightOnlyOpt,
-    merge_techniques,
-    resolve_techniques,
-    technique_flags,
-    techniques_text,
+from inferencesize.cli.common import check_format, stdout
+from inferencesize.cli.options import (
+    QUESTION,
+    ScenarioArg,
+    engine_options,
+    study_from,
+    with_options,
 )
 from inferencesize.errors import InfeasibleError, InputError, OverBudgetError
-from inferencesize.estimate import Estimator
-from inferencesize.planner import Limits, Plan, PlanResult, fmt_seconds, plan_scenario
-from inferencesize.specs import EfficiencySet
-from inferencesize.specs.scenario import ScenarioSpec
-from inferencesize.techniques import describe
-from inferencesize.units import tokens_from_words
+from inferencesize.render import plan as records
+from inferencesize.render import plan_table as tables
+from inferencesize.study import Study
 
-if TYPE_CHECKING:  # pipeline scenarios import their planner when they run
-    from inferencesize.pipeline import PipelineResult
-
-SCHEMA_VERSION = 1
 FORMATS = ("table", "json", "yaml", "csv")
 
-ScenarioArg = Annotated[
-    str | None,
-    typer.Argument(
-        help="Scenario YAML file or shipped scenario id (default: the shipped 'default').",
-        show_default=False,
-    ),
-]
-ModelOpt = Annotated[str | None, typer.Option("--model", help="Model id or alias.")]
-IslOpt = Annotated[int | None, typer.Option("--isl", min=1, help="Input tokens per request.")]
-OslOpt = Annotated[int | None, typer.Option("--osl", min=1, help="Output tokens per request.")]
-MeanOpt = Annotated[
-    float | None, typer.Option("--mean-rps", help="Mean requests/s (peak = its percentile).")
-]
-PeakOpt = Annotated[float | None, typer.Option("--peak-rps", help="Peak requests/s to size for.")]
-PercentileOpt = Annotated[
-    float | None, typer.Option("--percentile", help="Peak percentile of --mean-rps (0.95).")
-]
-TtftOpt = Annotated[float | None, typer.Option("--ttft-ms", help="Mean TTFT limit, ms.")]
-ItlOpt = Annotated[float | None, typer.Option("--itl-ms", help="Mean ITL limit, ms.")]
-E2eOpt = Annotated[float | None, typer.Option("--e2e-ms", help="Mean end-to-end limit, ms.")]
-HardwareOpt = Annotated[
-    list[str] | None,
-    typer.Option("--hardware", help="GPU or system id (repeatable).", show_default=False),
-]
-PrecisionOpt = Annotated[
-    list[str] | None,
-    typer.Option("--precision", help="Weight precision (repeatable).", show_default=False),
-]
-TpOpt = Annotated[str | None, typer.Option("--tp", help="Tensor parallel: N, N,M or auto.")]
-PpOpt = Annotated[str | None, typer.Option("--pp", help="Pipeline stages: N, N,M or auto.")]
-EpOpt = Annotated[str | None, typer.Option("--ep", help="Expert parallel: N, N,M or auto.")]
-ModeOpt = Annotated[
-    str | None,
-    typer.Option("--mode", help="streaming (TTFT/ITL/E2E) | sequential (E2E only)."),
-]
-BatchingOpt = Annotated[str | None, typer.Option("--batching", help="inflight | static")]
-BatchSizesOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--batch-sizes",
-        help="Static batching: the only batch sizes the engine runs, e.g. 1,2,4,8,16,32"
-        " (auto: any size).",
-    ),
-]
 
-
-def load_scenario(
-    catalog: Catalog, name: str | None, flags: dict[str, Any]
-) -> tuple[ScenarioSpec, str]:
-    """The scenario (file or shipped id) with flags applied, validated; and its display name."""
-    if name is None:
-        name = "default"
-    path = Path(name)
-    if path.suffix in (".yaml", ".yml") or path.is_file():
-        data = read_yaml(path)
-        shown = display_path(path)
-    else:
-        spec = catalog.scenario(name)
-        data = spec.model_dump(by_alias=True, exclude_none=True)
-        shown = catalog.file_of("scenarios", spec.id or name)
-    scale = {k: flags.get(k) for k in scale_opts.KEYS}
-    given = {k: v for k, v in flags.items() if v is not None and k not in scale_opts.KEYS}
-    econ.merge(data, given)
-    pairs = {"isl": "isl_words", "osl": "osl_words", "mean_rps": "peak_rps", "peak_rps": "mean_rps"}
-    for key, other in pairs.items():
-        if key in given and other not in given:
-            data.pop(other, None)
-    for key in ("tp", "pp", "ep", "batch_sizes"):
-        if key in given:
-            given[key] = split_ints(given[key], f"--{key.replace('_', '-')}")
-    if given.get("batch_sizes") == "auto":  # any batch size
-        given.pop("batch_sizes")
-        data.pop("batch_sizes", None)
-    if given.get("batching", "static") != "static" and "batch_sizes" not in given:
-        data.pop("batch_sizes", None)  # a batch table belongs to static batching
-    if "techniques" in given:
-        given["techniques"] = merge_techniques(data.get("techniques"), given["techniques"])
-    data.update(given)
-    scaled = scale_opts.apply_flags(data, scale)
-    shown_flags = f"{shown} (with flags)" if given or scaled else shown
-    scenario = parse_spec(ScenarioSpec, data, shown_flags)
-    check_scenario(catalog, scenario, shown_flags)
-    return scenario, shown
-
-
-def scenario_peak(scenario: ScenarioSpec) -> float:
-    return econ.scenario_peak(scenario)
-
-
-def solve(
-    scenario: ScenarioSpec, catalog: Catalog, est: Estimator, top: int
-) -> tuple[PlanResult, float]:
-    result, peak, _ = solve_with_limits(scenario, catalog, est, top)
-    return result, peak
-
-
-def solve_with_limits(
-    scenario: ScenarioSpec, catalog: Catalog, est: Estimator, top: int
-) -> tuple[PlanResult, float, Limits]:
-    peak = scenario_peak(scenario)
-    result = plan_scenario(
-        catalog,
-        scenario,
-        peak,
-        est,
-        top=top,
-        objective=scenario.objective,
-        pricing=econ.pricing(scenario),
-        dps=scale_opts.dps(scenario.attention_dp),
-        span_nvlink_domain=scenario.span_nvlink_domain,
-    )
-    return result, peak, Limits.of(scenario)
-
-
-def plan_record(p: Plan, engine: str) -> dict[str, Any]:
-    """One plan in the JSON schema (``plan`` and each of ``alternatives``)."""
-    c, op = p.candidate, p.point
-    return {
-        "hardware": c.hardware_id,
-        "gpu": c.gpu.id,
-        "system": c.system.id if c.system else None,
-        "precision": c.precision,
-        "kv_precision": c.kv_precision,
-        "tp": c.par.tp,
-        "pp": c.par.pp,
-        "ep": c.par.ep,
-        "dp": c.par.dp,
-        "instances": p.instances,
-        "gpus_per_instance": p.gpus_per_instance,
-        "gpus": p.gpus,
-        "servers": p.servers,
-        "gpus_per_server": p.gpus_per_node,
-        "servers_are": "systems" if c.system else f"{p.gpus_per_node}-GPU nodes (assumed)",
-        "multi_node": p.multi_node,
-        "per_instance": {**point_record(op), "output_tokens_per_s": op.output_tokens_per_s},
-        "capacity_rps": p.capacity_rps,
-        "headroom": p.headroom,
-        "binding_constraint": p.binding,
-        "tokens_per_day": p.tokens_per_day,
-        "power_kw": p.power_watts / 1e3 if p.power_watts is not None else None,
-        "cost_per_hour_usd": p.cost_per_hour_usd,
-        "cost_per_million_output_tokens_usd": p.cost_per_million_output_tokens_usd,
-        "economics": econ.economics_record(p),
-        "engine": engine,
-        "efficiency": p.efficiency_source,
-    }
-
-
-def result_record(
-    scenario: ScenarioSpec, result: PlanResult, peak: float, engine: str
-) -> dict[str, Any]:
-    daily = econ.daily_for(scenario, result.chosen) if result.chosen else None
-    return {
-        "schema_version": SCHEMA_VERSION,
-        "scenario": scenario.id,
-        "model": scenario.model,
-        "isl": scenario.input_tokens,
-        "osl": scenario.output_tokens,
-        "mode": scenario.mode,
-        "batching": scenario.batching,
-        "batch_sizes": scenario.batch_sizes,
-        "limits": {
-            "ttft_ms": scenario.ttft_ms,
-            "itl_ms": scenario.itl_ms,
-            "e2e_ms": scenario.e2e_ms,
-        },
-        "mean_rps": scenario.mean_rps,
-        "percentile": scenario.percentile if scenario.mean_rps is not None else None,
-        "peak_rps": peak,
-        "binding_constraint": result.binding_constraint,
-        "plan": plan_record(result.chosen, engine) if result.chosen else None,
-        "alternatives": [plan_record(a, engine) for a in result.alternatives],
-        "rejected": [{"candidate": r.candidate, "reason": r.reason} for r in result.rejected],
-        "nearest_miss": result.nearest_miss,
-        "engine": engine,
-        "objective": scenario.objective,
-        "power_budget": econ.power_budget_record(scenario, result.chosen),
-        "daily": econ.daily_record(daily) if daily else None,
-    }
-
-
-def _limit_text(scenario: ScenarioSpec, binding: str | None) -> str:
-    limits = {"ttft": scenario.ttft_ms, "itl": scenario.itl_ms, "e2e": scenario.e2e_ms}
-    if binding == "memory":
-        return "memory (KV-cache capacity caps the concurrency)"
-    value = limits.get(binding or "")
-    name = {"ttft": "TTFT", "itl": "ITL", "e2e": "E2E"}.get(binding or "", str(binding))
-    return f"{name} ≤ {fmt_seconds(value / 1e3)}" if value is not None else name
-
-
-def _money(value: float | None, digits: int = 2) -> str:
-    return "— (no price in the catalog)" if value is None else f"${value:,.{digits}f}"
-
-
-def _print_table(scenario: ScenarioSpec, rec: dict[str, Any], explain: bool) -> None:
-    out = stdout()
-    p = rec["plan"]
-    sizes = scenario.batch_sizes
-    batching = f"static (batches {','.join(map(str, sizes))})" if sizes else scenario.batching
-    title = (
-        f"{scenario.model} · ISL {rec['isl']} · OSL {rec['osl']} · {scenario.mode}"
-        f" · {batching} · peak {rec['peak_rps']:,.4g} req/s"
-    )
-    if p is not None:
-        op = p["per_instance"]
-        unit = "servers" if p["system"] else "8-GPU nodes"
-        pairs: list[tuple[str, Any]] = [
-            (
-                "plan",
-                f"{p['servers']} × {p['hardware']} ({unit}) · {p['gpus']} GPUs · "
-                f"{p['instances']} instances",
-            ),
-            (
-                "per instance",
-                f"{p['precision']} (KV {p['kv_precision']}) · tp{p['tp']} "
-                f"pp{p['pp']} ep{p['ep']}"
-                + (f" dp{p['dp']}" if p["dp"] > 1 else "")
-                + f" · {p['gpus_per_instance']} GPU(s)",
-            ),
-            ("binding constraint", _limit_text(scenario, p["binding_constraint"])),
-            *(
-                [("techniques", techniques_text(rec["techniques"]))]
-                if rec.get("techniques")
-                else []
-            ),
-            (
-                "operating point",
-                f"concurrency {report.format_load(op['concurrency'])} · "
-                f"{op['requests_per_s']:,.3f} req/s per instance",
-            ),
-            (
-                "latency (mean)",
-                f"TTFT {op['ttft_ms']:,.1f} ms · ITL {op['itl_ms']:,.2f} ms · "
-                f"E2E {op['e2e_ms']:,.0f} ms",
-            ),
-            (
-                "capacity",
-                f"{p['capacity_rps']:,.1f} req/s · headroom {p['headroom']:+.1%} at "
-                f"peak · {p['tokens_per_day'] / 1e9:,.3f} B output tokens/day",
-            ),
-            ("power", "—" if p["power_kw"] is None else f"{p['power_kw']:,.1f} kW"),
-            (
-                "cost",
-                f"{_money(p['cost_per_hour_usd'])}/hour · "
-                f"{_money(p['cost_per_million_output_tokens_usd'], 3)}/M output tokens"
-                if p["cost_per_hour_usd"] is not None
-                else _money(None),
-            ),
-            *econ.table_rows(p, rec),
-            ("engine", f"{p['engine']} ({p['efficiency']})"),
-        ]
-        out.print(report.key_value_table(title, pairs))
-        if rec["alternatives"]:
-            rows = [
-                [
-                    f"{a['hardware']} {a['precision']} tp{a['tp']}"
-                    + (f" pp{a['pp']}" if a["pp"] > 1 else "")
-                    + (f" dp{a['dp']}" if a["dp"] > 1 else "")
-                    + (f" ep{a['ep']}" if a["ep"] > 1 else ""),
-                    a["servers"],
-                    a["gpus"],
-                    a["instances"],
-                    report.format_load(a["per_instance"]["concurrency"]),
-                    f"{a['per_instance']['requests_per_s']:,.2f}",
-                    f"{a['per_instance']['ttft_ms']:,.0f}",
-                    f"{a['per_instance']['itl_ms']:,.1f}",
-                    f"{a['headroom']:+.0%}",
-                    a["binding_constraint"],
-                    "—" if a["cost_per_hour_usd"] is None else f"{a['cost_per_hour_usd']:,.0f}",
-                ]
-                for a in rec["alternatives"]
-            ]
-            out.print(
-                report.table(
-                    "alternatives",
-                    [
-                        "candidate",
-                        "servers",
-                        "GPUs",
-                        "inst.",
-                        "conc.",
-                        "req/s/inst",
-                        "TTFT ms",
-                        "ITL ms",
-                        "headroom",
-                        "binding",
-                        "$/h",
-                    ],
-                    rows,
-                )
-            )
-    else:
-        out.print(f"{title}: no feasible plan")
-    if explain and rec["rejected"]:
-        out.print(
-            report.table(
-                "rejected candidates",
-                ["candidate", "reason"],
-                [[r["candidate"], r["reason"]] for r in rec["rejected"]],
-            )
-        )
-    elif rec["rejected"]:
-        out.print(f"{len(rec['rejected'])} candidates rejected (--explain lists them)")
-
-
-def _emit(scenario: ScenarioSpec, rec: dict[str, Any], fmt: str, explain: bool) -> None:
-    out = sys.stdout
-    if fmt == "json":
-        report.emit(out, report.to_json(rec))
-    elif fmt == "yaml":
-        report.emit(out, report.to_yaml(rec))
-    elif fmt == "csv":
-        rows = [
-            {"rank": i, **p}
-            for i, p in enumerate(([rec["plan"]] if rec["plan"] else []) + rec["alternatives"], 1)
-        ]
-        report.emit(out, report.csv_text(rows))
-    else:
-        _print_table(scenario, rec, explain)
-        if "disaggregated" in rec:
-            scale_opts.print_table(rec, rec["isl"], rec["osl"])
-
-
-def _prepare(
-    scenario_name: str | None,
-    flags: dict[str, Any],
-    top: int,
-    engine: str | None,
-    calibration: Path | None,
-    catalog_dirs: list[Path] | None,
-) -> tuple[ScenarioSpec, dict[str, Any], PlanResult | PipelineResult]:
-    for key, allowed in (
-        ("mode", ("streaming", "sequential")),
-        ("batching", ("inflight", "static")),
-    ):
-        if flags.get(key) is not None and flags[key] not in allowed:
-            raise InputError(f"--{key}: '{flags[key]}' is not one of {', '.join(allowed)}")
-    catalog = open_catalog(catalog_dirs)
-    scenario, shown = load_scenario(catalog, scenario_name, flags)
-    eset = efficiency_for(catalog, engine or scenario.engine, calibration)
-    kv_cap = scale_opts.kv_cap(scenario)
-    if scenario.pipeline is not None:
-        from inferencesize.cli import pipeline_cmd  # only pipeline scenarios need it
-
-        est = Estimator(eset, kv_cap=kv_cap)
-        piped = pipeline_cmd.solve(scenario, catalog, est, top)
-        return scenario, pipeline_cmd.record(scenario, piped, eset.engine), piped
-    est = scenario_estimator(catalog, eset, scenario, shown)
-    result, peak, limits = solve_with_limits(scenario, catalog, est, top)
-    rec = result_record(scenario, result, peak, eset.engine)
-    rec["techniques"] = describe(est.techniques)
-    cmp = scale_opts.compare(catalog, scenario, result, peak, limits, est, shown)
+def solve(study: Study, top: int) -> tuple[dict[str, Any], Any]:
+    """The record of a study's answer and the result it renders (plan or pipeline)."""
+    if study.spec.pipeline is not None:
+        piped = study.pipeline(top)
+        return records.pipeline_record(study, piped), piped
+    result = study.plan(top)
+    rec = records.result_record(study, result)
+    cmp = study.disaggregated(result)
     if cmp is not None:
-        rec["disaggregated"] = scale_opts.record(cmp)
-        rec["feasible"] = not scale_opts.infeasible(cmp, result)
-    return scenario, rec, result
+        rec["disaggregated"] = records.disagg_record(cmp)
+        rec["feasible"] = result.chosen is not None or cmp.disaggregated.chosen is not None
+    return rec, result
 
 
-def scenario_estimator(
-    catalog: Catalog, eset: EfficiencySet, scenario: ScenarioSpec, shown: str
-) -> Estimator:
-    """The estimator of a single-model scenario: its serving techniques and KV cap applied."""
-    assert scenario.model is not None
-    system_prompt = scenario.system_prompt_tokens + (
-        tokens_from_words(scenario.system_prompt_words) if scenario.system_prompt_words else 0
-    )
-    techniques = resolve_techniques(
-        catalog,
-        scenario.techniques,
-        catalog.model(scenario.model),
-        scenario.input_tokens,
-        system_prompt,
-        shown,
-    )
-    return Estimator(eset, kv_cap=scale_opts.kv_cap(scenario), techniques=techniques)
+def _csv_rows(rec: dict[str, Any]) -> list[dict[str, Any]]:
+    if rec.get("pipeline"):
+        return [
+            {"stage": s["name"], "model": s["model"], "calls": s["calls"], **(s["plan"] or {})}
+            for s in rec["stages"]
+        ]
+    plans = ([rec["plan"]] if rec["plan"] else []) + rec["alternatives"]
+    rows = [{"rank": i, "layout": "aggregated", **p} for i, p in enumerate(plans, 1)]
+    d = (rec.get("disaggregated") or {}).get("plan")
+    if d is not None:
+        rows.append({"rank": len(rows) + 1, "layout": "disaggregated", **d})
+    return rows
 
 
-def sweep_setup(
-    catalog: Catalog, eset: EfficiencySet, scenario: ScenarioSpec, shown: str
-) -> tuple[Estimator, dict[str, Any]]:
-    """What a sweep point needs beyond the plain planner: the scenario's estimator and the
-    planner arguments ``plan`` would pass (objective, pricing, attention DP, NVLink span)."""
-    extra: dict[str, Any] = {
-        "objective": scenario.objective,
-        "dps": scale_opts.dps(scenario.attention_dp),
-        "span_nvlink_domain": scenario.span_nvlink_domain,
-    }
-    if scenario.economics is not None:
-        extra["pricing"] = econ.pricing(scenario)
-    return scenario_estimator(catalog, eset, scenario, shown), extra
+def emit(rec: dict[str, Any], fmt: str, explain: bool) -> None:
+    """Print the record: JSON/YAML/CSV on stdout, or the tables."""
+    if fmt in ("json", "yaml"):
+        report.emit(sys.stdout, report.to_json(rec) if fmt == "json" else report.to_yaml(rec))
+        return
+    if fmt == "csv":
+        report.emit(sys.stdout, report.csv_text([report.flatten(r) for r in _csv_rows(rec)]))
+        return
+    out = stdout()
+    if rec.get("pipeline"):
+        out.print(tables.pipeline_table(rec))
+        rejected = [(s["name"], s["rejected"]) for s in rec["stages"]]
+    else:
+        if rec["plan"] is not None:
+            out.print(tables.plan_table(rec))
+            if rec["alternatives"]:
+                out.print(tables.alternatives_table(rec))
+        else:
+            out.print(f"{tables.title(rec)}: no feasible plan")
+        if "disaggregated" in rec:
+            out.print(tables.disagg_table(rec))
+        for line in tables.search_lines(rec):
+            out.print(line, highlight=False)
+        rejected = [("", rec["rejected"])]
+    for name, rows in rejected:
+        if explain and rows:
+            out.print(tables.rejected_table(f"{name}: rejected candidates".lstrip(": "), rows))
+        elif rows:
+            out.print(f"{len(rows)} candidates rejected (--explain lists them)", highlight=False)
 
 
+def _miss(rec: dict[str, Any], result: Any) -> str:
+    if rec.get("pipeline"):
+        return records.pipeline_miss(result)
+    return str(result.nearest_miss or "no candidate meets the limits")
+
+
+def _feasible(rec: dict[str, Any]) -> bool:
+    if rec.get("pipeline"):
+        return bool(rec["feasible"])
+    return rec["plan"] is not None or bool(rec.get("feasible"))
+
+
+@with_options(*QUESTION, engine_options)
 def plan_command(
     scenario: ScenarioArg = None,
-    model: ModelOpt = None,
-    isl: IslOpt = None,
-    osl: OslOpt = None,
-    mean_rps: MeanOpt = None,
-    peak_rps_: PeakOpt = None,
-    percentile: PercentileOpt = None,
-    ttft_ms: TtftOpt = None,
-    itl_ms: ItlOpt = None,
-    e2e_ms: E2eOpt = None,
-    hardware: HardwareOpt = None,
-    precision: PrecisionOpt = None,
-    tp: TpOpt = None,
-    pp: PpOpt = None,
-    ep: EpOpt = None,
-    mode: ModeOpt = None,
-    batching: BatchingOpt = None,
-    batch_sizes: BatchSizesOpt = None,
-    objective: econ.ObjectiveOpt = None,
-    cost_basis: econ.CostBasisOpt = None,
-    usd_per_gpu_hour: econ.GpuHourOpt = None,
-    server_price_usd: econ.ServerPriceOpt = None,
-    amortization_years: econ.YearsOpt = None,
-    usd_per_kwh: econ.KwhOpt = None,
-    pue: econ.PueOpt = None,
-    server_power_kw: econ.ServerPowerOpt = None,
-    power_budget_kw: econ.PowerBudgetOpt = None,
-    requests_per_day: econ.RequestsPerDayOpt = None,
-    peak_hour_share: econ.PeakShareOpt = None,
-    hourly_rps: econ.HourlyOpt = None,
-    kv_precision: KvPrecisionOpt = None,
-    prefix_tokens: PrefixTokensOpt = None,
-    prefix_hit_rate: PrefixHitOpt = None,
-    chunked_prefill: ChunkOpt = None,
-    draft: DraftOpt = None,
-    draft_tokens: DraftTokensOpt = None,
-    acceptance: AcceptanceOpt = None,
-    weight_only: WeightOnlyOpt = None,
-    sparse_weights: SparseWeightsOpt = None,
-    sparse_speedup: SparseSpeedupOpt = None,
     top: Annotated[int, typer.Option("--top", min=0, help="Alternatives to show.")] = 3,
-    explain: Annotated[bool, typer.Option("--explain", help="List rejected candidates.")] = False,
+    explain: Annotated[
+        bool, typer.Option("--explain", help="List every rejected candidate and why.")
+    ] = False,
     fmt: Annotated[str, typer.Option("--format", "-f", help="table | json | yaml | csv")] = "table",
-    engine: EngineOpt = None,
-    calibration: CalibrationOpt = None,
-    catalog_dirs: CatalogOpt = None,
-    disaggregated: scale_opts.DisaggOpt = None,
-    attention_dp: scale_opts.AttentionDpOpt = None,
-    span_nvlink_domain: scale_opts.SpanOpt = None,
-    kv_window_tokens: scale_opts.KvWindowOpt = None,
-    kv_sink_tokens: scale_opts.KvSinkOpt = None,
-    prefill_cp: scale_opts.PrefillCpOpt = None,
     plot: Annotated[
         Path | None,
         typer.Option("--plot", help="Draw req/s per instance vs TTFT to FILE.png/.svg."),
@@ -506,77 +112,53 @@ def plan_command(
         bool,
         typer.Option(
             "--verify",
-            help="Simulate the plan at the peak rate (discrete-event); report the scenario's"
-            " percentile of TTFT/ITL/E2E and add instances until it meets the limits.",
+            help="Simulate the plan at the peak rate (discrete-event) on the same deployment;"
+            " report the scenario's percentile of TTFT/ITL/E2E and add instances until it"
+            " meets the limits.",
         ),
     ] = False,
+    **flags: Any,
 ) -> None:
     """The fewest servers and GPUs that serve the peak within the latency limits.
 
-    Tries every hardware × precision × TP/PP/EP split, finds each one's largest concurrency
-    meeting TTFT/ITL/E2E (exact search), and ranks plans by servers, GPUs, then cost.
-    Exit 3 when nothing meets the limits (with the nearest miss). --objective cost|power|gpus
-    ranks by $/hour, kW or GPUs instead; a scenario with daily: (or --requests-per-day) adds
-    fixed-fleet vs autoscaled cost per day; one with pipeline: sizes every stage.
+    Searches every hardware × native precision × TP/PP/EP split (flags or the scenario narrow
+    it), finds each one's largest load meeting TTFT/ITL/E2E, and ranks plans by servers, GPUs,
+    then cost. Says what it searched and which values were tool defaults. Exit 3 when nothing
+    meets the limits (with the nearest miss).
 
-    Example: infersize plan --model llama-3-8b --hardware dgx-h100 --precision fp8 --tp 1
-    --isl 2000 --osl 200 --peak-rps 200 --ttft-ms 500 --format json
+    Example: infersize plan --model llama-3.1-70b --isl 1000 --osl 500 --mean-rps 20
+    --ttft-ms 1000 --itl-ms 50 --hardware dgx-h100
 
-    Check by simulation: infersize plan --model llama-3-8b --hardware dgx-h100 --tp 1
-    --peak-rps 50 --ttft-ms 500 --verify
+    Example: infersize plan scenarios/default.yaml --tp 1,2 --precision fp8 --verify
     """
     check_format(fmt, FORMATS)
-    flags = _flags(locals())
-    scen, rec, result = _prepare(scenario, flags, top, engine, calibration, catalog_dirs)
-    engine = engine or scen.engine
-    if verify and isinstance(result, PlanResult):
-        from inferencesize.cli import verify_out  # the simulator, only when asked for
+    study = study_from(scenario, flags)
+    rec, result = solve(study, top)
+    single = not rec.get("pipeline")
+    if verify and single:
+        from inferencesize.cli import plan_extras  # the simulator, only when asked for
 
-        verify_out.add_verification(scen, rec, result, engine, calibration, catalog_dirs)
-    if not isinstance(result, PlanResult):
-        from inferencesize.cli import pipeline_cmd
+        plan_extras.add_verification(study, rec, result)
+    emit(rec, fmt, explain)
+    if verify and fmt == "table" and rec.get("verify"):
+        stdout().print(tables.verification_table(rec["verify"]))
+    if plot is not None and single:
+        from inferencesize.cli import plan_extras
 
-        pipeline_cmd.emit(rec, fmt, explain)
-        if not result.feasible:
-            raise InfeasibleError(f"no feasible pipeline: {pipeline_cmd.miss(result)}")
-        return
-    _emit(scen, rec, fmt, explain)
-    if verify and fmt == "table":
-        verify_out.print_verification(rec)
-    if plot is not None:
-        from inferencesize.cli.plan_plot import draw_plan
-
-        draw_plan(plot, scen, result, engine, calibration, catalog_dirs)
-    if result.chosen is None and not rec.get("feasible"):
-        raise InfeasibleError(f"no feasible plan: {result.nearest_miss}")
+        plan_extras.draw_plan(plot, study, result)
+    if not _feasible(rec):
+        raise InfeasibleError(f"no feasible plan: {_miss(rec, result)}")
 
 
-def _flags(values: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "model": values["model"],
-        "isl": values["isl"],
-        "osl": values["osl"],
-        "mean_rps": values["mean_rps"],
-        "peak_rps": values["peak_rps_"],
-        "percentile": values["percentile"],
-        "ttft_ms": values["ttft_ms"],
-        "itl_ms": values["itl_ms"],
-        "e2e_ms": values["e2e_ms"],
-        "hardware": values["hardware"] or None,
-        "precision": values["precision"] or None,
-        "tp": values["tp"],
-        "pp": values["pp"],
-        "ep": values["ep"],
-        "mode": values["mode"],
-        "batching": values["batching"],
-        "batch_sizes": values.get("batch_sizes"),
-        **econ.flags(values),
-        **{k: values.get(k) for k in scale_opts.KEYS},
-        "kv_precision": values.get("kv_precision"),
-        "techniques": technique_flags(values),
-    }
+BUDGET_NAMES = {
+    "max_gpus": "GPUs",
+    "max_servers": "servers",
+    "max_cost_per_hour_usd": "$/hour",
+    "max_power_kw": "kW",
+}
 
 
+@with_options(*QUESTION, engine_options)
 def check_command(
     scenario: ScenarioArg = None,
     max_gpus: Annotated[int | None, typer.Option("--max-gpus", min=1, help="GPU budget.")] = None,
@@ -586,55 +168,14 @@ def check_command(
     max_cost_per_hour: Annotated[
         float | None, typer.Option("--max-cost-per-hour", help="Budget in USD per hour.")
     ] = None,
-    model: ModelOpt = None,
-    isl: IslOpt = None,
-    osl: OslOpt = None,
-    mean_rps: MeanOpt = None,
-    peak_rps_: PeakOpt = None,
-    percentile: PercentileOpt = None,
-    ttft_ms: TtftOpt = None,
-    itl_ms: ItlOpt = None,
-    e2e_ms: E2eOpt = None,
-    hardware: HardwareOpt = None,
-    precision: PrecisionOpt = None,
-    tp: TpOpt = None,
-    pp: PpOpt = None,
-    ep: EpOpt = None,
-    mode: ModeOpt = None,
-    batching: BatchingOpt = None,
-    batch_sizes: BatchSizesOpt = None,
-    objective: econ.ObjectiveOpt = None,
-    cost_basis: econ.CostBasisOpt = None,
-    usd_per_gpu_hour: econ.GpuHourOpt = None,
-    server_price_usd: econ.ServerPriceOpt = None,
-    amortization_years: econ.YearsOpt = None,
-    usd_per_kwh: econ.KwhOpt = None,
-    pue: econ.PueOpt = None,
-    server_power_kw: econ.ServerPowerOpt = None,
-    power_budget_kw: econ.PowerBudgetOpt = None,
-    requests_per_day: econ.RequestsPerDayOpt = None,
-    peak_hour_share: econ.PeakShareOpt = None,
-    hourly_rps: econ.HourlyOpt = None,
     max_power_kw: Annotated[
         float | None,
         typer.Option("--max-power-kw", min=0.0, help="IT power budget, kW (exit 4 over it)."),
     ] = None,
-    kv_precision: KvPrecisionOpt = None,
-    prefix_tokens: PrefixTokensOpt = None,
-    prefix_hit_rate: PrefixHitOpt = None,
-    chunked_prefill: ChunkOpt = None,
-    draft: DraftOpt = None,
-    draft_tokens: DraftTokensOpt = None,
-    acceptance: AcceptanceOpt = None,
-    weight_only: WeightOnlyOpt = None,
-    sparse_weights: SparseWeightsOpt = None,
-    sparse_speedup: SparseSpeedupOpt = None,
     fmt: Annotated[
         str, typer.Option("--format", "-f", help="text (stderr line only) | json")
     ] = "text",
-    engine: EngineOpt = None,
-    calibration: CalibrationOpt = None,
-    catalog_dirs: CatalogOpt = None,
+    **flags: Any,
 ) -> None:
     """For CI: plan the scenario and hold it to a budget (flags or the scenario's budget:).
 
@@ -644,100 +185,55 @@ def check_command(
     Example: infersize check scenarios/default.yaml --max-servers 3
     """
     check_format(fmt, ("text", "json"))
-    flags = _flags(locals())
-    scen, rec, result = _prepare(scenario, flags, 0, engine, calibration, catalog_dirs)
-    budget = scen.budget
-    limits = {
-        "max_gpus": max_gpus if max_gpus is not None else (budget.max_gpus if budget else None),
-        "max_servers": max_servers
-        if max_servers is not None
-        else (budget.max_servers if budget else None),
-        "max_cost_per_hour_usd": max_cost_per_hour
-        if max_cost_per_hour is not None
-        else (budget.max_cost_per_hour_usd if budget else None),
-        "max_power_kw": max_power_kw
-        if max_power_kw is not None
-        else (budget.max_power_kw if budget else None),
-    }
-    if max_cost_per_hour is not None and max_cost_per_hour <= 0:
+    if max_cost_per_hour is not None and not max_cost_per_hour > 0:
         raise InputError("--max-cost-per-hour: must be > 0")
+    study = study_from(scenario, flags)
+    budget = study.spec.budget
+    stated = {
+        "max_gpus": max_gpus,
+        "max_servers": max_servers,
+        "max_cost_per_hour_usd": max_cost_per_hour,
+        "max_power_kw": max_power_kw,
+    }
+    limits = {
+        k: v if v is not None else (getattr(budget, k) if budget else None)
+        for k, v in stated.items()
+    }
     if all(v is None for v in limits.values()):
         raise InputError(
             "check needs a budget: --max-gpus, --max-servers, --max-cost-per-hour,"
             " --max-power-kw or budget: in the scenario"
         )
-    totals = _totals(result)
+    rec, result = solve(study, 0)
+    totals = records.plan_totals(result)
     over: list[str] = []
-    if totals is not None:
-        where, summary, actual = totals
-        names = {
-            "max_gpus": "GPUs",
-            "max_servers": "servers",
-            "max_cost_per_hour_usd": "$/hour",
-            "max_power_kw": "kW",
-        }
-        for key, cap in limits.items():
-            if cap is None:
-                continue
-            have = actual[key]
-            if have is None:
-                what = "power" if key == "max_power_kw" else "price"
-                flag = "--max-power-kw" if key == "max_power_kw" else "--max-cost-per-hour"
-                raise InputError(f"{where}: no {what} in the catalog, cannot check {flag}")
-            if have > cap:
-                over.append(f"{names[key]} {have:,.4g} > {cap:,.4g} (over by {have - cap:,.4g})")
-    out = {
-        "schema_version": SCHEMA_VERSION,
-        "budget": limits,
-        "within_budget": totals is not None and not over,
-        "over": over,
-        **rec,
-    }
+    for key, cap in limits.items():
+        if cap is None or totals is None:
+            continue
+        have = totals[key]
+        if have is None:
+            what, flag = (
+                ("power", "--max-power-kw")
+                if key == "max_power_kw"
+                else ("price", "--max-cost-per-hour")
+            )
+            where = rec["plan"]["hardware"] if rec.get("plan") else "pipeline"
+            raise InputError(f"{where}: no {what} in the catalog, cannot check {flag}")
+        if have > cap:
+            name = BUDGET_NAMES[key]
+            over.append(f"{name} {have:,.4g} > {cap:,.4g} (over by {have - cap:,.4g})")
     if fmt == "json":
+        out = {
+            "schema_version": records.SCHEMA_VERSION,
+            "budget": limits,
+            "within_budget": totals is not None and not over,
+            "over": over,
+            **rec,
+        }
         report.emit(sys.stdout, report.to_json(out))
     if totals is None:
-        why = result.nearest_miss if isinstance(result, PlanResult) else _pipeline_miss(result)
-        raise InfeasibleError(f"no feasible plan: {why}")
+        raise InfeasibleError(f"no feasible plan: {_miss(rec, result)}")
+    summary = records.plan_summary(result)
     if over:
         raise OverBudgetError(f"over budget: {summary}: {'; '.join(over)}")
     sys.stderr.write(f"ok: {summary} within budget\n")
-
-
-def _pipeline_miss(result: PipelineResult) -> str:
-    from inferencesize.cli import pipeline_cmd
-
-    return pipeline_cmd.miss(result)
-
-
-def _totals(
-    result: PlanResult | PipelineResult,
-) -> tuple[str, str, dict[str, float | None]] | None:
-    """(where, summary, budget key -> value) of a feasible result; None when infeasible."""
-    if not isinstance(result, PlanResult):
-        if not result.feasible:
-            return None
-        power = result.power_watts
-        actual = {
-            "max_gpus": float(result.gpus or 0),
-            "max_servers": float(result.servers or 0),
-            "max_cost_per_hour_usd": result.cost_per_hour_usd,
-            "max_power_kw": power / 1e3 if power is not None else None,
-        }
-        summary = (
-            f"pipeline of {len(result.stages)} stages: {result.servers} servers, {result.gpus} GPUs"
-        )
-        return "pipeline", summary, actual
-    p = result.chosen
-    if p is None:
-        return None
-    actual = {
-        "max_gpus": float(p.gpus),
-        "max_servers": float(p.servers),
-        "max_cost_per_hour_usd": p.cost_per_hour_usd,
-        "max_power_kw": p.power_watts / 1e3 if p.power_watts is not None else None,
-    }
-    summary = (
-        f"{p.servers} × {p.candidate.hardware_id}, {p.gpus} GPUs "
-        f"({p.candidate.precision} {p.candidate.par.label()}, {p.instances} instances)"
-    )
-    return p.candidate.hardware_id, summary, actual

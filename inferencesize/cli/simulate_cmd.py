@@ -10,17 +10,13 @@ import typer
 
 from inferencesize import report
 from inferencesize.cli.common import (
-    CalibrationOpt,
-    CatalogOpt,
-    EngineOpt,
     check_format,
-    efficiency_for,
     open_catalog,
     stdout,
 )
-from inferencesize.cli.perf_cmd import candidate
+from inferencesize.cli.options import engine_options, with_options
 from inferencesize.errors import InputError, UsageError
-from inferencesize.estimate import Candidate, Estimator
+from inferencesize.estimate import Candidate
 from inferencesize.io_trace import read_trace, requests_csv
 from inferencesize.simulate import (
     BALANCERS,
@@ -38,6 +34,7 @@ from inferencesize.simulate import (
     simulate_llm,
     summarize,
 )
+from inferencesize.study import candidate, resolve_point
 
 FORMATS = ("table", "json", "csv")
 #: Batch size of static / dynamic batching when --max-batch is not given.
@@ -201,6 +198,7 @@ def _print(records: list[dict[str, Any]]) -> None:
     out.print(report.key_value_table(title, pairs))
 
 
+@with_options(engine_options)
 def simulate_command(
     model: Annotated[str | None, typer.Option(help="Model id or alias.")] = None,
     hardware: Annotated[str | None, typer.Option(help="GPU id or system id.")] = None,
@@ -278,9 +276,7 @@ def simulate_command(
         Path | None, typer.Option("--requests-out", help="Write per-request times to this CSV.")
     ] = None,
     fmt: Annotated[str, typer.Option("--format", "-f", help="table | json | csv")] = "table",
-    engine: EngineOpt = None,
-    calibration: CalibrationOpt = None,
-    catalog_dirs: CatalogOpt = None,
+    **flags: Any,
 ) -> None:
     """Simulate serving request by request: TTFT, ITL, E2E and queue percentiles, throughput.
 
@@ -307,9 +303,9 @@ def simulate_command(
     wl, arrivals = _workload(
         rate, cv, concurrency, trace, requests, isl, osl, isl_stddev, osl_stddev, seed
     )
-    catalog = open_catalog(catalog_dirs)
-    eset = efficiency_for(catalog, engine, calibration)
-    est = Estimator(eset)
+    catalog = open_catalog(flags.get("catalog_dirs"))
+    point = resolve_point(catalog, engine=flags.get("engine"), calibration=flags.get("calibration"))
+    eset, est = point.efficiency, point.estimator
     cand = candidate(catalog, model, hardware, precision, kv_precision, tp, pp, ep)
     longest = int((wl.isl + wl.osl).max())
     res = est.resolve(cand, longest)

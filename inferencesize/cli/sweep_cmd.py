@@ -13,47 +13,19 @@ import typer
 
 from inferencesize import report
 from inferencesize.catalog import Catalog
-from inferencesize.cli.common import (
-    CalibrationOpt,
-    CatalogOpt,
-    EngineOpt,
-    check_format,
-    efficiency_for,
-    open_catalog,
-    stderr,
-)
-from inferencesize.cli.plan_cmd import (
-    BatchingOpt,
-    E2eOpt,
-    EpOpt,
-    HardwareOpt,
-    IslOpt,
-    ItlOpt,
-    MeanOpt,
-    ModelOpt,
-    ModeOpt,
-    OslOpt,
-    PeakOpt,
-    PercentileOpt,
-    PpOpt,
-    PrecisionOpt,
+from inferencesize.cli.common import check_format, stderr
+from inferencesize.cli.options import (
+    QUESTION,
     ScenarioArg,
-    TpOpt,
-    TtftOpt,
-    _flags,
-    load_scenario,
-    sweep_setup,
+    engine_options,
+    study_from,
+    with_options,
 )
 from inferencesize.errors import InputError, UnknownIdError
-from inferencesize.estimate import Estimator
-from inferencesize.specs.scenario import ScenarioSpec
+from inferencesize.render.sweep import columns_for, record
 from inferencesize.sweep import (
     MAX_POINTS,
     Axis,
-    Row,
-    Sweeper,
-    apply,
-    expand,
     grid_size,
     parse_axis,
     unsupported_options,
@@ -61,146 +33,6 @@ from inferencesize.sweep import (
 )
 
 FORMATS = ("csv", "jsonl")
-
-#: Input columns, always present, in this order (``*_limit`` are the scenario's limits).
-INPUT_COLUMNS = (
-    "point",
-    "model",
-    "isl",
-    "osl",
-    "mean_rps",
-    "percentile",
-    "dispersion",
-    "peak_rps",
-    "ttft_ms_limit",
-    "itl_ms_limit",
-    "e2e_ms_limit",
-    "mode",
-    "batching",
-    "hardware_options",
-    "precision_options",
-    "kv_precision_option",
-    "tp_options",
-    "pp_options",
-    "ep_options",
-)
-#: Scenario field -> input column, where they differ.
-FIELD_COLUMN = {
-    "ttft_ms": "ttft_ms_limit",
-    "itl_ms": "itl_ms_limit",
-    "e2e_ms": "e2e_ms_limit",
-    "hardware": "hardware_options",
-    "precision": "precision_options",
-    "kv_precision": "kv_precision_option",
-    "tp": "tp_options",
-    "pp": "pp_options",
-    "ep": "ep_options",
-}
-#: Result columns, always present, in this order (empty when infeasible).
-RESULT_COLUMNS = (
-    "feasible",
-    "servers",
-    "gpus",
-    "hardware",
-    "precision",
-    "kv_precision",
-    "tp",
-    "pp",
-    "ep",
-    "instances",
-    "gpus_per_instance",
-    "concurrency",
-    "rps_per_instance",
-    "ttft_ms",
-    "itl_ms",
-    "e2e_ms",
-    "output_tokens_per_s_per_instance",
-    "binding_constraint",
-    "capacity_rps",
-    "headroom",
-    "cost_per_hour_usd",
-    "cost_per_million_output_tokens_usd",
-    "engine",
-    "efficiency",
-    "reason",
-)
-
-
-def columns_for(axes: list[Axis]) -> list[str]:
-    """Input columns (plus any varied field without one, after ``point``), then results."""
-    extra = [a.field for a in axes if FIELD_COLUMN.get(a.field, a.field) not in INPUT_COLUMNS]
-    return [INPUT_COLUMNS[0], *dict.fromkeys(extra), *INPUT_COLUMNS[1:], *RESULT_COLUMNS]
-
-
-def _joined(value: Any) -> Any:
-    if isinstance(value, list | tuple):
-        return "+".join(str(v) for v in value)
-    return value
-
-
-def record(row: Row, base: dict[str, Any], engine: str) -> dict[str, Any]:
-    """One output row (flat; None where a value does not apply)."""
-    s = row.scenario
-    data = s.model_dump() if s is not None else apply(base, row.values)
-    out: dict[str, Any] = {"point": row.index}
-    for key, value in row.values.items():
-        if FIELD_COLUMN.get(key, key) not in INPUT_COLUMNS:
-            out[key] = _joined(value)
-    out.update(
-        {
-            "model": data.get("model"),
-            "isl": s.input_tokens if s is not None else data.get("isl"),
-            "osl": s.output_tokens if s is not None else data.get("osl"),
-            "mean_rps": data.get("mean_rps"),
-            "percentile": data.get("percentile"),
-            "dispersion": data.get("dispersion"),
-            "peak_rps": row.peak_rps,
-            "ttft_ms_limit": data.get("ttft_ms"),
-            "itl_ms_limit": data.get("itl_ms"),
-            "e2e_ms_limit": data.get("e2e_ms"),
-            "mode": data.get("mode"),
-            "batching": data.get("batching"),
-            "hardware_options": _joined(data.get("hardware")),
-            "precision_options": _joined(data.get("precision")),
-            "kv_precision_option": data.get("kv_precision"),
-            "tp_options": _joined(data.get("tp")),
-            "pp_options": _joined(data.get("pp")),
-            "ep_options": _joined(data.get("ep")),
-        }
-    )
-    p = row.plan
-    result: dict[str, Any] = dict.fromkeys(RESULT_COLUMNS)
-    result["feasible"] = p is not None
-    result["binding_constraint"] = row.binding
-    result["reason"] = row.reason
-    result["engine"] = engine
-    if p is not None:
-        c, op = p.candidate, p.point
-        result.update(
-            servers=p.servers,
-            gpus=p.gpus,
-            hardware=c.hardware_id,
-            precision=c.precision,
-            kv_precision=c.kv_precision,
-            tp=c.par.tp,
-            pp=c.par.pp,
-            ep=c.par.ep,
-            instances=p.instances,
-            gpus_per_instance=p.gpus_per_instance,
-            concurrency=op.concurrency,
-            rps_per_instance=op.requests_per_s,
-            ttft_ms=op.ttft_s * 1e3,
-            itl_ms=op.itl_s * 1e3,
-            e2e_ms=op.e2e_s * 1e3,
-            output_tokens_per_s_per_instance=op.output_tokens_per_s,
-            capacity_rps=p.capacity_rps,
-            headroom=p.headroom,
-            cost_per_hour_usd=p.cost_per_hour_usd,
-            cost_per_million_output_tokens_usd=p.cost_per_million_output_tokens_usd,
-            efficiency=p.efficiency_source,
-        )
-    out.update(result)
-    return out
 
 
 def _check_ids(catalog: Catalog, axes: list[Axis]) -> None:
@@ -280,6 +112,7 @@ VARY_HELP = (
 )
 
 
+@with_options(*QUESTION, engine_options)
 def sweep_command(
     scenario: ScenarioArg = None,
     vary: Annotated[
@@ -293,25 +126,7 @@ def sweep_command(
             "--out", "-o", help="Write to FILE (atomically: complete or untouched), not stdout."
         ),
     ] = None,
-    model: ModelOpt = None,
-    isl: IslOpt = None,
-    osl: OslOpt = None,
-    mean_rps: MeanOpt = None,
-    peak_rps_: PeakOpt = None,
-    percentile: PercentileOpt = None,
-    ttft_ms: TtftOpt = None,
-    itl_ms: ItlOpt = None,
-    e2e_ms: E2eOpt = None,
-    hardware: HardwareOpt = None,
-    precision: PrecisionOpt = None,
-    tp: TpOpt = None,
-    pp: PpOpt = None,
-    ep: EpOpt = None,
-    mode: ModeOpt = None,
-    batching: BatchingOpt = None,
-    engine: EngineOpt = None,
-    calibration: CalibrationOpt = None,
-    catalog_dirs: CatalogOpt = None,
+    **flags: Any,
 ) -> None:
     """Plan every point of a grid: the scenario (file, shipped id or flags, as for plan) with
     each combination of the --vary values. One row per point, inputs first, then the chosen
@@ -330,39 +145,29 @@ def sweep_command(
     total = grid_size(axes)
     if total > MAX_POINTS:
         raise InputError(f"--vary: {total:,} points (at most {MAX_POINTS:,})")
-    catalog = open_catalog(catalog_dirs)
+    study = study_from(scenario, flags)
+    catalog = study.catalog
     _check_ids(catalog, axes)
-    base_spec, shown = load_scenario(catalog, scenario, _flags(locals()))
-    ignored = unsupported_options(base_spec)
+    ignored = unsupported_options(study.spec)
     if ignored:
         raise InputError(
-            f"{shown}: sweep does not model {', '.join(ignored)} yet; plan such scenarios"
+            f"{study.shown}: sweep does not model {', '.join(ignored)} yet; plan such scenarios"
             " point by point with `infersize plan`"
         )
-    base = base_spec.model_dump(by_alias=True, exclude_none=True)
-    eset = efficiency_for(catalog, engine or base_spec.engine, calibration)
-    # Points with the same techniques and KV cap share one estimator (and its deployments).
-    estimators: dict[tuple[Any, ...], Estimator] = {}
-
-    def configure(s: ScenarioSpec) -> tuple[Estimator, dict[str, Any]]:
-        est, extra = sweep_setup(catalog, eset, s, shown)
-        return estimators.setdefault((est.techniques, est.kv_cap), est), extra
-
-    sweeper = Sweeper(Estimator(eset), catalog, configure=configure)
+    base = study.base()
     columns = columns_for(axes)
-    grid = list(expand(axes))
     bar = _progress(total)
     with _output(out) as fh:
         write = _writer(fmt, columns, fh)
-        rows = sweeper.run(base, grid)
+        rows = study.sweep(axes)
         if bar is None:
             for row in rows:
-                write(record(row, base, eset.engine))
+                write(record(row, base, study.engine))
         else:
             with bar:
                 task = bar.add_task("sweep", total=total)
                 for row in rows:
-                    write(record(row, base, eset.engine))
+                    write(record(row, base, study.engine))
                     bar.advance(task)
     if out is not None:
         sys.stderr.write(f"wrote {total:,} points to {out}\n")

@@ -69,6 +69,12 @@ class GpuSpec(Spec):
     )
     source: Source
 
+    def native_precisions(self) -> list[str]:
+        """Weight precisions the GPU runs on its own tensor units: 16-bit always (bf16 where
+        it has bf16 units, else fp16), then fp8 and fp4 where it has them."""
+        out = ["bf16" if self.dense_flops.bf16 is not None else "fp16"]
+        return out + [p for p in ("fp8", "fp4") if self.dense_flops.get(p) is not None]
+
     @model_validator(mode="after")
     def _some_16bit_or_8bit_peak(self) -> GpuSpec:
         if all(self.dense_flops.get(p) is None for p in ("bf16", "fp16", "fp8", "int8")):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from inferencesize.specs.common import PositiveInt, Spec
 from inferencesize.specs.economics import DailySpec, EconomicsSpec, PipelineStage
@@ -12,6 +12,10 @@ from inferencesize.specs.techniques import TechniquesSpec
 from inferencesize.units import PRECISIONS, tokens_from_words
 
 Auto = Literal["auto"]
+
+#: Hardware searched when a scenario names none: the 8-GPU NVIDIA systems a buyer compares
+#: today (Hopper 80 GB, Hopper 141 GB, Blackwell).
+DEFAULT_HARDWARE = ("dgx-h100", "dgx-h200", "dgx-b200")
 Positive = Annotated[float, Field(gt=0)]
 
 
@@ -97,13 +101,22 @@ class ScenarioSpec(Spec):
         description="static batching: the only batch sizes the engine runs (its build profiles"
         " or the measured table, e.g. powers of two); None: any size",
     )
-    hardware: list[str] = Field(min_length=1)
+    hardware: list[str] = Field(
+        default_factory=lambda: list(DEFAULT_HARDWARE),
+        min_length=1,
+        description="GPU or system ids to compare (default: DEFAULT_HARDWARE)",
+    )
     engine: str | None = Field(
         default=None,
         description="efficiency set (engine generation) to plan with; --engine overrides it,"
         " --calibration overrides both; None: the catalog's default set",
     )
-    precision: list[str] = Field(default_factory=lambda: ["fp8", "bf16"], min_length=1)
+    precision: Auto | list[str] = Field(
+        default="auto",
+        min_length=1,
+        description="weight precisions to compare; auto: every precision each GPU runs"
+        " natively (16-bit, plus fp8 / fp4 where it has them)",
+    )
     kv_precision: str | None = None
     tp: Auto | list[PositiveInt] = "auto"
     pp: Auto | list[PositiveInt] = "auto"
@@ -127,8 +140,8 @@ class ScenarioSpec(Spec):
 
     @field_validator("precision")
     @classmethod
-    def _known_precisions(cls, value: list[str]) -> list[str]:
-        for p in value:
+    def _known_precisions(cls, value: str | list[str]) -> str | list[str]:
+        for p in [] if value == "auto" else value:
             if p not in PRECISIONS:
                 raise ValueError(
                     f"unknown precision {p!r}; expected one of {', '.join(PRECISIONS)}"
@@ -145,7 +158,10 @@ class ScenarioSpec(Spec):
         return value
 
     @model_validator(mode="after")
-    def _consistent(self) -> ScenarioSpec:
+    def _consistent(self, info: ValidationInfo) -> ScenarioSpec:
+        """Cross-field rules; with validation context ``{"traffic": False}`` (``frontier``)
+        the rates and latency limits are optional."""
+        traffic = (info.context or {}).get("traffic", True)
         if self.pipeline is not None:
             self._pipeline_consistent()
             return self
@@ -155,9 +171,11 @@ class ScenarioSpec(Spec):
             raise ValueError("isl: give exactly one of isl (tokens) or isl_words")
         if (self.osl is None) == (self.osl_words is None):
             raise ValueError("osl: give exactly one of osl (tokens) or osl_words")
-        self._traffic_consistent()
+        if traffic:
+            self._traffic_consistent()
         if (
-            self.mode == "streaming"
+            traffic
+            and self.mode == "streaming"
             and self.ttft_ms is None
             and self.itl_ms is None
             and self.e2e_ms is None
@@ -167,7 +185,7 @@ class ScenarioSpec(Spec):
             raise ValueError("batch_sizes: applies to batching static only")
         if self.disaggregated is not None and self.batching != "inflight":
             raise ValueError("disaggregated: needs batching inflight")
-        if self.mode == "sequential" and self.e2e_ms is None:
+        if traffic and self.mode == "sequential" and self.e2e_ms is None:
             raise ValueError(
                 "e2e_ms: mode sequential needs e2e_ms (the whole answer is what counts)"
             )

@@ -23,7 +23,7 @@ COMMAND = [SCRIPT] if SCRIPT else [sys.executable, "-m", "inferencesize"]
 def _run(*args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "NO_COLOR": "1", "COLUMNS": "120"}
     return subprocess.run(
-        [*COMMAND, "check", "--pp", "1", *args],
+        [*COMMAND, "check", "default", *args],
         capture_output=True,
         text=True,
         env=env,

@@ -167,15 +167,13 @@ def test_infeasible_pipeline_exits_3() -> None:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--objective", "cheap"], "--objective: 'cheap' is not one of servers, gpus, cost, power"),
-        (["--cost-basis", "lease"], "--cost-basis: 'lease' is not one of auto, cloud, owned"),
         (["--hourly-rps", "1,2,3"], "--hourly-rps: expected 24 values, one per hour (got 3)"),
         (["--requests-per-day", "1000"], "peak_hour_share"),
         (["--requests-per-day", "1000", "--peak-hour-share", "0.01"], "must be >= 1/24"),
     ],
 )
 def test_bad_economics_flags_exit_1(args: list[str], message: str) -> None:
-    result = runner.invoke(app, ["plan", *args])
+    result = runner.invoke(app, ["plan", "default", *args])
     assert result.exit_code == 1, result.stderr
     assert message in result.stderr
     assert "Traceback" not in result.stderr
@@ -203,5 +201,23 @@ def test_bad_scenarios_exit_1(tmp_path: Path) -> None:
     )
     r = runner.invoke(app, ["plan", str(unknown)])
     assert r.exit_code == 1 and "pipeline[0].model" in r.stderr
-    forced = runner.invoke(app, ["plan", "--cost-basis", "cloud"])  # dgx-h100 has no rent
+    forced = runner.invoke(
+        app, ["plan", "default", "--cost-basis", "cloud"]
+    )  # dgx-h100 has no rent
     assert forced.exit_code == 1 and "usd_per_gpu_hour" in forced.stderr
+
+
+@pytest.mark.parametrize(
+    ("flag", "value", "choices"),
+    [
+        ("--objective", "cheap", "'servers', 'gpus', 'cost', 'power'"),
+        ("--cost-basis", "lease", "'auto', 'cloud', 'owned'"),
+    ],
+)
+def test_a_choice_flag_names_its_choices_as_a_usage_error(
+    flag: str, value: str, choices: str
+) -> None:
+    result = runner.invoke(app, ["plan", "default", flag, value])
+    assert result.exit_code == 2
+    words = result.stderr.replace("│", " ").split()
+    assert choices in " ".join(words)

@@ -108,10 +108,13 @@ def test_frontier_table_and_terminal_plot() -> None:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["frontier", "--model", "llama-3-8b"], "error: frontier needs --hardware, --isl, --osl"),
+        (["frontier", "--model", "llama-3-8b"], "error: flags: isl: required: give --isl"),
         ([*ARGS, "--plot", "out.jpg"], "error: --plot out.jpg: expected a .png or .svg file name"),
         ([*ARGS, "--precision", "fp9"], "error: --precision: unknown 'fp9'"),
-        ([*ARGS, "--hardware", "nope"], "error: unknown hardware (GPU or system) 'nope'"),
+        (
+            [*ARGS, "--hardware", "nope"],
+            "error: flags: hardware[1]: unknown hardware (GPU or system) 'nope'",
+        ),
     ],
 )
 def test_frontier_bad_input(args: list[str], message: str) -> None:
@@ -129,7 +132,9 @@ def test_missing_matplotlib_is_one_line(tmp_path: Path, monkeypatch: pytest.Monk
 
 def test_plan_plot(tmp_path: Path) -> None:
     png = tmp_path / "plan.png"
-    result = runner.invoke(app, ["plan", "--tp", "auto", "--top", "0", "--plot", str(png)])
+    result = runner.invoke(
+        app, ["plan", "default", "--tp", "auto", "--top", "0", "--plot", str(png)]
+    )
     assert result.exit_code == 0, result.stderr
     assert result.stderr == f"wrote {png}\n"
     _check_image(png, 20_000)
@@ -137,6 +142,6 @@ def test_plan_plot(tmp_path: Path) -> None:
 
 def test_plan_plot_infeasible_writes_nothing(tmp_path: Path) -> None:
     png = tmp_path / "plan.png"
-    result = runner.invoke(app, ["plan", "--ttft-ms", "1", "--plot", str(png)])
+    result = runner.invoke(app, ["plan", "default", "--ttft-ms", "1", "--plot", str(png)])
     assert result.exit_code == 3
     assert not png.exists() and "no plot: no feasible plan" in result.stderr

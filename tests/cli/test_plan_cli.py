@@ -33,7 +33,7 @@ PLAN_KEYS = {
 
 
 def test_plan_json_keys() -> None:
-    result = runner.invoke(app, ["plan", "--pp", "1", "--format", "json", "--top", "2"])
+    result = runner.invoke(app, ["plan", "default", "--pp", "1", "--format", "json", "--top", "2"])
     assert result.exit_code == 0, result.stderr
     data = json.loads(result.stdout)
     assert data["schema_version"] == 1
@@ -71,6 +71,10 @@ def test_plan_flags_without_yaml_mean_rps() -> None:
             "plan",
             "--model",
             "llama-3-8b",
+            "--isl",
+            "2000",
+            "--osl",
+            "200",
             "--hardware",
             "h100-sxm",
             "--precision",
@@ -94,37 +98,43 @@ def test_plan_flags_without_yaml_mean_rps() -> None:
 
 
 def test_plan_table_and_explain() -> None:
-    result = runner.invoke(app, ["plan", "--explain", "--tp", "1,2"])
+    result = runner.invoke(app, ["plan", "default", "--explain", "--tp", "1,2"])
     assert result.exit_code == 0, result.stderr
     assert "binding constraint" in result.stdout
 
 
 def test_impossible_limit_exits_3_with_nearest_miss() -> None:
-    result = runner.invoke(app, ["plan", "--ttft-ms", "1"])
+    result = runner.invoke(app, ["plan", "default", "--ttft-ms", "1"])
     assert result.exit_code == 3
     assert "best TTFT is" in result.stderr and "> limit 1 ms" in result.stderr
 
 
 def test_bad_flag_exits_1() -> None:
-    result = runner.invoke(app, ["plan", "--tp", "x"])
+    result = runner.invoke(app, ["plan", "default", "--tp", "x"])
     assert result.exit_code == 1
-    result = runner.invoke(app, ["plan", "--model", "no-such-model"])
+    result = runner.invoke(app, ["plan", "default", "--model", "no-such-model"])
     assert result.exit_code == 1 and "model" in result.stderr
 
 
 def test_check_within_and_over_budget() -> None:
-    ok = runner.invoke(app, ["check", "--pp", "1", "--max-servers", "4", "--format", "json"])
+    ok = runner.invoke(
+        app, ["check", "default", "--pp", "1", "--max-servers", "4", "--format", "json"]
+    )
     assert ok.exit_code == 0, ok.stderr
     assert json.loads(ok.stdout)["within_budget"] is True
     assert ok.stderr.startswith("ok: ")
-    over = runner.invoke(app, ["check", "--pp", "1", "--max-servers", "2", "--max-gpus", "100"])
+    over = runner.invoke(
+        app, ["check", "default", "--pp", "1", "--max-servers", "2", "--max-gpus", "100"]
+    )
     assert over.exit_code == 4
     assert "servers 3 > 2 (over by 1)" in over.stderr
     assert over.stdout == ""
 
 
 def test_check_infeasible_exits_3_and_needs_budget() -> None:
-    assert runner.invoke(app, ["check", "--ttft-ms", "1", "--max-gpus", "8"]).exit_code == 3
+    assert (
+        runner.invoke(app, ["check", "default", "--ttft-ms", "1", "--max-gpus", "8"]).exit_code == 3
+    )
     assert runner.invoke(app, ["check"]).exit_code == 1
 
 
@@ -143,7 +153,7 @@ def test_seed2_scenario_plans_12_to_14_dgx_in_its_matching_mode() -> None:
 
 
 def test_batch_sizes_flag_and_its_errors() -> None:
-    base = ["plan", "--batching", "static", "--tp", "1", "--pp", "1", "--format", "json"]
+    base = ["plan", "default", "--batching", "static", "--tp", "1", "--pp", "1", "--format", "json"]
     ok = runner.invoke(app, [*base, "--batch-sizes", "1,2,4,8"])
     assert ok.exit_code == 0, ok.stderr
     data = json.loads(ok.stdout)
@@ -151,7 +161,7 @@ def test_batch_sizes_flag_and_its_errors() -> None:
     assert data["plan"]["per_instance"]["concurrency"] in (1, 2, 4, 8)
     bad = runner.invoke(app, [*base, "--batch-sizes", "4,x"])
     assert bad.exit_code == 1 and "--batch-sizes" in bad.stderr
-    inflight = runner.invoke(app, ["plan", "--batch-sizes", "1,2"])
+    inflight = runner.invoke(app, ["plan", "default", "--batch-sizes", "1,2"])
     assert inflight.exit_code == 1
     assert "batch_sizes: applies to batching static only" in inflight.stderr
     assert len(inflight.stderr.strip().splitlines()) == 1

@@ -41,7 +41,7 @@ def _keys(value: Any) -> set[str]:
 
 
 def _plan_json(*args: str) -> dict[str, Any]:
-    result = CliRunner().invoke(app, ["plan", *args, "--format", "json"])
+    result = CliRunner().invoke(app, ["plan", "default", *args, "--format", "json"])
     assert result.exit_code in (0, 3), result.stderr
     data: dict[str, Any] = json.loads(result.stdout)
     return data
@@ -62,7 +62,7 @@ def test_every_plan_key_is_documented() -> None:
 def test_check_json_additions_are_documented() -> None:
     documented = _documented_names(_schema_section())
     result = CliRunner().invoke(
-        app, ["check", "--pp", "1", "--max-servers", "3", "--format", "json"]
+        app, ["check", "default", "--pp", "1", "--max-servers", "3", "--format", "json"]
     )
     assert result.exit_code == 0, result.stderr
     data = json.loads(result.stdout)

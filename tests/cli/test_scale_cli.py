@@ -87,7 +87,7 @@ def test_attention_dp_flag_on_moe() -> None:
     ],
 )
 def test_bad_scale_flags_exit_1(extra: list[str], message: str) -> None:
-    result = runner.invoke(app, ["plan", *extra])
+    result = runner.invoke(app, ["plan", "default", *extra])
     assert result.exit_code == 1, result.stdout
     assert message in result.stderr
 
@@ -117,7 +117,7 @@ def test_decode_pool_has_no_context_parallelism(tmp_path: Path) -> None:
 
 def test_context_window_is_a_one_line_input_error() -> None:
     result = runner.invoke(
-        app, ["plan", "--model", "mixtral-8x7b", "--isl", "32000", "--osl", "1000"]
+        app, ["plan", "default", "--model", "mixtral-8x7b", "--isl", "32000", "--osl", "1000"]
     )
     assert result.exit_code == 1
     assert "exceeds mixtral-8x7b's context window of 32768" in result.stderr

@@ -12,7 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from inferencesize.cli import app
-from inferencesize.cli.sweep_cmd import INPUT_COLUMNS, RESULT_COLUMNS
+from inferencesize.render.sweep import INPUT_COLUMNS, RESULT_COLUMNS
 
 runner = CliRunner()
 
@@ -95,7 +95,7 @@ def test_rows_match_plan(point: int) -> None:
     """A sweep row is what `infersize plan` answers for the same inputs."""
     rows = _rows(runner.invoke(app, GRID).stdout)
     r = rows[point]
-    args = ["plan", "--hardware", r["hardware_options"], "--isl", r["isl"]]
+    args = ["plan", "default", "--hardware", r["hardware_options"], "--isl", r["isl"]]
     planned = runner.invoke(app, [*args, "--peak-rps", r["peak_rps"], "--format", "json"])
     assert planned.exit_code == 0, planned.stderr
     p = json.loads(planned.stdout)["plan"]

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from functools import cache
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -119,6 +120,20 @@ def test_static_ttft_non_decreasing_in_isl(
 # ---------------------------------------------------------------------------------------------
 # In-flight serving (KV capacity from the memory budget, as `infersize estimate` does)
 # ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="known limit of the closed-loop cohort model: at prompts of a few tokens on a MoE"
+    " model the modelled prefill wait falls faster than the prompt step grows",
+)
+def test_inflight_ttft_known_counterexample_at_tiny_moe_prompts() -> None:
+    cand = candidate(("mixtral-8x7b", "h100-sxm", "fp8", 2, 1))
+    est = estimator()
+    short = est.point(resolved(cand, 3 + 512), 3, 512, 7, "inflight")
+    long = est.point(resolved(cand, 4 + 512), 4, 512, 7, "inflight")
+    assert short is not None and long is not None
+    assert non_decreasing(short.ttft_s, long.ttft_s)
 
 
 @PROPERTY

@@ -1,0 +1,515 @@
+"""The question's options, shared by `plan`, `check`, `sweep` and `frontier`, and their parsing.
+
+Each option maps onto one scenario field (a dotted path, :data:`FLAGS`); a command collects
+the values Typer parsed with :func:`overrides` and hands them to
+:func:`inferencesize.study.resolve`. Groups of options are declared once as the parameters of
+a template function and added to a command's signature by :func:`with_options`.
+
+List options take repeated and comma-separated values alike: ``--tp 2 --tp 4`` is
+``--tp 2,4``; ``auto`` alone (where allowed) means every valid value.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Mapping
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated, Any, TypeVar, get_type_hints
+
+import typer
+
+from inferencesize.cli.common import open_catalog
+from inferencesize.errors import InputError
+from inferencesize.study import Study, nest, resolve
+from inferencesize.units import PRECISIONS
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class Mode(StrEnum):
+    streaming = "streaming"
+    sequential = "sequential"
+
+
+class BatchingChoice(StrEnum):
+    inflight = "inflight"
+    static = "static"
+
+
+class Objective(StrEnum):
+    servers = "servers"
+    gpus = "gpus"
+    cost = "cost"
+    power = "power"
+
+
+class CostBasis(StrEnum):
+    auto = "auto"
+    cloud = "cloud"
+    owned = "owned"
+
+
+TECH = "Serving techniques"
+ECON = "Cost, power and daily traffic"
+SCALE = "Scale-out"
+COLLECT = "Engine and catalog"
+
+
+def _list(help_text: str, panel: str | None = None) -> Any:
+    return typer.Option(help=help_text, show_default=False, rich_help_panel=panel)
+
+
+# --------------------------------------------------------------------------- templates
+# Each template's parameters are options; its body is never run.
+
+
+def workload_options(
+    model: Annotated[str | None, typer.Option(help="Model id or alias.")] = None,
+    isl: Annotated[int | None, typer.Option(min=1, help="Input tokens per request.")] = None,
+    osl: Annotated[int | None, typer.Option(min=1, help="Output tokens per request.")] = None,
+    hardware: Annotated[
+        list[str] | None,
+        _list(
+            "GPU or system ids to compare, e.g. dgx-h100,dgx-b200 (default: DGX H100, H200, B200)."
+        ),
+    ] = None,
+    precision: Annotated[
+        list[str] | None,
+        _list(
+            "Weight precisions, e.g. fp8,bf16 (default auto: every precision the GPU runs natively)."
+        ),
+    ] = None,
+    tp: Annotated[
+        list[str] | None, _list("Tensor-parallel sizes, e.g. 1,2,4,8 (default auto).")
+    ] = None,
+    pp: Annotated[list[str] | None, _list("Pipeline stages, e.g. 1,2 (default auto).")] = None,
+    ep: Annotated[list[str] | None, _list("Expert-parallel sizes (default auto).")] = None,
+    kv_precision: Annotated[
+        str | None,
+        typer.Option(help="KV-cache precision (default: fp8 for fp8/fp4 weights, else 16-bit)."),
+    ] = None,
+    mode: Annotated[
+        Mode | None, typer.Option(help="streaming (TTFT/ITL/E2E limits) or sequential (E2E only).")
+    ] = None,
+    batching: Annotated[BatchingChoice | None, typer.Option(help="Batching of the engine.")] = None,
+    ttft_ms: Annotated[float | None, typer.Option(min=0.0, help="Mean TTFT limit, ms.")] = None,
+    itl_ms: Annotated[float | None, typer.Option(min=0.0, help="Mean ITL limit, ms.")] = None,
+    e2e_ms: Annotated[
+        float | None, typer.Option(min=0.0, help="Mean end-to-end limit, ms.")
+    ] = None,
+) -> None:
+    """Model, lengths, candidates and limits."""
+
+
+def traffic_options(
+    mean_rps: Annotated[
+        float | None,
+        typer.Option(min=0.0, help="Mean requests/s (sized at its percentile)."),
+    ] = None,
+    peak_rps: Annotated[
+        float | None, typer.Option(min=0.0, help="Peak requests/s to size for.")
+    ] = None,
+    percentile: Annotated[
+        float | None,
+        typer.Option(min=0.0, max=1.0, help="Peak percentile of --mean-rps (default 0.95)."),
+    ] = None,
+    batch_sizes: Annotated[
+        list[str] | None,
+        _list("Static batching: the only batch sizes the engine runs, e.g. 1,2,4,8 (auto: any)."),
+    ] = None,
+) -> None:
+    """Traffic."""
+
+
+def technique_options(
+    prefix_tokens: Annotated[
+        int | None,
+        typer.Option(
+            min=0,
+            rich_help_panel=TECH,
+            help="Shared prompt prefix held in the prefix cache (default: the system prompt).",
+        ),
+    ] = None,
+    prefix_hit_rate: Annotated[
+        float | None,
+        typer.Option(
+            min=0.0,
+            max=1.0,
+            rich_help_panel=TECH,
+            help="Share of requests whose prefix is in the cache.",
+        ),
+    ] = None,
+    chunked_prefill: Annotated[
+        int | None,
+        typer.Option(
+            min=16, rich_help_panel=TECH, help="Chunked prefill: prompt tokens per step, e.g. 2048."
+        ),
+    ] = None,
+    draft: Annotated[
+        str | None,
+        typer.Option(
+            rich_help_panel=TECH,
+            help="Speculative decoding: draft model id (same tokenizer) or 'mtp'.",
+        ),
+    ] = None,
+    draft_tokens: Annotated[
+        int | None,
+        typer.Option(
+            min=1, max=16, rich_help_panel=TECH, help="Tokens drafted per step, k (default 4)."
+        ),
+    ] = None,
+    acceptance: Annotated[
+        float | None,
+        typer.Option(
+            min=0.0, max=1.0, rich_help_panel=TECH, help="Probability a drafted token is accepted."
+        ),
+    ] = None,
+    weight_only: Annotated[
+        bool | None,
+        typer.Option(
+            "--weight-only/--no-weight-only",
+            rich_help_panel=TECH,
+            show_default=False,
+            help="Weight-only quantization: low-bit weights, 16-bit GEMMs (AWQ/GPTQ).",
+        ),
+    ] = None,
+    sparse_weights: Annotated[
+        float | None,
+        typer.Option(
+            rich_help_panel=TECH,
+            help="2:4 sparsity: share of the weight bytes kept, e.g. 0.63.",
+        ),
+    ] = None,
+    sparse_speedup: Annotated[
+        float | None,
+        typer.Option(
+            rich_help_panel=TECH,
+            help="2:4 sparsity: GEMM speed-up when compute-bound, 1 to 2.",
+        ),
+    ] = None,
+) -> None:
+    """Serving techniques (``techniques:``)."""
+
+
+def economics_options(
+    objective: Annotated[
+        Objective | None,
+        typer.Option(
+            rich_help_panel=ECON,
+            help="Rank plans by servers (default), gpus, cost ($/hour) or power (kW).",
+        ),
+    ] = None,
+    cost_basis: Annotated[
+        CostBasis | None,
+        typer.Option(
+            rich_help_panel=ECON, help="cloud ($/GPU-hour), owned (purchase + power) or auto."
+        ),
+    ] = None,
+    usd_per_gpu_hour: Annotated[
+        float | None, typer.Option(min=0.0, rich_help_panel=ECON, help="Rent per GPU-hour, USD.")
+    ] = None,
+    server_price_usd: Annotated[
+        float | None,
+        typer.Option(min=0.0, rich_help_panel=ECON, help="Purchase price per server, USD."),
+    ] = None,
+    amortization_years: Annotated[
+        float | None,
+        typer.Option(min=0.0, rich_help_panel=ECON, help="Years to write servers off (4)."),
+    ] = None,
+    usd_per_kwh: Annotated[
+        float | None,
+        typer.Option(min=0.0, rich_help_panel=ECON, help="Electricity, USD/kWh (0.10)."),
+    ] = None,
+    pue: Annotated[
+        float | None,
+        typer.Option(min=1.0, rich_help_panel=ECON, help="Facility power / IT power (1.3)."),
+    ] = None,
+    server_power_kw: Annotated[
+        float | None,
+        typer.Option(min=0.0, rich_help_panel=ECON, help="Max IT power per server, kW."),
+    ] = None,
+    power_budget_kw: Annotated[
+        float | None,
+        typer.Option(min=0.0, rich_help_panel=ECON, help="IT power the fleet may draw, kW."),
+    ] = None,
+    requests_per_day: Annotated[
+        float | None,
+        typer.Option(
+            min=0.0,
+            rich_help_panel=ECON,
+            help="Daily volume (with --peak-hour-share): fixed fleet vs hourly autoscaling.",
+        ),
+    ] = None,
+    peak_hour_share: Annotated[
+        float | None,
+        typer.Option(rich_help_panel=ECON, help="Share of the day's requests in the busiest hour."),
+    ] = None,
+    hourly_rps: Annotated[
+        list[str] | None, _list("24 mean requests/s, hour 0..23 (comma list).", ECON)
+    ] = None,
+) -> None:
+    """Economics and daily traffic."""
+
+
+def scale_options(
+    disaggregated: Annotated[
+        bool | None,
+        typer.Option(
+            "--disaggregated/--aggregated",
+            rich_help_panel=SCALE,
+            show_default=False,
+            help="Also size separate prefill and decode pools (xPyD) and compare.",
+        ),
+    ] = None,
+    attention_dp: Annotated[
+        list[str] | None,
+        _list("Attention data parallelism of MoE instances (N, list or auto).", SCALE),
+    ] = None,
+    span_nvlink_domain: Annotated[
+        bool | None,
+        typer.Option(
+            "--span-nvlink-domain",
+            rich_help_panel=SCALE,
+            show_default=False,
+            help="Let one instance fill a rack-scale NVLink domain (GB200 NVL72: 72 GPUs).",
+        ),
+    ] = None,
+    kv_window_tokens: Annotated[
+        int | None,
+        typer.Option(
+            min=1,
+            rich_help_panel=SCALE,
+            help="Cap global-attention KV at the last N tokens (StreamingLLM).",
+        ),
+    ] = None,
+    kv_sink_tokens: Annotated[
+        int | None,
+        typer.Option(
+            min=0, rich_help_panel=SCALE, help="Attention-sink tokens kept with --kv-window-tokens."
+        ),
+    ] = None,
+    prefill_cp: Annotated[
+        list[str] | None,
+        _list("Context parallelism of disaggregated prefill instances, e.g. 1,2,4.", SCALE),
+    ] = None,
+) -> None:
+    """Scale-out: disaggregation, attention DP, NVLink domains, KV caps."""
+
+
+EngineOpt = Annotated[
+    str | None,
+    typer.Option(
+        rich_help_panel=COLLECT,
+        help="Efficiency set id (engine generation); see `catalog list efficiency`.",
+    ),
+]
+CalibrationOpt = Annotated[
+    Path | None,
+    typer.Option(
+        rich_help_panel=COLLECT, help="A fitted efficiency set (from `infersize calibrate`)."
+    ),
+]
+CatalogOpt = Annotated[
+    list[Path] | None,
+    typer.Option(
+        "--catalog",
+        rich_help_panel=COLLECT,
+        show_default=False,
+        help="Extra catalog directory overriding built-ins by id; repeatable."
+        " Also INFERSIZE_CATALOG.",
+    ),
+]
+
+
+def engine_options(
+    engine: EngineOpt = None, calibration: CalibrationOpt = None, catalog_dirs: CatalogOpt = None
+) -> None:
+    """Efficiency set and catalogs."""
+
+
+ScenarioArg = Annotated[
+    str | None,
+    typer.Argument(
+        help="Scenario YAML file or shipped scenario id; flags override its fields. Without"
+        " it and without question flags: the shipped 'default' example.",
+        show_default=False,
+    ),
+]
+
+QUESTION = (workload_options, traffic_options, technique_options, economics_options, scale_options)
+
+
+def with_options(*groups: Callable[..., None]) -> Callable[[F], F]:
+    """Add the options of ``groups`` (template functions) to a command's signature, after its
+    own parameters; the command receives them as keyword arguments (``**flags``)."""
+
+    def wrap(fn: F) -> F:
+        sig = inspect.signature(fn)
+        own = [p for p in sig.parameters.values() if p.kind is not p.VAR_KEYWORD]
+        hints = get_type_hints(fn, include_extras=True)
+        params = [p.replace(annotation=hints.get(p.name, p.annotation)) for p in own]
+        for group in groups:
+            ghints = get_type_hints(group, include_extras=True)
+            for p in inspect.signature(group).parameters.values():
+                params.append(p.replace(annotation=ghints[p.name], kind=p.KEYWORD_ONLY))
+        params.sort(key=lambda p: p.kind)
+        fn.__signature__ = sig.replace(parameters=params)  # type: ignore[attr-defined]
+        fn.__annotations__ = {p.name: p.annotation for p in params}
+        return fn
+
+    return wrap
+
+
+# --------------------------------------------------------------------------- parsing
+
+
+def split_list(values: list[str] | tuple[str, ...], flag: str) -> list[str]:
+    """Repeated and comma-separated values of a list option, in order."""
+    out = [part.strip() for v in values for part in str(v).split(",") if part.strip()]
+    if not out:
+        raise InputError(f"{flag}: expected at least one value")
+    return out
+
+
+def int_list(values: list[str], flag: str, allow_auto: bool = True) -> str | list[int]:
+    """A TP/PP/EP-style list: 'auto' alone, or integers >= 1."""
+    items = split_list(values, flag)
+    if [i.lower() for i in items] == ["auto"]:
+        if not allow_auto:
+            raise InputError(f"{flag}: expected integers >= 1 (got 'auto')")
+        return "auto"
+    try:
+        out = [int(i) for i in items]
+    except ValueError:
+        raise InputError(
+            f"{flag}: expected an integer >= 1 or a comma list of them"
+            + (", or 'auto'" if allow_auto else "")
+            + f" (got {','.join(items)!r})"
+        ) from None
+    if min(out) < 1:
+        raise InputError(f"{flag}: expected integers >= 1 (got {','.join(items)!r})")
+    return out
+
+
+def precision_list(values: list[str], flag: str) -> str | list[str]:
+    items = split_list(values, flag)
+    if [i.lower() for i in items] in (["auto"], ["native"]):
+        return "auto"
+    for p in items:
+        if p not in PRECISIONS:
+            raise InputError(
+                f"{flag}: unknown '{p}'; expected one of {', '.join(PRECISIONS)} or auto"
+            )
+    return items
+
+
+def float_list(values: list[str], flag: str, count: int | None = None) -> list[float]:
+    items = split_list(values, flag)
+    try:
+        out = [float(i) for i in items]
+    except ValueError:
+        raise InputError(f"{flag}: expected numbers (got {','.join(items)!r})") from None
+    if count is not None and len(out) != count:
+        raise InputError(f"{flag}: expected {count} values, one per hour (got {len(out)})")
+    return out
+
+
+def _same(value: Any, flag: str) -> Any:
+    return value.value if isinstance(value, StrEnum) else value
+
+
+def _ints(value: Any, flag: str) -> Any:
+    return int_list(value, flag)
+
+
+def _ints_no_auto(value: Any, flag: str) -> Any:
+    return int_list(value, flag, allow_auto=False)
+
+
+def _batch_sizes(value: Any, flag: str) -> Any:
+    return int_list(value, flag)  # 'auto': any batch size (study drops the table)
+
+
+#: option (parameter name) -> (scenario field path, parser). The one table from flags to the
+#: scenario; every flag of the question is here.
+FLAGS: dict[str, tuple[str, Callable[[Any, str], Any]]] = {
+    "model": ("model", _same),
+    "isl": ("isl", _same),
+    "osl": ("osl", _same),
+    "hardware": ("hardware", lambda v, f: list(dict.fromkeys(split_list(v, f)))),
+    "precision": ("precision", precision_list),
+    "tp": ("tp", _ints),
+    "pp": ("pp", _ints),
+    "ep": ("ep", _ints),
+    "kv_precision": ("kv_precision", _same),
+    "mode": ("mode", _same),
+    "batching": ("batching", _same),
+    "ttft_ms": ("ttft_ms", _same),
+    "itl_ms": ("itl_ms", _same),
+    "e2e_ms": ("e2e_ms", _same),
+    "mean_rps": ("mean_rps", _same),
+    "peak_rps": ("peak_rps", _same),
+    "percentile": ("percentile", _same),
+    "batch_sizes": ("batch_sizes", _batch_sizes),
+    "prefix_tokens": ("techniques.prefix_tokens", _same),
+    "prefix_hit_rate": ("techniques.prefix_hit_rate", _same),
+    "chunked_prefill": ("techniques.chunked_prefill_tokens", _same),
+    "draft": ("techniques.speculative.draft", _same),
+    "draft_tokens": ("techniques.speculative.draft_tokens", _same),
+    "acceptance": ("techniques.speculative.acceptance", _same),
+    "weight_only": ("techniques.weight_only", _same),
+    "sparse_weights": ("techniques.sparsity.weight_factor", _same),
+    "sparse_speedup": ("techniques.sparsity.compute_speedup", _same),
+    "objective": ("objective", _same),
+    "cost_basis": ("economics.basis", _same),
+    "usd_per_gpu_hour": ("economics.usd_per_gpu_hour", _same),
+    "server_price_usd": ("economics.server_price_usd", _same),
+    "amortization_years": ("economics.amortization_years", _same),
+    "usd_per_kwh": ("economics.usd_per_kwh", _same),
+    "pue": ("economics.pue", _same),
+    "server_power_kw": ("economics.server_power_kw", _same),
+    "power_budget_kw": ("economics.power_budget_kw", _same),
+    "requests_per_day": ("daily.requests_per_day", _same),
+    "peak_hour_share": ("daily.peak_hour_share", _same),
+    "hourly_rps": ("daily.hourly_rps", lambda v, f: float_list(v, f, 24)),
+    "disaggregated": ("disaggregated", _same),
+    "attention_dp": ("attention_dp", _ints),
+    "span_nvlink_domain": ("span_nvlink_domain", _same),
+    "kv_window_tokens": ("kv_cap.window_tokens", _same),
+    "kv_sink_tokens": ("kv_cap.sink_tokens", _same),
+    "prefill_cp": ("disaggregated.prefill.cp", _ints_no_auto),
+}
+
+
+def flag_name(param: str) -> str:
+    return "--" + param.replace("_", "-")
+
+
+def overrides(params: Mapping[str, Any]) -> dict[str, Any]:
+    """The scenario paths the given options set (None and empty lists: not given)."""
+    out: dict[str, Any] = {}
+    for name, value in params.items():
+        if name not in FLAGS or value is None or value == []:
+            continue
+        path, parse = FLAGS[name]
+        out[path] = parse(value, flag_name(name))
+    return out
+
+
+def study_from(scenario: str | None, flags: Mapping[str, Any], traffic: bool = True) -> Study:
+    """The one resolved study of a command's scenario argument and option values."""
+    return resolve(
+        open_catalog(flags.get("catalog_dirs")),
+        scenario,
+        overrides(flags),
+        engine=flags.get("engine"),
+        calibration=flags.get("calibration"),
+        traffic=traffic,
+    )
+
+
+def techniques_given(flags: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The ``techniques:`` block the technique options state (None: none given)."""
+    given = {p: v for p, v in overrides(flags).items() if p.startswith("techniques.")}
+    return nest(given)["techniques"] if given else None

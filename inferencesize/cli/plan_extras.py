@@ -1,0 +1,48 @@
+"""`plan --verify` and `plan --plot`: the chosen plan simulated and drawn, on the study's own
+deployment (engine set, techniques, KV cap)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+from inferencesize.plotting import check_plot_path, save_rate_vs_ttft
+from inferencesize.render.plan import limits_record, verify_record
+from inferencesize.report import format_load
+from inferencesize.study import Study
+
+
+def add_verification(study: Study, rec: dict[str, Any], result: Any) -> None:
+    """Simulate the chosen plan at the peak rate; put the outcome under ``rec["verify"]``."""
+    p = result.chosen
+    if p is None:
+        rec["verify"] = None
+        return
+    v, servers = study.verify(p)
+    rec["verify"] = verify_record(p, v, limits_record(study), servers)
+
+
+def draw_plan(path: Path, study: Study, result: Any) -> None:
+    """Req/s per instance against TTFT on the chosen hardware; the TTFT limit and the chosen
+    operating point marked."""
+    check_plot_path(path)
+    chosen = result.chosen
+    if chosen is None:
+        sys.stderr.write(f"no plot: no feasible plan ({path} not written)\n")
+        return
+    s, op = study.spec, chosen.point
+    save_rate_vs_ttft(
+        path,
+        study.rate_curves(result),
+        s.ttft_ms / 1e3 if s.ttft_ms is not None else None,
+        (
+            op.ttft_s,
+            op.requests_per_s,
+            f"chosen: concurrency {format_load(op.concurrency)}, {op.requests_per_s:.3g} req/s,"
+            f" TTFT {op.ttft_s * 1e3:.0f} ms",
+        ),
+        f"{s.model} · ISL {study.isl} · OSL {study.osl} · {s.batching} · "
+        f"{chosen.candidate.hardware_id} · binding {chosen.binding}",
+    )
+    sys.stderr.write(f"wrote {path}\n")

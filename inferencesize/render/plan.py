@@ -1,0 +1,439 @@
+"""The plan output schema (``plan`` / ``check`` JSON, YAML, CSV): one record per result.
+
+Every record carries the operating point it assumes (model, lengths, precision, split, load,
+engine) and where its efficiencies come from. Numbers are SI inside; the records state ms,
+kW and USD in their key names.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import asdict
+from enum import StrEnum
+from typing import TYPE_CHECKING, Any, Protocol
+
+from inferencesize.estimate import Estimator
+from inferencesize.outcomes import Rejected
+from inferencesize.planner import Plan, PlanResult
+from inferencesize.serving import OperatingPoint
+from inferencesize.specs.scenario import ScenarioSpec
+from inferencesize.techniques import describe
+
+if TYPE_CHECKING:
+    from inferencesize.daily import DailyPlan
+    from inferencesize.disagg import Comparison, DisaggPlan, PoolPlan
+    from inferencesize.pipeline import PipelineResult
+    from inferencesize.verify import Verification
+
+
+class Study(Protocol):
+    """What the records read of a resolved study (:class:`inferencesize.study.Study`)."""
+
+    @property
+    def spec(self) -> ScenarioSpec: ...
+    @property
+    def shown(self) -> str: ...
+    @property
+    def origins(self) -> Mapping[str, str]: ...
+    @property
+    def estimator(self) -> Estimator: ...
+    @property
+    def engine(self) -> str: ...
+    @property
+    def peak_rps(self) -> float: ...
+    def daily(self, p: Plan) -> DailyPlan | None: ...
+
+
+SCHEMA_VERSION = 1
+
+
+def ms(seconds: float | None) -> float | None:
+    return seconds * 1e3 if seconds is not None else None
+
+
+def kw(watts: float | None) -> float | None:
+    return watts / 1e3 if watts is not None else None
+
+
+def point_record(op: OperatingPoint) -> dict[str, Any]:
+    """A per-instance operating point."""
+    return {
+        "concurrency": op.concurrency,
+        "requests_per_s": op.requests_per_s,
+        "ttft_ms": op.ttft_s * 1e3,
+        "itl_ms": op.itl_s * 1e3,
+        "e2e_ms": op.e2e_s * 1e3,
+    }
+
+
+def rejected_record(r: Rejected) -> dict[str, Any]:
+    """A rejected candidate: its label, the kind of reason, the numbers behind it and the
+    sentence (``details``: the reason's fields, SI units in their names)."""
+    why = r.why
+    details = {k: v for k, v in asdict(why).items() if k not in ("kind", "text")}
+    return {
+        "candidate": r.candidate,
+        "kind": why.kind.value,
+        "reason": r.reason,
+        "details": {k: v.value if isinstance(v, StrEnum) else v for k, v in details.items()},
+    }
+
+
+def economics_record(p: Plan) -> dict[str, Any] | None:
+    e = p.economics
+    if e is None:
+        return None
+    t, c = e.tokens, e.cost
+    return {
+        "basis": c.basis if c else None,
+        "price": c.price if c else None,
+        "capex_usd_per_hour": c.capex_usd_per_hour if c else None,
+        "energy_usd_per_hour": c.energy_usd_per_hour if c else None,
+        "server_power_kw": kw(e.node_power.watts) if e.node_power else None,
+        "server_power_from": e.node_power.basis if e.node_power else None,
+        "it_power_kw": kw(e.it_watts),
+        "facility_power_kw": kw(e.facility_watts),
+        "pue": e.pue,
+        "input_share": t.input_share,
+        "usd_per_million_input_tokens": t.usd_per_million_input,
+        "usd_per_million_output_tokens": t.usd_per_million_output,
+        "usd_per_million_tokens": t.usd_per_million_tokens,
+        "joules_per_input_token": t.joules_per_input_token,
+        "joules_per_output_token": t.joules_per_output_token,
+        "joules_per_token": t.joules_per_token,
+    }
+
+
+def plan_record(p: Plan, engine: str) -> dict[str, Any]:
+    """One plan (``plan`` and each of ``alternatives``)."""
+    c, op = p.candidate, p.point
+    return {
+        "hardware": c.hardware_id,
+        "gpu": c.gpu.id,
+        "system": c.system.id if c.system else None,
+        "precision": c.precision,
+        "kv_precision": c.kv_precision,
+        "tp": c.par.tp,
+        "pp": c.par.pp,
+        "ep": c.par.ep,
+        "dp": c.par.dp,
+        "instances": p.instances,
+        "gpus_per_instance": p.gpus_per_instance,
+        "gpus": p.gpus,
+        "servers": p.servers,
+        "gpus_per_server": p.gpus_per_node,
+        "servers_are": "systems" if c.system else f"{p.gpus_per_node}-GPU nodes (assumed)",
+        "multi_node": p.multi_node,
+        "per_instance": {**point_record(op), "output_tokens_per_s": op.output_tokens_per_s},
+        "capacity_rps": p.capacity_rps,
+        "headroom": p.headroom,
+        "binding_constraint": p.binding,
+        "tokens_per_day": p.tokens_per_day,
+        "power_kw": kw(p.power_watts),
+        "cost_per_hour_usd": p.cost_per_hour_usd,
+        "cost_per_million_output_tokens_usd": p.cost_per_million_output_tokens_usd,
+        "economics": economics_record(p),
+        "engine": engine,
+        "efficiency": p.efficiency_source,
+    }
+
+
+def daily_record(d: DailyPlan) -> dict[str, Any]:
+    return {
+        "requests_per_day": d.requests_per_day,
+        "input_tokens_per_day": d.input_tokens_per_day,
+        "output_tokens_per_day": d.output_tokens_per_day,
+        "cost_basis": d.cost_basis,
+        "fixed": {
+            "instances": d.fixed_instances,
+            "gpus": d.fixed_gpus,
+            "servers": d.fixed_servers,
+            "gpu_hours": d.fixed_gpu_hours,
+            "cost_usd": d.fixed_cost_usd,
+            "energy_kwh": d.fixed_energy_kwh,
+            "usd_per_million_tokens": d.usd_per_million_tokens(autoscaled=False),
+        },
+        "autoscaled": {
+            "gpu_hours": d.autoscaled_gpu_hours,
+            "server_hours": d.autoscaled_server_hours,
+            "cost_usd": d.autoscaled_cost_usd,
+            "energy_kwh": d.autoscaled_energy_kwh,
+            "usd_per_million_tokens": d.usd_per_million_tokens(autoscaled=True),
+            "gpu_hours_saved": d.gpu_hours_saved,
+        },
+        "hours": [
+            {
+                "hour": h.hour,
+                "mean_rps": h.mean_rps,
+                "peak_rps": h.peak_rps,
+                "instances": h.instances,
+                "gpus": h.gpus,
+                "servers": h.servers,
+                "cost_usd": h.cost_usd,
+            }
+            for h in d.hours
+        ],
+    }
+
+
+def limits_record(study: Study) -> dict[str, Any]:
+    s = study.spec
+    return {"ttft_ms": s.ttft_ms, "itl_ms": s.itl_ms, "e2e_ms": s.e2e_ms}
+
+
+def question_record(study: Study) -> dict[str, Any]:
+    """What was asked and where each part came from (flag, scenario or tool default)."""
+    s = study.spec
+    return {
+        "scenario": s.id,
+        "source": study.shown,
+        "model": s.model,
+        "isl": s.input_tokens if s.model is not None else None,
+        "osl": s.output_tokens if s.model is not None else None,
+        "mode": s.mode,
+        "batching": s.batching,
+        "batch_sizes": s.batch_sizes,
+        "limits": limits_record(study),
+        "mean_rps": s.mean_rps,
+        "percentile": s.percentile if s.mean_rps is not None or s.daily is not None else None,
+        "engine": study.engine,
+        "objective": s.objective,
+        "origins": dict(study.origins),
+    }
+
+
+def search_record(result: PlanResult) -> dict[str, Any] | None:
+    """What the planner searched and rejected (the summary the planner keeps)."""
+    summary = getattr(result, "summary", None)
+    if summary is None:
+        return None
+    from inferencesize.outcomes import summary_sentence
+
+    record = summary.record() if hasattr(summary, "record") else {}
+    return {**record, "text": summary_sentence(summary)}
+
+
+def result_record(study: Study, result: PlanResult) -> dict[str, Any]:
+    """The whole ``plan`` JSON of a single-model scenario."""
+    s = study.spec
+    chosen = result.chosen
+    daily = study.daily(chosen) if chosen else None
+    engine = study.engine
+    budget_kw = s.economics.power_budget_kw if s.economics else None
+    power = kw(chosen.power_watts) if chosen is not None else None
+    return {
+        "schema_version": SCHEMA_VERSION,
+        **question_record(study),
+        "peak_rps": study.peak_rps,
+        "search": search_record(result),
+        "binding_constraint": result.binding_constraint,
+        "plan": plan_record(chosen, engine) if chosen else None,
+        "alternatives": [plan_record(a, engine) for a in result.alternatives],
+        "rejected": [rejected_record(r) for r in result.rejected],
+        "nearest_miss": result.nearest_miss,
+        "power_budget": None
+        if budget_kw is None
+        else {
+            "budget_kw": budget_kw,
+            "it_power_kw": power,
+            "within": None if power is None else power <= budget_kw,
+        },
+        "daily": daily_record(daily) if daily else None,
+        "techniques": describe(study.estimator.techniques),
+    }
+
+
+# --------------------------------------------------------------------------- disaggregated
+
+
+def _pool_record(p: PoolPlan) -> dict[str, Any]:
+    c = p.candidate
+    return {
+        **c.fields(),
+        "dp": c.par.dp,
+        "cp": p.cp,
+        "instances": p.instances,
+        "gpus_per_instance": p.gpus_per_instance,
+        "gpus": p.gpus,
+        "servers": p.servers,
+        "batch": p.batch,
+        "step_ms": p.step_s * 1e3,
+        "requests_per_s_per_instance": p.rate,
+        "cost_per_hour_usd": p.cost_per_hour_usd,
+        "efficiency": p.efficiency_source,
+    }
+
+
+def _disagg_plan_record(d: DisaggPlan) -> dict[str, Any]:
+    return {
+        "ratio": d.ratio,
+        "prefill": _pool_record(d.prefill),
+        "decode": _pool_record(d.decode),
+        "kv_transfer": {
+            "bytes": d.kv_transfer_bytes,
+            "ms": d.kv_transfer_s * 1e3,
+            "link": d.kv_link,
+        },
+        "ttft_ms": d.ttft_s * 1e3,
+        "itl_ms": d.itl_s * 1e3,
+        "e2e_ms": d.e2e_s * 1e3,
+        "gpus": d.gpus,
+        "servers": d.servers,
+        "capacity_rps": d.capacity_rps,
+        "power_kw": kw(d.power_watts),
+        "cost_per_hour_usd": d.cost_per_hour_usd,
+    }
+
+
+def disagg_record(cmp: Comparison) -> dict[str, Any]:
+    """The ``disaggregated`` block of the plan JSON."""
+    r = cmp.disaggregated
+    return {
+        "plan": _disagg_plan_record(r.chosen) if r.chosen else None,
+        "reason": r.reason,
+        "rejected": [rejected_record(x) for x in r.rejected],
+        "better": cmp.better,
+    }
+
+
+# --------------------------------------------------------------------------- pipelines
+
+
+def _stage_plan(p: Plan) -> dict[str, Any]:
+    c, op = p.candidate, p.point
+    return {
+        "hardware": c.hardware_id,
+        "precision": c.precision,
+        "tp": c.par.tp,
+        "pp": c.par.pp,
+        "ep": c.par.ep,
+        "instances": p.instances,
+        "gpus": p.gpus,
+        "servers": p.servers,
+        "per_instance": point_record(op),
+        "binding_constraint": p.binding,
+        "power_kw": kw(p.power_watts),
+        "cost_per_hour_usd": p.cost_per_hour_usd,
+        "economics": economics_record(p),
+    }
+
+
+def pipeline_record(study: Study, result: PipelineResult) -> dict[str, Any]:
+    return {
+        "schema_version": SCHEMA_VERSION,
+        **question_record(study),
+        "pipeline": True,
+        "peak_rps": result.peak_rps,
+        "e2e_limit_ms": result.e2e_limit_s * 1e3,
+        "unloaded_e2e_ms": ms(result.unloaded_e2e_s),
+        "budget_split": "proportional to each stage's unloaded E2E (fixed e2e_ms kept)",
+        "feasible": result.feasible,
+        "stages": [
+            {
+                "name": s.stage.name,
+                "model": s.stage.model.id,
+                "isl": s.stage.isl,
+                "osl": s.stage.osl,
+                "calls": s.stage.calls,
+                "peak_rps": s.peak_rps,
+                "unloaded_e2e_ms": ms(s.unloaded_e2e_s),
+                "e2e_budget_ms": s.budget_s * 1e3,
+                "plan": _stage_plan(s.chosen) if s.chosen else None,
+                "nearest_miss": s.result.nearest_miss,
+                "rejected": [rejected_record(r) for r in s.result.rejected],
+            }
+            for s in result.stages
+        ],
+        "total": {
+            "servers": result.servers,
+            "gpus": result.gpus,
+            "e2e_ms": ms(result.e2e_s),
+            "power_kw": kw(result.power_watts),
+            "cost_per_hour_usd": result.cost_per_hour_usd,
+        },
+    }
+
+
+def pipeline_miss(result: PipelineResult) -> str:
+    """Why the pipeline is infeasible, one line."""
+    parts = [f"{s.stage.name}: {s.result.nearest_miss}" for s in result.stages if not s.chosen]
+    if result.unloaded_e2e_s is not None and result.unloaded_e2e_s > result.e2e_limit_s:
+        parts.insert(
+            0,
+            f"unloaded E2E of the chain {result.unloaded_e2e_s * 1e3:,.0f} ms > limit "
+            f"{result.e2e_limit_s * 1e3:,.0f} ms",
+        )
+    return "; ".join(parts)
+
+
+# --------------------------------------------------------------------------- verification
+
+
+def verify_record(
+    p: Plan, v: Verification, limits: Mapping[str, Any], servers: int
+) -> dict[str, Any]:
+    """``plan --verify``: the simulated means of the chosen plan (held to its mean limits) and
+    the scenario's percentile of each."""
+    q = f"p{v.percentile * 100:g}"
+    return {
+        "statistic": "mean",
+        "percentile": v.percentile,
+        "arrivals": f"Poisson {p.peak_rps:g} req/s (peak), least-loaded balancer",
+        "requests": v.requests,
+        "seed": v.seed,
+        "ttft_ms": v.mean.ttft_s * 1e3,
+        "itl_ms": v.mean.itl_s * 1e3,
+        "e2e_ms": v.mean.e2e_s * 1e3,
+        q: {
+            "ttft_ms": v.tail.ttft_s * 1e3,
+            "itl_ms": v.tail.itl_s * 1e3,
+            "e2e_ms": v.tail.e2e_s * 1e3,
+        },
+        "limits": dict(limits),
+        "meets_limits": v.meets,
+        "planned_instances": v.planned_instances,
+        "instances": v.instances,
+        "instances_added": v.added,
+        "gpus": v.instances * p.gpus_per_instance,
+        "servers": servers,
+    }
+
+
+# --------------------------------------------------------------------------- budgets
+
+
+def plan_totals(result: PlanResult | PipelineResult) -> dict[str, float | None] | None:
+    """Budget key -> the plan's value (None: the catalog has no price/power); None when
+    infeasible."""
+    if isinstance(result, PlanResult):
+        p = result.chosen
+        if p is None:
+            return None
+        return {
+            "max_gpus": float(p.gpus),
+            "max_servers": float(p.servers),
+            "max_cost_per_hour_usd": p.cost_per_hour_usd,
+            "max_power_kw": kw(p.power_watts),
+        }
+    if not result.feasible:
+        return None
+    return {
+        "max_gpus": float(result.gpus or 0),
+        "max_servers": float(result.servers or 0),
+        "max_cost_per_hour_usd": result.cost_per_hour_usd,
+        "max_power_kw": kw(result.power_watts),
+    }
+
+
+def plan_summary(result: PlanResult | PipelineResult) -> str:
+    """One line naming what a feasible result deploys."""
+    if not isinstance(result, PlanResult):
+        return (
+            f"pipeline of {len(result.stages)} stages: {result.servers} servers, {result.gpus} GPUs"
+        )
+    p = result.chosen
+    assert p is not None
+    return (
+        f"{p.servers} × {p.candidate.hardware_id}, {p.gpus} GPUs "
+        f"({p.candidate.precision} {p.candidate.par.label()}, {p.instances} instances)"
+    )

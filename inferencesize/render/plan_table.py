@@ -1,0 +1,320 @@
+"""Terminal tables of the ``plan`` records (:mod:`inferencesize.render.plan`): built from the
+records, so the table shows exactly what the JSON says. Returns renderables; prints nothing."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from inferencesize import report
+from inferencesize.outcomes import fmt_seconds
+
+ORIGIN_WORDS = {"flag": "flag", "scenario": "scenario", "default": "default"}
+
+
+def _money(value: float | None, digits: int = 2) -> str:
+    return "— (no price in the catalog)" if value is None else f"${value:,.{digits}f}"
+
+
+def _num(value: float | None, fmt: str, unit: str = "") -> str:
+    return "—" if value is None else f"{value:{fmt}}{unit}"
+
+
+def _usd(value: float | None, digits: int = 3) -> str:
+    return "—" if value is None else f"${value:,.{digits}f}"
+
+
+def limit_text(rec: dict[str, Any], binding: str | None) -> str:
+    if binding == "memory":
+        return "memory (KV-cache capacity caps the concurrency)"
+    value = rec["limits"].get(f"{binding}_ms")
+    name = {"ttft": "TTFT", "itl": "ITL", "e2e": "E2E"}.get(binding or "", str(binding))
+    return f"{name} ≤ {fmt_seconds(value / 1e3)}" if value is not None else name
+
+
+def split_text(p: dict[str, Any]) -> str:
+    """tp4 pp2 dp2 ep8 cp2: the split, the 1s left out (TP always shown)."""
+    text = f"tp{p['tp']}"
+    for key in ("pp", "dp", "ep", "cp"):
+        if p.get(key, 1) > 1:
+            text += f" {key}{p[key]}"
+    return text
+
+
+def techniques_text(rec: dict[str, Any]) -> str:
+    """One line for tables from the ``techniques`` record."""
+    parts = []
+    if "prefix_caching" in rec:
+        p = rec["prefix_caching"]
+        parts.append(f"prefix cache {p['prefix_tokens']:.0f} tok × hit {p['hit_rate']:g}")
+    if "chunked_prefill" in rec:
+        parts.append(f"chunked prefill {rec['chunked_prefill']['chunk_tokens']} tok/step")
+    if "speculative" in rec:
+        s = rec["speculative"]
+        parts.append(
+            f"speculative {s['draft']} k={s['draft_tokens']} a={s['acceptance']:g}"
+            f" → {s['tokens_per_step']:.2f} tok/step"
+        )
+    if rec.get("weight_only"):
+        parts.append("weight-only (16-bit GEMMs)")
+    if "sparsity" in rec:
+        sp = rec["sparsity"]
+        parts.append(
+            f"sparsity: weights ×{sp['weight_factor']:g}, GEMMs ×{sp['compute_speedup']:g}"
+        )
+    return " · ".join(parts)
+
+
+def economics_rows(plan: dict[str, Any], rec: dict[str, Any]) -> list[tuple[str, str]]:
+    """Key/value rows for tokens, energy, the power budget and daily traffic."""
+    rows: list[tuple[str, str]] = []
+    e = plan.get("economics")
+    if e:
+        rows.append(
+            (
+                "per million tokens",
+                f"input {_usd(e['usd_per_million_input_tokens'])} · output "
+                f"{_usd(e['usd_per_million_output_tokens'])} · blended "
+                f"{_usd(e['usd_per_million_tokens'])} (prefill "
+                f"{e['input_share']:.0%} of GPU time)",
+            )
+        )
+        if e["basis"]:
+            rows.append(("cost basis", f"{e['basis']}: {e['price']}"))
+        rows.append(
+            (
+                "energy per token",
+                f"input {_num(e['joules_per_input_token'], ',.3g', ' J')} · output "
+                f"{_num(e['joules_per_output_token'], ',.3g', ' J')} · facility "
+                f"{_num(e['facility_power_kw'], ',.1f', ' kW')} at PUE {e['pue']:g}",
+            )
+        )
+    pb = rec.get("power_budget")
+    if pb:
+        verdict = "unknown power" if pb["within"] is None else "within" if pb["within"] else "OVER"
+        rows.append(("power budget", f"{pb['budget_kw']:,.1f} kW: {verdict}"))
+    d = rec.get("daily")
+    if d:
+        f, a = d["fixed"], d["autoscaled"]
+        tokens = (d["input_tokens_per_day"] + d["output_tokens_per_day"]) / 1e9
+        rows.append(
+            ("daily traffic", f"{d['requests_per_day']:,.0f} requests · {tokens:,.3f} B tokens")
+        )
+        rows.append(
+            ("fixed fleet / day", f"{f['gpu_hours']:,.0f} GPU-h · {_usd(f['cost_usd'], 2)}")
+        )
+        rows.append(
+            (
+                "autoscaled / day",
+                f"{a['gpu_hours']:,.0f} GPU-h ({a['gpu_hours_saved']:.0%} fewer) · "
+                f"{_usd(a['cost_usd'], 2)}",
+            )
+        )
+    return rows
+
+
+def title(rec: dict[str, Any]) -> str:
+    sizes = rec["batch_sizes"]
+    batching = f"static (batches {','.join(map(str, sizes))})" if sizes else rec["batching"]
+    return (
+        f"{rec['model']} · ISL {rec['isl']} · OSL {rec['osl']} · {rec['mode']}"
+        f" · {batching} · peak {rec['peak_rps']:,.4g} req/s"
+    )
+
+
+def plan_table(rec: dict[str, Any]) -> Any:
+    """The chosen plan as key/value rows."""
+    p = rec["plan"]
+    op = p["per_instance"]
+    unit = "servers" if p["system"] else "8-GPU nodes"
+    cost = (
+        f"{_money(p['cost_per_hour_usd'])}/hour · "
+        f"{_money(p['cost_per_million_output_tokens_usd'], 3)}/M output tokens"
+        if p["cost_per_hour_usd"] is not None
+        else _money(None)
+    )
+    pairs: list[tuple[str, Any]] = [
+        (
+            "plan",
+            f"{p['servers']} × {p['hardware']} ({unit}) · {p['gpus']} GPUs · {p['instances']} instances",
+        ),
+        (
+            "per instance",
+            f"{p['precision']} (KV {p['kv_precision']}) · tp{p['tp']} pp{p['pp']} ep{p['ep']}"
+            + (f" dp{p['dp']}" if p["dp"] > 1 else "")
+            + f" · {p['gpus_per_instance']} GPU(s)",
+        ),
+        ("binding constraint", limit_text(rec, p["binding_constraint"])),
+        *([("techniques", techniques_text(rec["techniques"]))] if rec.get("techniques") else []),
+        (
+            "operating point",
+            f"concurrency {report.format_load(op['concurrency'])} · "
+            f"{op['requests_per_s']:,.3f} req/s per instance",
+        ),
+        (
+            "latency (mean)",
+            f"TTFT {op['ttft_ms']:,.1f} ms · ITL {op['itl_ms']:,.2f} ms · E2E {op['e2e_ms']:,.0f} ms",
+        ),
+        (
+            "capacity",
+            f"{p['capacity_rps']:,.1f} req/s · headroom {p['headroom']:+.1%} at "
+            f"peak · {p['tokens_per_day'] / 1e9:,.3f} B output tokens/day",
+        ),
+        ("power", "—" if p["power_kw"] is None else f"{p['power_kw']:,.1f} kW"),
+        ("cost", cost),
+        *economics_rows(p, rec),
+        ("engine", f"{p['engine']} ({p['efficiency']})"),
+    ]
+    return report.key_value_table(title(rec), pairs)
+
+
+def alternatives_table(rec: dict[str, Any]) -> Any:
+    rows = [
+        [
+            f"{a['hardware']} {a['precision']} {split_text(a)}",
+            a["servers"],
+            a["gpus"],
+            a["instances"],
+            report.format_load(a["per_instance"]["concurrency"]),
+            f"{a['per_instance']['requests_per_s']:,.2f}",
+            f"{a['per_instance']['ttft_ms']:,.0f}",
+            f"{a['per_instance']['itl_ms']:,.1f}",
+            f"{a['headroom']:+.0%}",
+            a["binding_constraint"],
+            "—" if a["cost_per_hour_usd"] is None else f"{a['cost_per_hour_usd']:,.0f}",
+        ]
+        for a in rec["alternatives"]
+    ]
+    columns = ["candidate", "servers", "GPUs", "inst.", "conc.", "req/s/inst", "TTFT ms"]
+    columns += ["ITL ms", "headroom", "binding", "$/h"]
+    return report.table("alternatives", columns, rows)
+
+
+def rejected_table(title_text: str, rejected: list[dict[str, Any]]) -> Any:
+    return report.table(
+        title_text, ["candidate", "reason"], [[r["candidate"], r["reason"]] for r in rejected]
+    )
+
+
+def search_lines(rec: dict[str, Any]) -> list[str]:
+    """What was searched and which values were tool defaults (stated under every plan)."""
+    lines = []
+    search = rec.get("search")
+    if search:
+        lines.append(search["text"])
+    defaults = [k for k, v in (rec.get("origins") or {}).items() if v == "default"]
+    shown = {"hardware", "precision", "tp", "pp", "ep", "percentile", "engine"}
+    defaults = [k for k in defaults if k in shown]
+    if defaults:
+        lines.append(f"tool defaults used for: {', '.join(defaults)} (see --help; flags override)")
+    return lines
+
+
+def disagg_table(rec: dict[str, Any]) -> Any:
+    block = rec["disaggregated"]
+    d = block["plan"]
+    if d is None:
+        return f"disaggregated: no feasible plan ({block['reason']})"
+
+    def pool(p: dict[str, Any]) -> str:
+        return (
+            f"{p['instances']} × {p['hardware']} {p['precision']} {split_text(p)} "
+            f"({p['gpus']} GPUs, {p['servers']} servers) · batch {p['batch']} · "
+            f"step {p['step_ms']:,.1f} ms · {p['requests_per_s_per_instance']:,.3g} req/s/inst"
+        )
+
+    kv = d["kv_transfer"]
+    cost = d["cost_per_hour_usd"]
+    pairs: list[tuple[str, Any]] = [
+        ("ratio", f"{d['ratio']} · {d['servers']} servers · {d['gpus']} GPUs"),
+        ("prefill pool", pool(d["prefill"])),
+        ("decode pool", pool(d["decode"])),
+        (
+            "KV transfer",
+            f"{kv['bytes'] / 1e6:,.1f} MB per {rec['isl']}-token prompt over {kv['link']}"
+            f" · {kv['ms']:,.2f} ms (in TTFT)",
+        ),
+        (
+            "latency (mean)",
+            f"TTFT {d['ttft_ms']:,.1f} ms · ITL {d['itl_ms']:,.2f} ms · E2E {d['e2e_ms']:,.0f} ms"
+            f" (OSL {rec['osl']})",
+        ),
+        ("cost", "—" if cost is None else f"${cost:,.2f}/hour"),
+        ("better", str(block["better"])),
+    ]
+    return report.key_value_table("disaggregated prefill / decode", pairs)
+
+
+def _ms_text(value: float | None) -> str:
+    return "—" if value is None else f"{value:,.0f} ms"
+
+
+def pipeline_table(rec: dict[str, Any]) -> Any:
+    rows = []
+    for s in rec["stages"]:
+        p = s["plan"]
+        rows.append(
+            [
+                s["name"],
+                s["model"],
+                f"{s['isl']}/{s['osl']}",
+                f"{s['calls']:g}",
+                f"{s['peak_rps']:,.4g}",
+                f"{s['e2e_budget_ms']:,.0f}",
+                "—" if p is None else f"{p['hardware']} {p['precision']} tp{p['tp']}",
+                "—" if p is None else p["servers"],
+                "—" if p is None else p["gpus"],
+                "—" if p is None else f"{p['per_instance']['e2e_ms']:,.0f}",
+                "—"
+                if p is None or p["cost_per_hour_usd"] is None
+                else f"{p['cost_per_hour_usd']:,.0f}",
+            ]
+        )
+    t = rec["total"]
+    servers = "—" if t["servers"] is None else str(t["servers"])
+    gpus = "—" if t["gpus"] is None else str(t["gpus"])
+    power = "—" if t["power_kw"] is None else f"{t['power_kw']:,.1f} kW"
+    usd = "—" if t["cost_per_hour_usd"] is None else f"${t['cost_per_hour_usd']:,.2f}/hour"
+    caption = (
+        f"total: {servers} servers · {gpus} GPUs · E2E {_ms_text(t['e2e_ms'])} · {power} · {usd}"
+    )
+    heading = (
+        f"pipeline · peak {rec['peak_rps']:,.4g} req/s · E2E limit {rec['e2e_limit_ms']:,.0f} ms"
+        f" (unloaded {_ms_text(rec['unloaded_e2e_ms'])})"
+    )
+    columns = ["stage", "model", "ISL/OSL", "calls", "peak req/s", "budget ms", "candidate"]
+    columns += ["servers", "GPUs", "E2E ms", "$/h"]
+    return report.table(heading, columns, rows, caption=caption)
+
+
+def verification_table(v: dict[str, Any]) -> Any:
+    q = f"p{v['percentile'] * 100:g}"
+    lim = v["limits"]
+
+    def vs(name: str, key: str) -> str:
+        limit = lim.get(key)
+        return f"{name} {v[key]:,.1f} ms" + (f" (limit {limit:,.0f})" if limit else "")
+
+    tail = v[q]
+    if v["meets_limits"] and v["instances_added"] == 0:
+        verdict = f"meets the limits with the planned {v['instances']} instances"
+    elif v["meets_limits"]:
+        verdict = (
+            f"needs {v['instances_added']} more instance(s): {v['instances']} instances, "
+            f"{v['gpus']} GPUs, {v['servers']} servers"
+        )
+    else:
+        verdict = f"misses the limits even with {v['instances']} instances"
+    pairs = [
+        ("simulated", f"{v['arrivals']} · {v['requests']} requests · seed {v['seed']}"),
+        (
+            "mean latency",
+            " · ".join([vs("TTFT", "ttft_ms"), vs("ITL", "itl_ms"), vs("E2E", "e2e_ms")]),
+        ),
+        (
+            f"{q} latency",
+            f"TTFT {tail['ttft_ms']:,.1f} ms · ITL {tail['itl_ms']:,.1f} ms · "
+            f"E2E {tail['e2e_ms']:,.0f} ms",
+        ),
+        ("verdict", verdict),
+    ]
+    return report.key_value_table("verification (simulated; limits held to the means)", pairs)

@@ -1,0 +1,685 @@
+"""The application layer: a scenario file and/or flags resolved once into one :class:`Study`.
+
+Every command that sizes or checks a deployment (plan, check, sweep, frontier, ``--verify``,
+``--plot``) takes a :class:`Study`; ``estimate`` and ``simulate`` take its one-candidate form,
+:class:`PointStudy`. Nothing below the CLI builds an estimator anywhere else, so all of them see
+the same deployment: the same engine set, serving techniques, KV cap, peak, limits and pricing.
+
+Precedence is tool defaults < scenario file < flags:
+
+* ``infersize plan`` with no scenario and no flag that states part of the question runs the
+  shipped ``default`` scenario (a worked example);
+* otherwise the question starts empty (or from the scenario file), flags replace what the file
+  says field by field, and what neither states takes the tool's defaults: the hardware of
+  :data:`~inferencesize.specs.scenario.DEFAULT_HARDWARE`, every precision each GPU runs
+  natively, every TP × PP × EP split, in-flight batching, streaming limits, the 95th
+  percentile peak. The study records where each of those values came from (:attr:`origins`).
+
+A flag is given as a dotted scenario path (``tp``, ``economics.pue``,
+``techniques.speculative.draft``); the CLI owns the table from option names to paths.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from inferencesize.catalog import (
+    Catalog,
+    check_scenario,
+    display_path,
+    load_file,
+    parse_spec,
+    read_yaml,
+)
+from inferencesize.demand import hourly_profile, scenario_peak
+from inferencesize.deployment import default_kv_precision
+from inferencesize.economics import Pricing
+from inferencesize.errors import CatalogError, InputError, UnknownIdError
+from inferencesize.estimate import Candidate, Estimator
+from inferencesize.parallelism import Parallelism
+from inferencesize.planner import Limits, PlanResult, pack_servers, plan_scenario
+from inferencesize.specs import EfficiencySet, GpuSpec, ModelSpec, SystemSpec
+from inferencesize.specs.scenario import DEFAULT_HARDWARE, Pool, ScenarioSpec
+from inferencesize.specs.techniques import TechniquesSpec
+from inferencesize.techniques import Speculative, Techniques, mtp_costs
+from inferencesize.transformer import model_costs
+from inferencesize.units import PRECISIONS, tokens_from_words
+
+if TYPE_CHECKING:  # imported by the methods that need them
+    from inferencesize.daily import DailyPlan
+    from inferencesize.disagg import Comparison, PoolSpec
+    from inferencesize.frontier import Frontier
+    from inferencesize.pipeline import PipelineResult
+    from inferencesize.planner import Plan
+    from inferencesize.plotting import LabelledCurve
+    from inferencesize.sweep import Axis, Row
+    from inferencesize.verify import Verification
+
+#: The shipped scenario a bare ``infersize plan`` answers.
+DEFAULT_SCENARIO = "default"
+#: Attention-DP degrees tried for ``attention_dp: auto``.
+AUTO_DP = (1, 2, 4, 8, 16, 32, 64)
+#: Fields whose tool default the output names when neither file nor flags state them.
+DEFAULTED = ("hardware", "precision", "tp", "pp", "ep", "batching", "mode", "percentile", "engine")
+#: Setting one member of a group (or a key under it) clears the others: a flag replaces what
+#: the scenario file said about the same thing.
+EXCLUSIVE: tuple[tuple[str, ...], ...] = (
+    ("isl", "isl_words"),
+    ("osl", "osl_words"),
+    ("mean_rps", "peak_rps", "daily"),
+    ("daily.hourly_rps", "daily.requests_per_day"),
+    ("daily.hourly_rps", "daily.peak_hour_share"),
+)
+#: Override paths that are not part of the question (they do not replace the default example).
+NOT_QUESTION = frozenset({"engine"})
+
+
+# --------------------------------------------------------------------------- resolution
+
+
+def _covers(path: str, key: str) -> bool:
+    return path == key or path.startswith(key + ".")
+
+
+def _set(data: dict[str, Any], path: str, value: Any) -> None:
+    """``data[a][b][c] = value`` for ``path`` 'a.b.c', merging into existing mappings."""
+    *parents, leaf = path.split(".")
+    node = data
+    for key in parents:
+        child = node.get(key)
+        node[key] = child = dict(child) if isinstance(child, dict) else {}
+        node = child
+    node[leaf] = value
+
+
+def _drop(data: dict[str, Any], path: str) -> None:
+    *parents, leaf = path.split(".")
+    node: Any = data
+    for key in parents:
+        node = node.get(key) if isinstance(node, dict) else None
+        if not isinstance(node, dict):
+            return
+    node.pop(leaf, None)
+
+
+def nest(paths: Mapping[str, Any]) -> dict[str, Any]:
+    """``{"a.b": 1, "a.c": 2}`` -> ``{"a": {"b": 1, "c": 2}}``."""
+    out: dict[str, Any] = {}
+    for path, value in paths.items():
+        _set(out, path, value)
+    return out
+
+
+def apply_overrides(data: dict[str, Any], overrides: Mapping[str, Any]) -> None:
+    """Apply flag values (dotted scenario paths) to scenario ``data`` in place.
+
+    A path of an :data:`EXCLUSIVE` group clears the group's other members that no flag sets;
+    ``disaggregated`` True/False adds (keeping the file's pools) or removes the block;
+    ``batch_sizes`` 'auto' removes the table, and so does a batching other than static.
+    """
+    for path in overrides:
+        for group in EXCLUSIVE:
+            if not any(_covers(path, key) for key in group):
+                continue
+            for other in group:
+                if not _covers(path, other) and not any(_covers(p, other) for p in overrides):
+                    _drop(data, other)
+    for path, value in overrides.items():
+        if path == "disaggregated":
+            if value:
+                data["disaggregated"] = data.get("disaggregated") or {}
+            else:
+                data.pop("disaggregated", None)
+        elif path == "batch_sizes" and value == "auto":
+            data.pop("batch_sizes", None)
+        else:
+            _set(data, path, value)
+    if overrides.get("batching", "static") != "static" and "batch_sizes" not in overrides:
+        data.pop("batch_sizes", None)
+
+
+def is_question(overrides: Mapping[str, Any]) -> bool:
+    """Whether the flags state part of the question (so the default example does not apply)."""
+    return any(path not in NOT_QUESTION for path in overrides)
+
+
+def scenario_data(
+    catalog: Catalog, name: str | None, overrides: Mapping[str, Any]
+) -> tuple[dict[str, Any], str]:
+    """The scenario mapping (file, shipped id, the default example, or empty) with the flags
+    applied, and how to name it in messages."""
+    if name is None and not is_question(overrides):
+        name = DEFAULT_SCENARIO
+    if name is None:
+        data: dict[str, Any] = {}
+        shown = "flags"
+    else:
+        path = Path(name)
+        if path.suffix in (".yaml", ".yml") or path.is_file():
+            data = read_yaml(path)
+            shown = display_path(path)
+        else:
+            spec = catalog.scenario(name)
+            data = spec.model_dump(by_alias=True, exclude_none=True, exclude_unset=True)
+            shown = catalog.file_of("scenarios", spec.id or name)
+        if overrides:
+            shown = f"{shown} (with flags)"
+    apply_overrides(data, overrides)
+    return data, shown
+
+
+def origins_of(data: Mapping[str, Any], overrides: Mapping[str, Any]) -> dict[str, str]:
+    """Where each :data:`DEFAULTED` field's value came from: flag, scenario or default."""
+    out = {}
+    for key in DEFAULTED:
+        if any(_covers(p, key) for p in overrides):
+            out[key] = "flag"
+        elif key in data:
+            out[key] = "scenario"
+        else:
+            out[key] = "default"
+    return out
+
+
+def _required(catalog: Catalog, data: Mapping[str, Any], shown: str, traffic: bool) -> None:
+    """A missing part of the question, named with its flag, before schema validation (an
+    unknown model id first: it is the likelier mistake)."""
+    if data.get("pipeline"):
+        return
+    if isinstance(data.get("model"), str):
+        try:
+            catalog.model(data["model"])
+        except UnknownIdError as err:
+            raise CatalogError(shown, "model", str(err)) from None
+    need: list[tuple[str, tuple[str, ...], str]] = [
+        ("model", ("model",), "--model"),
+        ("isl", ("isl", "isl_words"), "--isl"),
+        ("osl", ("osl", "osl_words"), "--osl"),
+    ]
+    if traffic:
+        need.append(("traffic", ("mean_rps", "peak_rps", "daily"), "--mean-rps or --peak-rps"))
+    for what, keys, flag in need:
+        if not any(k in data for k in keys):
+            raise CatalogError(shown, what, f"required: give {flag} (or state it in a scenario)")
+
+
+# --------------------------------------------------------------------------- techniques
+
+
+def resolve_techniques(
+    catalog: Catalog,
+    spec: TechniquesSpec | None,
+    target: ModelSpec | None,
+    isl: int | None,
+    system_prompt_tokens: int,
+    shown: str,
+) -> Techniques:
+    """The math-level techniques of a scenario: draft model looked up, prefix checked
+    (``target`` None: batch mode, no speculative decoding; ``isl`` None: not checked)."""
+    if spec is None:
+        return Techniques()
+    where = "techniques"
+    prefix = spec.prefix_tokens if spec.prefix_tokens is not None else system_prompt_tokens
+    if spec.prefix_hit_rate > 0 and prefix == 0:
+        raise CatalogError(
+            shown,
+            f"{where}.prefix_hit_rate",
+            "a hit rate needs a shared prefix: set prefix_tokens (--prefix-tokens) or a"
+            " system prompt",
+        )
+    if isl is not None and prefix > isl:
+        raise CatalogError(
+            shown,
+            f"{where}.prefix_tokens",
+            f"the shared prefix ({prefix} tokens) is longer than the input ({isl} tokens)",
+        )
+    sparse = spec.sparsity
+    return Techniques(
+        prefix_tokens=float(prefix if spec.prefix_hit_rate > 0 else 0),
+        prefix_hit_rate=spec.prefix_hit_rate,
+        chunk_tokens=spec.chunked_prefill_tokens or 0,
+        speculative=_speculative(catalog, spec, target, shown),
+        weight_only=spec.weight_only,
+        sparse_weight_factor=sparse.weight_factor if sparse else 1.0,
+        sparse_compute_speedup=sparse.compute_speedup if sparse else 1.0,
+    )
+
+
+def _speculative(
+    catalog: Catalog, spec: TechniquesSpec, target: ModelSpec | None, shown: str
+) -> Speculative | None:
+    sp = spec.speculative
+    if sp is None or target is None:
+        return None
+    where = "techniques.speculative.draft"
+    target_costs = model_costs(target)
+    if sp.draft.lower() == "mtp":
+        return Speculative(sp.draft_tokens, sp.acceptance, mtp_costs(target_costs), "mtp", "mtp")
+    try:
+        draft = catalog.model(sp.draft)
+    except UnknownIdError as err:
+        raise CatalogError(shown, where, str(err)) from None
+    if draft.vocab_size != target.vocab_size:
+        raise CatalogError(
+            shown,
+            where,
+            f"{draft.id} has a {draft.vocab_size}-token vocabulary and {target.id}"
+            f" {target.vocab_size}: a draft model must share the target's tokenizer"
+            " (or use 'mtp')",
+        )
+    return Speculative(sp.draft_tokens, sp.acceptance, model_costs(draft), "model", draft.id)
+
+
+# --------------------------------------------------------------------------- one scenario
+
+
+def efficiency_set(catalog: Catalog, engine: str | None, calibration: Path | None) -> EfficiencySet:
+    """The efficiency set: a ``--calibration`` file, else the engine id, else the default."""
+    if calibration is not None:
+        return load_file(calibration, EfficiencySet)
+    return catalog.efficiency_set(engine)
+
+
+def kv_cap(spec: ScenarioSpec) -> tuple[int, int]:
+    """(sink tokens, window tokens) of the scenario's KV cap; (0, 0) = none."""
+    cap = spec.kv_cap
+    return (cap.sink_tokens, cap.window_tokens) if cap else (0, 0)
+
+
+def attention_dps(value: Any) -> list[int] | None:
+    """Attention-DP degrees to try (None: 1 only)."""
+    if value is None:
+        return None
+    return list(AUTO_DP) if value == "auto" else list(value)
+
+
+def pricing(spec: ScenarioSpec) -> Pricing:
+    e = spec.economics
+    if e is None:
+        return Pricing()
+    return Pricing(
+        basis=e.basis,
+        usd_per_gpu_hour=e.usd_per_gpu_hour,
+        server_price_usd=e.server_price_usd,
+        amortization_years=e.amortization_years,
+        usd_per_kwh=e.usd_per_kwh,
+        pue=e.pue,
+        server_power_w=e.server_power_kw * 1e3 if e.server_power_kw is not None else None,
+    )
+
+
+def system_prompt_tokens(spec: ScenarioSpec) -> int:
+    words = spec.system_prompt_words
+    return spec.system_prompt_tokens + (tokens_from_words(words) if words else 0)
+
+
+@dataclass(frozen=True)
+class Planning:
+    """What planning one scenario takes beyond its fields: the configured estimator and the
+    planner's keyword arguments. :func:`planning` is the one place that builds it."""
+
+    estimator: Estimator
+    options: Mapping[str, Any]
+
+
+def planning(catalog: Catalog, eset: EfficiencySet, spec: ScenarioSpec, shown: str) -> Planning:
+    """The estimator (engine set, techniques, KV cap) and planner arguments (objective,
+    pricing, attention DP, NVLink span) of a single-model scenario."""
+    model = catalog.model(spec.model) if spec.model is not None else None
+    techniques = resolve_techniques(
+        catalog, spec.techniques, model, spec.input_tokens, system_prompt_tokens(spec), shown
+    )
+    options: dict[str, Any] = {
+        "objective": spec.objective,
+        "dps": attention_dps(spec.attention_dp),
+        "span_nvlink_domain": spec.span_nvlink_domain,
+    }
+    if spec.economics is not None:  # else the planner's default prices (catalog only)
+        options["pricing"] = pricing(spec)
+    return Planning(Estimator(eset, kv_cap=kv_cap(spec), techniques=techniques), options)
+
+
+@dataclass(frozen=True)
+class Study:
+    """One resolved sizing question (module docstring)."""
+
+    spec: ScenarioSpec
+    #: Where it came from, for messages: a file, a shipped scenario's file, or 'flags'.
+    shown: str
+    catalog: Catalog
+    efficiency: EfficiencySet
+    #: :data:`DEFAULTED` field -> 'flag' | 'scenario' | 'default'.
+    origins: Mapping[str, str]
+    estimator: Estimator
+    options: Mapping[str, Any] = field(default_factory=dict)
+
+    # ---- the question
+    @property
+    def model(self) -> ModelSpec | None:
+        return self.catalog.model(self.spec.model) if self.spec.model is not None else None
+
+    @property
+    def hardware(self) -> list[tuple[GpuSpec, SystemSpec | None]]:
+        return [self.catalog.hardware(h) for h in dict.fromkeys(self.spec.hardware)]
+
+    @property
+    def isl(self) -> int:
+        return self.spec.input_tokens
+
+    @property
+    def osl(self) -> int:
+        return self.spec.output_tokens
+
+    @property
+    def limits(self) -> Limits:
+        return Limits.of(self.spec)
+
+    @property
+    def peak_rps(self) -> float:
+        return scenario_peak(self.spec)
+
+    @property
+    def pricing(self) -> Pricing:
+        return pricing(self.spec)
+
+    @property
+    def engine(self) -> str:
+        return self.efficiency.engine
+
+    # ---- the answers
+    def plan(self, top: int = 3) -> PlanResult:
+        """Aggregated sizing of a single-model scenario at its peak."""
+        return plan_scenario(
+            self.catalog, self.spec, self.peak_rps, self.estimator, top=top, **self.options
+        )
+
+    def disaggregated(self, aggregated: PlanResult) -> Comparison | None:
+        """Disaggregated sizing next to the aggregated plan, when the scenario asks for it."""
+        dis = self.spec.disaggregated
+        model = self.model
+        if dis is None or model is None:
+            return None
+        from inferencesize.disagg import Comparison, plan_disaggregated
+
+        result = plan_disaggregated(
+            model,
+            self._pool(dis.prefill, "prefill"),
+            self._pool(dis.decode, "decode"),
+            self.isl,
+            self.osl,
+            self.peak_rps,
+            self.limits,
+            self.estimator,
+        )
+        return Comparison(result, aggregated)
+
+    def _pool(self, pool: Pool, role: str) -> PoolSpec:
+        from inferencesize.disagg import PoolSpec
+
+        s = self.spec
+        hardware = []
+        for i, name in enumerate(dict.fromkeys(pool.hardware or s.hardware)):
+            try:
+                hardware.append(self.catalog.hardware(name))
+            except UnknownIdError as err:
+                where = f"disaggregated.{role}.hardware[{i}]"
+                raise CatalogError(self.shown, where, str(err)) from None
+
+        def splits(value: Any, default: Any) -> list[int] | None:
+            chosen = value if value is not None else default
+            return None if chosen in (None, "auto") else list(chosen)
+
+        precision = pool.precision or s.precision
+        return PoolSpec(
+            hardware=hardware,
+            precisions=None if precision == "auto" else list(precision),
+            kv_precision=pool.kv_precision or s.kv_precision,
+            tps=splits(pool.tp, s.tp),
+            pps=splits(pool.pp, s.pp),
+            eps=splits(pool.ep, s.ep),
+            cps=tuple(pool.cp or [1]),
+            dps=attention_dps(
+                pool.attention_dp if pool.attention_dp is not None else s.attention_dp
+            ),
+            span_nvlink_domain=s.span_nvlink_domain,
+        )
+
+    def daily(self, p: Plan) -> DailyPlan | None:
+        """Fixed fleet against hourly autoscaling over the scenario's day, for plan ``p``."""
+        s = self.spec
+        profile = hourly_profile(s)
+        if profile is None or s.daily is None:
+            return None
+        from inferencesize.daily import daily_plan
+
+        c = p.candidate
+        return daily_plan(
+            profile,
+            p.rate,
+            p.gpus_per_instance,
+            p.gpus_per_node,
+            self.isl,
+            self.osl,
+            gpu=c.gpu,
+            system=c.system,
+            pricing=self.pricing,
+            percentile=s.percentile,
+            dispersion=s.dispersion,
+            min_instances=s.daily.min_instances,
+        )
+
+    def pipeline(self, top: int = 3) -> PipelineResult:
+        """Every stage of a pipeline scenario sized within its share of the E2E limit."""
+        from inferencesize.pipeline import Stage, plan_pipeline
+
+        s = self.spec
+        assert s.pipeline is not None and s.e2e_ms is not None
+        stages = []
+        for st in s.pipeline:
+            tp = st.tp if st.tp is not None else s.tp
+            pp = st.pp if st.pp is not None else s.pp
+            ep = st.ep if st.ep is not None else s.ep
+            precision = st.precision or s.precision
+            stages.append(
+                Stage(
+                    name=st.name,
+                    model=self.catalog.model(st.model),
+                    hardware=[
+                        self.catalog.hardware(h) for h in dict.fromkeys(st.hardware or s.hardware)
+                    ],
+                    precisions=None if precision == "auto" else list(precision),
+                    isl=st.isl,
+                    osl=st.osl,
+                    calls=st.calls,
+                    kv_precision=st.kv_precision or s.kv_precision,
+                    tps=None if tp == "auto" else tp,
+                    pps=None if pp == "auto" else pp,
+                    eps=None if ep == "auto" else ep,
+                    e2e_s=st.e2e_ms / 1e3 if st.e2e_ms is not None else None,
+                    ttft_s=st.ttft_ms / 1e3 if st.ttft_ms is not None else None,
+                    itl_s=st.itl_ms / 1e3 if st.itl_ms is not None else None,
+                )
+            )
+        return plan_pipeline(
+            stages,
+            self.peak_rps,
+            s.e2e_ms / 1e3,
+            self.estimator,
+            batching=s.batching,
+            objective=s.objective,
+            pricing=self.pricing,
+            top=top,
+        )
+
+    def verify(self, p: Plan) -> tuple[Verification, int]:
+        """The chosen plan simulated request by request at the peak, on this study's
+        deployment (engine set, techniques, KV cap); and the servers its instances need."""
+        from inferencesize.verify import verify_plan
+
+        s = self.spec
+        v = verify_plan(
+            self.estimator, p, self.isl, self.osl, self.limits, s.percentile, s.batching
+        )
+        return v, pack_servers(v.instances, p.gpus_per_instance, p.gpus_per_node)
+
+    def rate_curves(self, result: PlanResult, max_curves: int = 6) -> list[LabelledCurve]:
+        """Req/s per instance against TTFT of the chosen plan and the next-ranked candidates on
+        its hardware, over concurrency 1 … max(3 × the chosen concurrency, 16) (capped at the
+        KV capacity); the chosen one first."""
+        from inferencesize.frontier import concurrency_grid, curve
+        from inferencesize.plotting import LabelledCurve
+
+        chosen = result.chosen
+        if chosen is None:
+            return []
+        hw = chosen.candidate.hardware_id
+        plans = [chosen] + [
+            p for p in result.feasible if p is not chosen and p.candidate.hardware_id == hw
+        ]
+        curves = []
+        for p in plans[:max_curves]:
+            res = self.estimator.resolve(p.candidate, self.isl + self.osl)
+            top = min(res.max_concurrency, max(math.ceil(3 * p.point.concurrency), 16))
+            c = curve(res, self.isl, self.osl, self.spec.batching, concurrency_grid(top))
+            curves.append(LabelledCurve(p.candidate.label(), c, p is chosen))
+        return curves
+
+    def frontier(self, max_concurrency: int | None = None) -> Frontier:
+        """Every single-node candidate of the search space over concurrency, with its Pareto
+        frontier (``frontier``)."""
+        from inferencesize.frontier import frontier
+
+        s, model = self.spec, self.model
+        assert model is not None
+        tps, pps, eps = (None if v == "auto" else list(v) for v in (s.tp, s.pp, s.ep))
+        return frontier(
+            self.estimator,
+            model,
+            self.hardware,
+            None if s.precision == "auto" else s.precision,
+            self.isl,
+            self.osl,
+            self.limits,
+            kv_precision=s.kv_precision,
+            tps=tps,
+            pps=pps,
+            eps=eps,
+            batching=s.batching,
+            max_concurrency=max_concurrency,
+        )
+
+    def sweep(self, axes: Sequence[Axis]) -> Iterator[Row]:
+        """Every point of the grid of ``axes`` over this scenario, planned (rows in order)."""
+        from inferencesize.sweep import Sweeper, expand
+
+        # Points with the same techniques and KV cap share one estimator (and its deployments).
+        estimators: dict[tuple[Any, ...], Estimator] = {}
+
+        def configure(s: ScenarioSpec) -> tuple[Estimator, dict[str, Any]]:
+            setup = planning(self.catalog, self.efficiency, s, self.shown)
+            est = setup.estimator
+            return estimators.setdefault((est.techniques, est.kv_cap), est), dict(setup.options)
+
+        sweeper = Sweeper(self.estimator, self.catalog, configure=configure)
+        return sweeper.run(self.base(), list(expand(axes)))
+
+    def base(self) -> dict[str, Any]:
+        """The scenario as the mapping a sweep varies."""
+        return self.spec.model_dump(by_alias=True, exclude_none=True)
+
+
+def resolve(
+    catalog: Catalog,
+    scenario: str | None,
+    overrides: Mapping[str, Any] | None = None,
+    *,
+    engine: str | None = None,
+    calibration: Path | None = None,
+    traffic: bool = True,
+) -> Study:
+    """Resolve a scenario (file or shipped id; None: flags alone, or the default example)
+    and flags into one :class:`Study`. ``traffic`` False: rates and limits are optional
+    (``frontier``). ``engine`` and ``calibration`` override the scenario's ``engine:``."""
+    overrides = dict(overrides or {})
+    data, shown = scenario_data(catalog, scenario, overrides)
+    if scenario is not None or is_question(overrides):
+        _required(catalog, data, shown, traffic)
+    spec = parse_spec(ScenarioSpec, data, shown, context={"traffic": traffic})
+    check_scenario(catalog, spec, shown)
+    origins = origins_of(data, {**overrides, **({"engine": engine} if engine else {})})
+    eset = efficiency_set(catalog, engine or spec.engine, calibration)
+    if calibration is not None:
+        origins["engine"] = "flag"
+    if spec.pipeline is not None:
+        est, options = Estimator(eset, kv_cap=kv_cap(spec)), {}
+    else:
+        setup = planning(catalog, eset, spec, shown)
+        est, options = setup.estimator, dict(setup.options)
+    return Study(spec, shown, catalog, eset, origins, est, options)
+
+
+def default_hardware_text() -> str:
+    return ", ".join(DEFAULT_HARDWARE)
+
+
+# --------------------------------------------------------------------------- one candidate
+
+
+@dataclass(frozen=True)
+class PointStudy:
+    """One candidate (``estimate``, ``simulate``): its estimator with the techniques stated."""
+
+    efficiency: EfficiencySet
+    estimator: Estimator
+
+
+def resolve_point(
+    catalog: Catalog,
+    *,
+    engine: str | None,
+    calibration: Path | None,
+    techniques: Mapping[str, Any] | None = None,
+    target: ModelSpec | None = None,
+    isl: int | None = None,
+    kv_window: tuple[int, int] = (0, 0),
+) -> PointStudy:
+    """The estimator of one candidate: engine set, the techniques flags (validated as a
+    scenario's ``techniques:`` block), KV cap."""
+    eset = efficiency_set(catalog, engine, calibration)
+    spec = parse_spec(TechniquesSpec, dict(techniques), "flags") if techniques else None
+    t = resolve_techniques(catalog, spec, target, isl, 0, "flags")
+    return PointStudy(eset, Estimator(eset, kv_cap=kv_window, techniques=t))
+
+
+def candidate(
+    catalog: Catalog,
+    model: str,
+    hardware: str,
+    precision: str,
+    kv_precision: str | None,
+    tp: int,
+    pp: int,
+    ep: int,
+) -> Candidate:
+    """One candidate from flag values (``estimate``, ``simulate``): ids looked up."""
+    if precision not in PRECISIONS:
+        raise InputError(
+            f"--precision: unknown '{precision}'; expected one of {', '.join(PRECISIONS)}"
+        )
+    if kv_precision is not None and kv_precision not in PRECISIONS:
+        raise InputError(
+            f"--kv-precision: unknown '{kv_precision}'; expected one of {', '.join(PRECISIONS)}"
+        )
+    gpu, system = catalog.hardware(hardware)
+    return Candidate(
+        catalog.model(model),
+        gpu,
+        system,
+        precision,
+        kv_precision or default_kv_precision(precision),
+        Parallelism(tp, pp, ep),
+    )
