@@ -15,7 +15,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from inferencesize.estimate import Estimator
-from inferencesize.packing import pack_servers
 from inferencesize.planner import Limits, Plan
 from inferencesize.simulate import (
     BatchingConfig,
@@ -154,8 +153,3 @@ def verify_plan(
         else:
             lo = mid
     return result(hi, True)
-
-
-def servers_for(p: Plan, instances: int) -> int:
-    """Servers for ``instances`` copies of the plan's instance (``packing.pack_servers``)."""
-    return pack_servers(instances, p.gpus_per_instance, p.gpus_per_node)
