@@ -51,6 +51,10 @@ MODEL_IDS = [
     "gpt-oss-20b", "gpt-oss-120b", "gemma-2-27b", "gemma-3-27b", "nemotron-4-340b", "phi-4",
     "falcon-40b", "falcon-180b", "gpt-j-6b", "nemo-gpt-43b", "gpt-3-175b",
     "llama-3.1-nemotron-70b", "phi-3-mini", "phi-3-medium",
+    # published sizes (models/*.yaml source): GLM-5 744B (zai-org/GLM-5 README), Kimi K2.5 1T
+    # (MoonshotAI/Kimi-K2.5 README), MiniMax-M2.5 230B (sglang docs/basic_usage/minimax_m2.md),
+    # Qwen3.5 397B-A17B (QwenLM/Qwen3.5 README)
+    "glm-5", "kimi-k2.5", "minimax-m2.5", "qwen3.5-397b-a17b",
 ]  # fmt: skip
 SCENARIO_IDS = [
     "default", "seed-llama3-8b-fp8", "seed-nemo-43b", "translation-short", "translation-long",
@@ -68,6 +72,8 @@ CALIBRATION_GPUS = {
     "GH200 (480GB superchip; 96GB HBM3)": "gh200",
     "L40": "l40",
     "L40S": "l40s",
+    "B200-180GB": "b200",
+    "B300-SXM-288GB": "b300",
 }
 CALIBRATION_MODELS = {
     "Llama-2-7B": "llama-2-7b",
@@ -77,6 +83,7 @@ CALIBRATION_MODELS = {
     "Llama-3-8B": "llama-3-8b",
     "Llama-3-70B": "llama-3-70b",
     "Llama-3.1-8B": "llama-3.1-8b",
+    "Llama-3.1-8B-Instruct": "llama-3.1-8b",
     "Llama-3.1-70B": "llama-3.1-70b",
     "Llama-3.1-405B": "llama-3.1-405b",
     "Mistral-7B": "mistral-7b",
@@ -85,6 +92,15 @@ CALIBRATION_MODELS = {
     "Falcon-180B": "falcon-180b",
     "GPT-J-6B": "gpt-j-6b",
     "NeMo-GPT-43B": "nemo-gpt-43b",
+    "Qwen3-32B": "qwen3-32b",
+    "Qwen3-235B-A22B": "qwen3-235b-a22b",
+    "Qwen3.5-397B-A17B": "qwen3.5-397b-a17b",
+    "DeepSeek-V3": "deepseek-v3",
+    "DeepSeek-R1": "deepseek-r1",
+    "gpt-oss-120b": "gpt-oss-120b",
+    "GLM-5": "glm-5",
+    "Kimi-K2.5": "kimi-k2.5",
+    "MiniMax-M2.5": "minimax-m2.5",
 }
 
 #: models.csv `name` -> catalog id (every row of the reference table).
