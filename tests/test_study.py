@@ -118,3 +118,22 @@ def test_every_command_of_a_study_shares_its_deployment(catalog: Catalog) -> Non
     assert p.point.concurrency <= res.max_concurrency
     curves = study.rate_curves(result)
     assert curves and curves[0].chosen
+
+
+def test_frontier_and_plan_share_the_kv_cap(catalog: Catalog) -> None:
+    """The capped deployment holds 8x the sequences of the uncapped one; the frontier sweeps
+    the chosen candidate up to the capped capacity, as the plan does."""
+    from inferencesize.estimate import Estimator
+
+    study = resolve(catalog, "streaming-kv-cap", {})
+    p = study.plan(top=0).chosen
+    assert p is not None
+    seq = study.isl + study.osl
+    capped = study.estimator.resolve(p.candidate, seq).max_concurrency
+    uncapped = Estimator(study.efficiency).resolve(p.candidate, seq).max_concurrency
+    assert capped > 4 * uncapped
+    fr = study.frontier()
+    mine = [i for i, c in enumerate(fr.candidates) if c == p.candidate]
+    assert mine
+    top = fr.concurrency[fr.candidate_index == mine[0]].max()
+    assert uncapped < top <= capped

@@ -22,7 +22,7 @@ import typer
 from inferencesize.cli.common import open_catalog
 from inferencesize.errors import InputError
 from inferencesize.study import Study, nest, resolve
-from inferencesize.units import PRECISIONS
+from inferencesize.units import PRECISIONS, Batching
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -30,11 +30,6 @@ F = TypeVar("F", bound=Callable[..., Any])
 class Mode(StrEnum):
     streaming = "streaming"
     sequential = "sequential"
-
-
-class BatchingChoice(StrEnum):
-    inflight = "inflight"
-    static = "static"
 
 
 class Objective(StrEnum):
@@ -92,7 +87,7 @@ def workload_options(
     mode: Annotated[
         Mode | None, typer.Option(help="streaming (TTFT/ITL/E2E limits) or sequential (E2E only).")
     ] = None,
-    batching: Annotated[BatchingChoice | None, typer.Option(help="Batching of the engine.")] = None,
+    batching: Annotated[Batching | None, typer.Option(help="Batching of the engine.")] = None,
     ttft_ms: Annotated[float | None, typer.Option(min=0.0, help="Mean TTFT limit, ms.")] = None,
     itl_ms: Annotated[float | None, typer.Option(min=0.0, help="Mean ITL limit, ms.")] = None,
     e2e_ms: Annotated[

@@ -37,6 +37,7 @@ from inferencesize.io_measurements import (
 from inferencesize.render.plan_table import techniques_text
 from inferencesize.repeats import repeat_spreads
 from inferencesize.study import candidate, efficiency_set, resolve_point
+from inferencesize.units import Batching
 from inferencesize.validation import (
     STEADY_TOLERANCE,
     Prediction,
@@ -98,7 +99,7 @@ def estimate(
     kv_precision: Annotated[
         str | None, typer.Option(help="KV cache precision (default: fp8 for fp8/fp4, else 16-bit).")
     ] = None,
-    batching: Annotated[str, typer.Option(help="inflight | static")] = "inflight",
+    batching: Annotated[Batching, typer.Option(help="Batching of the engine.")] = Batching.INFLIGHT,
     points: Annotated[
         Path | None, typer.Option(help="CSV of operating points (batch mode).")
     ] = None,
@@ -139,8 +140,6 @@ def estimate(
     check_format(fmt, ("table", "json"))
     if model is None or hardware is None:
         raise UsageError("estimate needs --model and --hardware (or --points FILE)")
-    if batching not in ("inflight", "static"):
-        raise UsageError(f"--batching: '{batching}' is not one of inflight, static")
     cand = candidate(catalog, model, hardware, precision, kv_precision, tp, pp, ep)
     point = resolve_point(
         catalog,
@@ -152,8 +151,8 @@ def estimate(
     )
     est, eset = point.estimator, point.efficiency
     res = est.resolve(cand, isl + osl)
-    op = est.point(res, isl, osl, concurrency, batching)  # type: ignore[arg-type]
-    rec = record(res, isl, osl, concurrency, batching, op, eset.engine)  # type: ignore[arg-type]
+    op = est.point(res, isl, osl, concurrency, batching)
+    rec = record(res, isl, osl, concurrency, batching, op, eset.engine)
     out = stdout()
     if fmt == "json":
         report.emit(out, report.to_json(rec))
@@ -328,9 +327,10 @@ def _parse_point(
             raise InputError(f"row {line}: {name}: must be at least 1 (got {value})")
         return value
 
-    batching = (row.get("batching") or "inflight").strip()
-    if batching not in ("inflight", "static"):
-        raise InputError(f"row {line}: batching: '{batching}' is not inflight or static")
+    text = (row.get("batching") or Batching.INFLIGHT).strip()
+    if text not in tuple(Batching):
+        raise InputError(f"row {line}: batching: '{text}' is not inflight or static")
+    batching = Batching(text)
     precision = (row.get("precision") or "fp8").strip()
     kv = (row.get("kv_precision") or "").strip() or None
     cand = candidate(

@@ -343,7 +343,7 @@ def test_estimate_table_prints_the_same_numbers() -> None:
     ("args", "code", "message"),
     [
         (["--hardware", "h100-sxm"], 2, "estimate needs --model and --hardware"),
-        ([*SEED, "--batching", "continuous"], 2, "--batching: 'continuous' is not one of"),
+        ([*SEED, "--batching", "continuous"], 2, "'continuous' is not one of"),
         ([*SEED, "--format", "csv"], 2, "'csv' is not one of table, json"),
         ([*SEED, "--precision", "fp6"], 1, "--precision: unknown 'fp6'"),
         ([*SEED, "--kv-precision", "fp6"], 1, "--kv-precision: unknown 'fp6'"),
