@@ -34,6 +34,11 @@ send their next request the moment the previous one completes. A multi-GPU insta
 hand-off (``handoff_s``) delays each request's arrival at the engine; its times still count
 from when it was sent.
 
+KV cap (``Service.kv_cap``, StreamingLLM sinks + window): a sequence adds ``min(context, cap)``
+to the summed context. The sum is kept as ``capped · cap + Σ growing contexts``, and a run of
+decode steps also stops at the step where the next growing sequence reaches the cap (it then
+counts as capped), so the closed form stays exact; static batches sum ``min`` per sequence.
+
 Pure: no I/O; randomness only in the workload (``arrivals``).
 """
 
@@ -154,8 +159,13 @@ class _Inflight(_Instance):
         super().__init__(req, service, cfg, cap)
         self.step = 0
         self.decoders: list[tuple[int, int]] = []  # (last decode step, rid)
-        self.ctx_offset = 0.0  # Σ (isl + 1 − first decode step) over decoders
+        self.ctx_offset = 0.0  # Σ (isl + 1 − first decode step) over growing decoders
         self.prefilling: list[list[int]] = []  # [rid, prompt tokens done] (chunked)
+        # KV cap (0 = none): decoders whose context reached it attend cap tokens each
+        self.kv_cap = service.kv_cap
+        self.capped: set[int] = set()
+        self.growing: set[int] = set()  # decoders below the cap (only tracked with a cap)
+        self.cap_steps: list[tuple[int, int]] = []  # (step its context reaches the cap, rid)
 
     def working(self) -> bool:
         return bool(self.decoders or self.prefilling)
@@ -182,7 +192,10 @@ class _Inflight(_Instance):
             req.admit[rid] = self.t
             new.append(rid)
             tokens += length
-            pairs += length * (length + 1) / 2.0
+            if self.kv_cap:
+                pairs += chunk_pairs(0, length, self.kv_cap)
+            else:
+                pairs += length * (length + 1) / 2.0
         return tokens, pairs, new
 
     def _admit_chunks(self) -> tuple[int, float, int, list[int]]:
@@ -195,7 +208,7 @@ class _Inflight(_Instance):
                 break
             rid, done = entry
             chunk = min(req.isl[rid] - done, budget)
-            pairs += chunk_pairs(done, chunk)
+            pairs += chunk_pairs(done, chunk, self.kv_cap)
             entry[1] = done + chunk
             budget -= chunk
             tokens += chunk
@@ -211,7 +224,7 @@ class _Inflight(_Instance):
             self.kv_used += need
             req.admit[rid] = self.t
             chunk = min(req.isl[rid], budget)
-            pairs += chunk_pairs(0, chunk)
+            pairs += chunk_pairs(0, chunk, self.kv_cap)
             budget -= chunk
             tokens += chunk
             parts += 1
@@ -227,21 +240,44 @@ class _Inflight(_Instance):
         req, dec = self.req, self.decoders
         while dec and dec[0][0] <= last_step:
             finish, rid = heapq.heappop(dec)
-            first_step = finish - req.osl[rid] + 2
-            self.ctx_offset -= req.isl[rid] + 1 - first_step
+            if self.kv_cap and rid in self.capped:
+                self.capped.remove(rid)
+            else:
+                first_step = finish - req.osl[rid] + 2
+                self.ctx_offset -= req.isl[rid] + 1 - first_step
+                self.growing.discard(rid)
             self.kv_used -= req.need[rid]
             req.done[rid] = self.t
             done.append((self.t, rid))
 
+    def _cap_reached(self) -> int:
+        """Count the decoders whose context reached the KV cap at the current step as capped;
+        return the step at which the next growing one reaches it (a large number if none)."""
+        heap, step = self.cap_steps, self.step
+        while heap and (heap[0][0] <= step or heap[0][1] not in self.growing):
+            at, rid = heapq.heappop(heap)
+            if rid not in self.growing:
+                continue  # finished below the cap
+            self.growing.remove(rid)
+            self.capped.add(rid)
+            self.ctx_offset -= self.kv_cap - at  # its offset (it reaches the cap at cap − offset)
+        return heap[0][0] if heap else 2**62
+
     def run(self, bound_s: float, done: list[tuple[float, int]]) -> None:
         req, svc = self.req, self.service
         b = len(self.decoders)
+        cap = self.kv_cap
+        next_cap = self._cap_reached() if cap else 0
         if self.cfg.policy == "chunked":
             tokens, pairs, parts, prefilled = self._admit_chunks()
         else:
             tokens, pairs, prefilled = self._admit_whole()
             parts = len(prefilled)
-        sum_ctx = self.ctx_offset + b * self.step
+        n_capped = len(self.capped)
+        g = b - n_capped  # decoders whose context still grows
+        sum_ctx = self.ctx_offset + g * self.step
+        if n_capped:
+            sum_ctx += n_capped * cap
         if tokens > 0:
             chunked = self.cfg.policy == "chunked"
             # chunked: the decodes ride in the step; in-flight: a prompt step, decodes pause
@@ -260,17 +296,24 @@ class _Inflight(_Instance):
                     done.append((self.t, rid))
                     continue
                 heapq.heappush(self.decoders, (self.step + osl - 2, rid))
-                self.ctx_offset += req.isl[rid] + 1 - self.step
+                offset = req.isl[rid] + 1 - self.step
+                self.ctx_offset += offset
+                if cap:  # context offset + s reaches the cap at step cap − offset
+                    self.growing.add(rid)
+                    heapq.heappush(self.cap_steps, (cap - offset, rid))
             return
         if b == 0:  # an empty instance always admits its first waiting request
             raise RuntimeError("in-flight instance has work but cannot step")
-        # Decode-only run with a fixed batch: until the next completion or the next event.
+        # Decode-only run with a fixed batch: until the next completion or the next event (or
+        # the step at which a growing context reaches the KV cap: up to it, min(ctx, cap) = ctx).
         steps = self.decoders[0][0] - self.step + 1
+        if cap:
+            steps = min(steps, next_cap - self.step + 1)
         a = svc.decode_base_s[b]
         sig = svc.context_s[b]
         if bound_s < INF:
             gap = bound_s - self.t
-            quad = sig * b / 2.0
+            quad = sig * g / 2.0
             lin = a + sig * sum_ctx - quad
             if gap <= 0:
                 k = 1
@@ -279,7 +322,7 @@ class _Inflight(_Instance):
             else:
                 k = math.ceil(gap / lin)
             steps = max(1, min(steps, k))
-        dt = a * steps + sig * (steps * sum_ctx + b * steps * (steps - 1) / 2.0)
+        dt = a * steps + sig * (steps * sum_ctx + g * steps * (steps - 1) / 2.0)
         self.t += dt
         self.busy += dt
         self.step += steps
@@ -318,21 +361,37 @@ class _Batched(_Instance):
         b = len(batch)
         isl = [req.isl[r] for r in batch]
         tokens = sum(isl)
-        pairs = sum(x * (x + 1) / 2.0 for x in isl)
+        cap = svc.kv_cap
+        longest = max(req.osl[r] for r in batch) - 1  # decode steps of the batch
+        if cap:
+            pairs = sum(chunk_pairs(0, x, cap) for x in isl)
+        else:
+            pairs = sum(x * (x + 1) / 2.0 for x in isl)
         t_first = self.t + svc.mixed_s(0, 0.0, tokens, pairs, b)
         ctx0 = float(sum(x + 1 for x in isl))
         a, sig = svc.decode_base_s[b], svc.context_s[b]
+        # decode step t (from 0) of a sequence attends isl + 1 + t tokens (at most the cap)
+        capped = bool(cap) and max(isl) + longest > cap
 
         def decode_s(k: int) -> float:
+            if capped:
+                return a * k + sig * sum(capped_context_sum(x + 1, k, cap) for x in isl)
             return a * k + sig * (k * ctx0 + b * k * (k - 1) / 2.0)
 
         for rid in batch:
             req.first[rid] = t_first
             req.done[rid] = t_first + decode_s(req.osl[rid] - 1)
             done.append((req.done[rid], rid))
-        end = t_first + decode_s(max(req.osl[r] for r in batch) - 1)
+        end = t_first + decode_s(longest)
         self.busy += end - self.t
         self.t = end
+
+
+def capped_context_sum(start: int, steps: int, cap: int) -> int:
+    """Σ_{t=0..steps-1} min(start + t, cap): the context a sequence that starts at ``start``
+    tokens attends over ``steps`` decode steps under a KV cap."""
+    growing = min(steps, max(cap - start, 0))  # steps below the cap
+    return growing * start + growing * (growing - 1) // 2 + (steps - growing) * cap
 
 
 def simulate(

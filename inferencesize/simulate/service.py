@@ -1,15 +1,18 @@
 """Step-time models the simulator runs on.
 
-The engine only asks two things of a service:
+The engine only asks three things of a service:
 
 * ``decode_base_s[b]`` and ``context_s[b]``: a decode-only step of ``b`` sequences takes
   ``decode_base_s[b] + context_s[b] · Σ context`` seconds (the KV read of decode attention is
   linear in the context each sequence attends to, at a rate that depends on how many
   sequences share the step; everything else depends on ``b`` only), so a run of ``k`` steps
   with a fixed batch has a closed form;
+* ``kv_cap``: the KV tokens a sequence attends to at most (StreamingLLM sinks + window,
+  ``ModelCosts.kv_cap_tokens``; 0 = no cap): a sequence adds ``min(context, kv_cap)`` to
+  ``Σ context``, and a prompt token at position ``i`` attends ``min(i, kv_cap)`` keys;
 * ``mixed_s(b, Σ context, prompt tokens, prompt pairs, prompts)``: one step that decodes ``b``
   sequences and prefills prompt chunks of ``tokens`` new tokens attending ``pairs``
-  (query, key) pairs.
+  (query, key) pairs (capped at ``kv_cap`` keys a token).
 
 :class:`LlmService` answers with the step model of ``latency`` (the model ``estimate`` uses),
 the deployment's serving techniques included; :class:`ConstantService` makes every step take a
@@ -40,6 +43,7 @@ class Service:
 
     decode_base_s: list[float]
     context_s: list[float]
+    kv_cap: int = 0
 
     def mixed_s(self, b: int, sum_ctx: float, tokens: int, pairs: float, prompts: int) -> float:
         raise NotImplementedError
@@ -75,8 +79,11 @@ class LlmService(Service):
         base = np.broadcast_to(base, b.shape).copy()
         base[0] = 0.0
         self.decode_base_s = [float(v) for v in base]
-        at = np.asarray(per_token_decode_s(self.dep, b, SLOPE_CONTEXT), dtype=float)
-        slope = (np.broadcast_to(at, b.shape) - base) / (np.maximum(b, 1.0) * SLOPE_CONTEXT)
+        # a capped sequence attends kv_cap tokens at most: the slope below the cap
+        self.kv_cap = cap = self.dep.costs.kv_cap_tokens
+        ctx = min(SLOPE_CONTEXT, float(cap)) if cap > 0 else SLOPE_CONTEXT
+        at = np.asarray(per_token_decode_s(self.dep, b, ctx), dtype=float)
+        slope = (np.broadcast_to(at, b.shape) - base) / (np.maximum(b, 1.0) * ctx)
         slope[0] = 0.0
         self.context_s = [float(v) for v in slope]
         # what a whole speculative decode step costs beyond its per-token share (0 without)
@@ -91,8 +98,8 @@ class LlmService(Service):
         if base is None:
             # Prompt chunks of different lengths as ``n`` equal prompts of ``length`` tokens
             # with the same token count (GEMMs) and the same causal pairs (attention):
-            # n·length = tokens, n·length(length + 1)/2 = pairs.
-            length = max(2.0 * pairs / tokens - 1.0, 1.0)
+            # n·length = tokens, n·length(length + 1)/2 = pairs (capped: n·capped pairs).
+            length = equal_prompt_length(tokens, pairs, self.kv_cap)
             n = tokens / length
             step = float(step_time(self.dep, float(b), 0.0, n, length).total_s)
             base = step - self._speculation_s[b]
@@ -100,7 +107,28 @@ class LlmService(Service):
         return base + self.context_s[b] * sum_ctx
 
 
-def chunk_pairs(done: int, chunk: int) -> float:
-    """Causal (query, key) pairs of prompt tokens ``done + 1 … done + chunk``."""
+def chunk_pairs(done: int, chunk: int, cap: int = 0) -> float:
+    """Causal (query, key) pairs of prompt tokens ``done + 1 … done + chunk``; with a KV cap
+    (``cap`` > 0) token ``i`` attends ``min(i, cap)`` keys."""
     end = done + chunk
-    return (end * (end + 1) - done * (done + 1)) / 2.0
+    if cap <= 0 or end <= cap:
+        return (end * (end + 1) - done * (done + 1)) / 2.0
+    return float(_capped_pairs(end, cap) - _capped_pairs(done, cap))
+
+
+def _capped_pairs(n: int, cap: int) -> int:
+    """Σ_{i=1..n} min(i, cap)."""
+    if n <= cap:
+        return n * (n + 1) // 2
+    return cap * (cap + 1) // 2 + (n - cap) * cap
+
+
+def equal_prompt_length(tokens: int, pairs: float, cap: int = 0) -> float:
+    """Length ``L`` of equal prompts with the mean (query, key) pairs per token of ``tokens``
+    tokens attending ``pairs`` pairs: pairs(L)/L = pairs/tokens, where pairs(L) is L(L + 1)/2
+    and, beyond a KV cap, cap(cap + 1)/2 + (L − cap)·cap (at least 1)."""
+    per_token = pairs / tokens
+    if cap <= 0 or per_token <= (cap + 1) / 2.0:
+        return max(2.0 * per_token - 1.0, 1.0)
+    # cap(cap + 1)/2 + (L − cap)·cap = L·per_token  ⇒  L = cap(cap − 1)/2 / (cap − per_token)
+    return cap * (cap - 1) / 2.0 / max(cap - per_token, 1e-12)
