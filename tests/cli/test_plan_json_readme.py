@@ -17,8 +17,8 @@ README = Path(__file__).resolve().parents[2] / "README.md"
 def _schema_section() -> str:
     text = README.read_text(encoding="utf-8")
     start = text.index("### `plan --format json` (schema_version 1)")
-    end = text.index("\n### ", start + 1)
-    return text[start:end]
+    ends = [text.find(mark, start + 1) for mark in ("\n## ", "\n### ")]
+    return text[start : min(e for e in ends if e > 0)]
 
 
 def _documented_names(section: str) -> set[str]:
