@@ -495,18 +495,18 @@ def plan_disaggregated(
     best: DisaggPlan | None = None
     decode_missing = True
     for itl_cap in caps:
-        trial: list[Rejected] = []
-        decode = _best_decode(model, decode_pool, est, isl, osl, itl_cap, peak_rps, trial)
+        misses: list[Rejected] = []
+        decode = _best_decode(model, decode_pool, est, isl, osl, itl_cap, peak_rps, misses)
         if decode is None:
             if best is None:
-                rejected[:] = trial
+                rejected[:] = misses
             continue
         decode_missing = False
         ttft_budget = min(ttft_lim, e2e_lim - steps * decode.step_s)
-        found = _best_prefill(model, prefill_pool, est, isl, ttft_budget, decode, peak_rps, trial)
+        found = _best_prefill(model, prefill_pool, est, isl, ttft_budget, decode, peak_rps, misses)
         if found is None:
             if best is None:
-                rejected[:] = trial
+                rejected[:] = misses
             continue
         pre, kv_bytes, t_kv, link_name = found
         ttft = PREFILL_TTFT_STEPS * pre.step_s + t_kv
@@ -522,7 +522,7 @@ def plan_disaggregated(
             e2e_s=e2e_s(ttft, decode.step_s, osl),
         )
         if best is None or _rank(plan) < _rank(best):
-            best, rejected[:] = plan, trial
+            best, rejected[:] = plan, misses
     if best is None:
         return DisaggResult(
             None, rejected, _why(rejected, "decode" if decode_missing else "prefill")
