@@ -6,13 +6,12 @@ import csv
 import io
 import json
 import math
+import os
+import re
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import Any, TextIO
 
 import yaml
-
-if TYPE_CHECKING:  # rich is imported only when a table is drawn (machine formats skip it)
-    from rich.table import Table
 
 FORMATS = ("table", "json", "yaml", "csv")
 
@@ -86,31 +85,200 @@ def format_cell(value: Any) -> str:
     return str(value)
 
 
+#: Widest output when stdout is not a terminal and $COLUMNS is unset: in effect unlimited, so a
+#: pipe or a CI log gets every table row on one line.
+UNLIMITED_WIDTH = 10_000
+
+
+def output_width(stream: Any, environ: Mapping[str, str] | None = None) -> int | None:
+    """The width tables are laid out in, for output to ``stream``.
+
+    ``$COLUMNS`` when it is set to a positive integer (the user asked for that width, for a
+    terminal or a pipe); else ``None`` when ``stream`` is a terminal (rich measures it); else
+    :data:`UNLIMITED_WIDTH`: output to a pipe or a file is never wrapped, a wide table keeps
+    one line per row (``less -S``, CI logs and ``grep`` read it whole). Colour follows the
+    same rule in rich: only on a terminal, never with ``NO_COLOR``.
+    """
+    env = os.environ if environ is None else environ
+    text = env.get("COLUMNS", "").strip()
+    if text.isdigit() and int(text) > 0:
+        return int(text)
+    try:
+        tty = bool(stream.isatty())
+    except (AttributeError, ValueError, OSError):
+        tty = False
+    return None if tty else UNLIMITED_WIDTH
+
+
+#: A cell that is a number, maybe signed, with thousands separators, a percent sign or a
+#: leading currency sign (right-aligned in its column).
+_NUMBER = re.compile(r"[+-−]?\$?[\d,]*\.?\d+(e[+-]?\d+)?%?")
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else format_cell(value)
+
+
+def _longest_word(text: str) -> int:
+    from rich.cells import cell_len
+
+    return max((cell_len(w) for w in text.split()), default=0)
+
+
+def _wrapped(key: str, value: str, width: int) -> list[str]:
+    """``key: value`` wrapped at spaces (never inside a word) to ``width``, continued lines
+    indented; a word longer than the width stays whole on its own line."""
+    import textwrap
+
+    line = f"{key}: {value}" if key else value
+    return textwrap.wrap(
+        line,
+        width=max(width, 1),
+        subsequent_indent="    ",
+        break_long_words=False,
+        break_on_hyphens=False,
+    ) or [line]
+
+
+class Records:
+    """A table that fits the width it is drawn in (a rich renderable; rich is imported only
+    when it is drawn).
+
+    * Cells are split only at spaces: a number (``2,526.2``), an id (``deepseek-r1``) or a
+      header word is never broken across lines. Each column is at least as wide as its
+      longest word; spare width goes to the columns whose text would otherwise wrap.
+    * When even those widths do not fit, the table is drawn vertically: one block per record,
+      one ``column: value`` line per cell (wrapped at spaces, continued lines indented).
+    * The width is the console's (:func:`output_width`): a terminal's or ``$COLUMNS``; output
+      that goes to a pipe is never wrapped.
+    * Cell text is shown literally (no rich markup, no highlighting).
+    """
+
+    def __init__(
+        self,
+        title: str | None,
+        columns: Sequence[str],
+        rows: Sequence[Sequence[Any]],
+        caption: str | None = None,
+        *,
+        header: bool = True,
+        compact: bool = False,
+    ) -> None:
+        self.title = title
+        self.caption = caption
+        self.columns = [str(c) for c in columns]
+        self.rows = [[_text(v) for v in row] for row in rows]
+        self.header = header
+        self.compact = compact
+
+    def _overhead(self) -> int:
+        n = len(self.columns)
+        if self.compact:  # no edges; a pad and a (blank) divider between two columns
+            return 2 * (n - 1)
+        return 3 * n + 1  # a border per column and one at the edge, one pad on each side
+
+    def widths(self, width: int) -> list[int] | None:
+        """Column widths (text only) for a table ``width`` cells wide; None: use the vertical
+        layout (the longest words of the columns do not fit side by side)."""
+        from rich.cells import cell_len
+
+        cols = list(zip(*self.rows, strict=True)) if self.rows else [()] * len(self.columns)
+        heads = self.columns if self.header else [""] * len(self.columns)
+        lo = [
+            max(_longest_word(h), *(_longest_word(c) for c in col), 1)
+            for h, col in zip(heads, cols, strict=True)
+        ]
+        hi = [
+            max(cell_len(h), *(cell_len(c) for c in col), 1)
+            for h, col in zip(heads, cols, strict=True)
+        ]
+        if not self.header:  # a key/value table: the keys stay on one line
+            lo[0] = hi[0]
+        room = width - self._overhead()
+        if sum(hi) <= room:
+            return hi
+        if sum(lo) > room:
+            return None
+        # spare width completes the columns that need least first: short columns stay on one
+        # line, the long text columns wrap
+        out = list(lo)
+        spare = room - sum(lo)
+        for i in sorted(range(len(out)), key=lambda k: hi[k] - lo[k]):
+            grow = min(hi[i] - lo[i], spare)
+            out[i] += grow
+            spare -= grow
+        return out
+
+    def vertical(self, width: int) -> list[str]:
+        """The records as blocks of ``column: value`` lines, a blank line between blocks (a
+        key/value table: one ``key: value`` line per pair); empty cells left out."""
+        if not self.header:
+            return [line for key, value in self.rows for line in _wrapped(key, value, width)]
+        lines: list[str] = []
+        for n, row in enumerate(self.rows):
+            if n:
+                lines.append("")
+            for key, value in zip(self.columns, row, strict=True):
+                if value:
+                    lines += _wrapped(key, value, width)
+        return lines
+
+    def __rich_console__(self, console: Any, options: Any) -> Any:
+        from rich import box
+        from rich.table import Table
+        from rich.text import Text
+
+        width = options.max_width
+        if self.title:
+            yield Text(self.title, style="bold")
+        sizes = self.widths(width)
+        if sizes is None:
+            yield Text("\n".join(self.vertical(width)))
+        else:
+            shape = (
+                box.SIMPLE_HEAD if self.compact else box.HEAVY_HEAD if self.header else box.SQUARE
+            )
+            out = Table(
+                show_header=self.header,
+                box=shape,
+                show_edge=not self.compact,
+                pad_edge=not self.compact,
+                padding=(0, 1, 0, 0) if self.compact else (0, 1),
+            )
+            for i, (name, size) in enumerate(zip(self.columns, sizes, strict=True)):
+                key = not self.header and i == 0
+                right = self.header and all(_NUMBER.fullmatch(r[i]) for r in self.rows if r[i])
+                out.add_column(
+                    Text(name),
+                    width=size,
+                    style="bold" if key else "",
+                    justify="right" if right and any(r[i] for r in self.rows) else "left",
+                )
+            for row in self.rows:
+                out.add_row(*(Text(c) for c in row))
+            yield out
+        if self.caption:
+            yield Text(self.caption)
+
+
 def table(
     title: str | None,
     columns: Sequence[str],
     rows: Sequence[Sequence[Any]],
     caption: str | None = None,
-) -> Table:
-    from rich.table import Table
-
-    out = Table(title=title, caption=caption, title_justify="left", caption_justify="left")
-    for col in columns:
-        out.add_column(col, overflow="fold")
-    for row in rows:
-        out.add_row(*(format_cell(v) if not isinstance(v, str) else v for v in row))
-    return out
+    *,
+    compact: bool = False,
+) -> Records:
+    """Rows under column headers (see :class:`Records` for the layout at any width);
+    non-string cells go through :func:`format_cell`. ``compact``: no outer border (a long
+    listing)."""
+    return Records(title, columns, rows, caption, compact=compact)
 
 
-def key_value_table(title: str | None, pairs: Sequence[tuple[str, Any]]) -> Table:
-    from rich.table import Table
-
-    out = Table(title=title, show_header=False, title_justify="left")
-    out.add_column("field", style="bold")
-    out.add_column("value", overflow="fold")
-    for key, value in pairs:
-        out.add_row(key, value if isinstance(value, str) else format_cell(value))
-    return out
+def key_value_table(title: str | None, pairs: Sequence[tuple[str, Any]]) -> Records:
+    """One record as ``key  value`` rows; vertically (``key: value`` lines) when the keys and
+    the longest word of the values do not fit side by side."""
+    return Records(title, ["field", "value"], [[k, v] for k, v in pairs], header=False)
 
 
 def emit(out: Any, text: str) -> None:

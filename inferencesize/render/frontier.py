@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from rich import box
 
 from inferencesize import report
 from inferencesize.frontier import Frontier
@@ -59,7 +58,13 @@ def _thin(indices: list[int], keep: set[int], rows: int) -> list[int]:
     return [i for i in indices if i in picked]
 
 
-def terminal(fr: Frontier) -> str:
+#: Plot cells across at most (the text plot's default width) and at least.
+PLOT_WIDTH = (64, 20)
+
+
+def terminal(fr: Frontier, width: int | None = None) -> tuple[str, str]:
+    """The text plot (fitted to ``width`` columns with its axis labels) and its legend (one
+    line, for the caller to wrap)."""
     on = np.flatnonzero(fr.on_frontier)
     good = np.flatnonzero(fr.on_goodput_frontier)
     series = [
@@ -76,12 +81,16 @@ def terminal(fr: Frontier) -> str:
             series.append(
                 Series([fr.tokens_per_s_per_user[idx]], [fr.tokens_per_s_per_gpu[idx]], char)
             )
-    plot = terminal_plot(series, "output tokens/s per user (1 / ITL)", "output tokens/s per GPU")
+    # the y labels, a space and the axis take at most 10 columns
+    cells = PLOT_WIDTH[0] if width is None else max(PLOT_WIDTH[1], min(PLOT_WIDTH[0], width - 10))
+    plot = terminal_plot(
+        series, "output tokens/s per user (1 / ITL)", "output tokens/s per GPU", width=cells
+    )
     legend = (
         "· operating point   • frontier   o meets limits   L latency-optimal"
         "   T throughput-optimal   G best within limits"
     )
-    return f"{plot}\n{legend}"
+    return plot, legend
 
 
 def table(
@@ -130,13 +139,7 @@ def table(
         "E2E s",
         "ok",
     ]
-    t = report.table(heading, columns, table_rows, caption=caption)
-    t.box = box.SIMPLE_HEAD
-    t.show_edge = False
-    t.pad_edge = False
-    for column in t.columns:
-        column.no_wrap = True
-    return t
+    return report.table(heading, columns, table_rows, caption=caption, compact=True)
 
 
 def ends(fr: Frontier, marks: dict[int, list[str]]) -> dict[str, Any]:
