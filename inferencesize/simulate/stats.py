@@ -7,6 +7,10 @@ E2E (Little's law; clients send again at once), which stays right when clients i
 in bursts (with dropped requests: the completion rate between the first and the last measured
 completion). Open loop: throughput is measured requests over the time from their first
 arrival to their last completion.
+
+Overload (open loop): a run whose servers cannot keep up with its arrivals has no steady
+state; its latencies grow with the length of the run and mean nothing on their own. See
+:func:`keeps_up`.
 """
 
 from __future__ import annotations
@@ -53,6 +57,9 @@ class Summary:
     output_tokens_per_s: float
     gpu_busy: float  # share of the simulated time the instances ran steps (mean over instances)
     duration_s: float
+    arrival_rps: float = float("nan")  # measured over the window of measured arrivals
+    completion_rps: float = float("nan")  # completions (any request) in that window
+    overloaded: bool = False  # see keeps_up
 
     def metric(self, name: str) -> Distribution:
         dist: Distribution = getattr(self, name)
@@ -103,6 +110,41 @@ def percentile_of(values: npt.NDArray[np.float64], q: float) -> float:
     return float(np.percentile(v, q * 100.0)) if v.size else float("nan")
 
 
+#: Completions may fall short of arrivals by this share (plus Poisson noise, 3 standard
+#: deviations of the arrival count) before a run counts as overloaded.
+OVERLOAD_TOLERANCE = 0.05
+
+
+def keeps_up(res: SimResult, keep: npt.NDArray[np.bool_]) -> tuple[float, float, bool]:
+    """Arrival rate, completion rate and whether the run is overloaded.
+
+    The window is the span of the measured arrivals (after the warm-up, ``keep``): the
+    arrival rate is those arrivals over the window; the completion rate counts every request
+    that completed inside the window (a server property: which request finishes does not
+    matter). In steady state the two agree up to the Poisson noise of the counts and an edge
+    of one E2E at each end, which the warm-up covers; when the servers cannot keep up, the
+    completions run at the service capacity and the queue grows through the whole window.
+
+    Overloaded: completion rate < arrival rate × (1 − :data:`OVERLOAD_TOLERANCE` − 3/√n), n
+    the measured arrivals (short runs are judged leniently). A closed loop is never
+    overloaded (its clients wait for their answers); requests dropped as larger than the KV
+    cache are not arrivals here (they are reported as dropped).
+    """
+    arrivals = np.sort(res.arrival_s[keep & ~np.isnan(res.arrival_s)])
+    if arrivals.size < 2 or arrivals[-1] <= arrivals[0]:
+        nan = float("nan")
+        return nan, nan, False
+    start, end = float(arrivals[0]), float(arrivals[-1])
+    span = end - start
+    done = res.done_s[~np.isnan(res.done_s)]
+    arrival_rps = arrivals.size / span
+    completion_rps = float(np.count_nonzero((done >= start) & (done <= end))) / span
+    if res.closed_loop:
+        return arrival_rps, completion_rps, False
+    floor = 1.0 - OVERLOAD_TOLERANCE - 3.0 / float(np.sqrt(arrivals.size))
+    return arrival_rps, completion_rps, completion_rps < arrival_rps * floor
+
+
 def summarize(res: SimResult, warmup: float = 0.1) -> Summary:
     keep = measured_mask(res, warmup)
     pr = per_request(res)
@@ -124,6 +166,7 @@ def summarize(res: SimResult, warmup: float = 0.1) -> Summary:
     tokens = float(res.osl[keep].mean()) * rate if count else float("nan")
     end = res.end_s
     busy = float(np.mean(res.busy_s) / end) if end > 0 else 0.0
+    arrival_rps, completion_rps, overloaded = keeps_up(res, keep)
     return Summary(
         requests=count,
         dropped=res.dropped,
@@ -135,4 +178,7 @@ def summarize(res: SimResult, warmup: float = 0.1) -> Summary:
         output_tokens_per_s=tokens,
         gpu_busy=busy,
         duration_s=end,
+        arrival_rps=arrival_rps,
+        completion_rps=completion_rps,
+        overloaded=overloaded,
     )
