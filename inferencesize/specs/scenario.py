@@ -16,7 +16,11 @@ Auto = Literal["auto"]
 #: Hardware searched when a scenario names none: the 8-GPU NVIDIA systems a buyer compares
 #: today (Hopper 80 GB, Hopper 141 GB, Blackwell).
 DEFAULT_HARDWARE = ("dgx-h100", "dgx-h200", "dgx-b200")
-Positive = Annotated[float, Field(gt=0)]
+Positive = Annotated[float, Field(gt=0, allow_inf_nan=False)]
+#: Largest request rate a scenario may state: a billion requests/s, beyond any deployment
+#: (larger ones overflow the instance counts).
+MAX_RPS = 1e9
+Rate = Annotated[float, Field(gt=0, le=MAX_RPS, allow_inf_nan=False)]
 
 
 class Budget(Spec):
@@ -86,8 +90,8 @@ class ScenarioSpec(Spec):
     osl_words: Positive | None = None
     system_prompt_tokens: Annotated[int, Field(ge=0)] = 0
     system_prompt_words: Annotated[float, Field(ge=0)] = 0
-    mean_rps: Positive | None = None
-    peak_rps: Positive | None = None
+    mean_rps: Rate | None = None
+    peak_rps: Rate | None = None
     percentile: Annotated[float, Field(gt=0, lt=1)] = 0.95
     dispersion: Annotated[float, Field(ge=0)] = 0.0
     ttft_ms: Positive | None = None
