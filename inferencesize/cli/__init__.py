@@ -18,6 +18,7 @@ import typer
 
 from inferencesize import __version__
 from inferencesize.cli.common import EXIT_BROKEN_PIPE, State, handle_errors, silence_stdout
+from inferencesize.cli.help import Command, Group
 
 #: command name -> (module under inferencesize.cli, function; None: the module's Typer ``app``
 #: as a command group)
@@ -60,16 +61,25 @@ def build_app(names: Iterable[str] = COMMANDS) -> typer.Typer:
     cli = typer.Typer(
         name="infersize",
         help=(
-            "Size LLM inference deployments: which GPUs, how many servers, with what"
-            " parallelism and precision, for a model, prompt/answer lengths, traffic and"
-            " latency limits.\n\n"
+            "Size LLM inference deployments: GPUs, servers, parallelism, precision, cost.\n\n"
+            "Which GPUs, how many servers, with what parallelism and precision, for a model,"
+            " prompt/answer lengths, traffic and latency limits.\n\n"
+            "Every command prints --format table (default), json, yaml or csv on stdout;"
+            " messages and progress go to stderr.\n\n"
             "Exit codes: 0 ok, 1 bad input or catalog error, 2 usage error, 3 no feasible"
-            " plan, 4 plan exceeds the budget (check)."
+            " plan, 4 plan exceeds the budget (check).\n\n"
+            "Examples:\n"
+            "  infersize plan default\n"
+            "  infersize plan --model llama-3.1-70b --isl 1000 --osl 500 --mean-rps 20"
+            " --ttft-ms 1000 --itl-ms 50\n"
+            "  infersize catalog list models\n"
+            "  infersize plan --help"
         ),
         no_args_is_help=True,
         add_completion=False,
         pretty_exceptions_enable=False,
         context_settings={"help_option_names": ["-h", "--help"]},
+        cls=Group,
     )
     cli.callback()(root)
     for name in names:
@@ -79,7 +89,7 @@ def build_app(names: Iterable[str] = COMMANDS) -> typer.Typer:
             cli.add_typer(module.app, name=name)
             continue
         fn = getattr(module, attr)
-        cli.command(name)(fn if name in _UNWRAPPED else handle_errors(fn))
+        cli.command(name, cls=Command)(fn if name in _UNWRAPPED else handle_errors(fn))
     return cli
 
 
