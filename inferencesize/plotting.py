@@ -179,5 +179,7 @@ def terminal_plot(
     right = _fmt(x_max)
     gap = max(width - len(right) - 1, 1)
     lines.append(f"{'':>{pad}}  0{' ' * gap}{right}")
-    lines.append(f"{'':>{pad}}  {x_label:^{width}}")
+    # centred under the axis; a label wider than the axis ends where the axis ends
+    label = f"{x_label:^{width}}" if len(x_label) <= width else x_label
+    lines.append(f"{label:>{pad + 2 + width}}")
     return "\n".join(lines)
