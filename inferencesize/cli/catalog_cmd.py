@@ -20,11 +20,14 @@ from inferencesize.catalog import (
 )
 from inferencesize.cli.common import (
     check_format,
+    emit_data,
+    format_option,
     handle_errors,
     open_catalog,
     stdout,
     write_new_file,
 )
+from inferencesize.cli.help import Command, Group
 from inferencesize.cli.options import CatalogOpt
 from inferencesize.errors import CatalogError, UnknownIdError
 from inferencesize.specs import EfficiencySet, GpuSpec, ModelSpec, ScenarioSpec, SystemSpec
@@ -32,8 +35,12 @@ from inferencesize.transformer import active_params, kv_bytes_per_token, total_p
 from inferencesize.units import GB, GIB, TB, TERA
 
 app = typer.Typer(
-    help="Browse, check and extend the hardware / model / scenario catalogs.",
+    help="Browse, check and extend the hardware / model / scenario catalogs.\n\n"
+    "Examples:\n"
+    "  infersize catalog list\n"
+    "  infersize catalog show deepseek-r1",
     no_args_is_help=True,
+    cls=Group,
 )
 
 SINGULAR = {
@@ -43,7 +50,7 @@ SINGULAR = {
     "scenarios": "scenario",
     "efficiency": "efficiency set",
 }
-FormatOpt = Annotated[str, typer.Option("--format", "-f", help="table | json | yaml")]
+FormatOpt = Annotated[str, format_option(report.FORMATS, "Output format (csv: one row per entry).")]
 
 
 def _summary(kind: str, spec: Any) -> dict[str, Any]:
@@ -103,21 +110,23 @@ def _tflops(value: float | None) -> float | None:
     return None if value is None else round(value / TERA, 1)
 
 
-@app.command("list")
+@app.command("list", cls=Command)
 @handle_errors
 def list_cmd(
     kind: Annotated[
         str | None,
-        typer.Argument(help="gpus | systems | models | scenarios | efficiency (default: all)"),
+        typer.Argument(metavar="KIND", help=f"What to list: {', '.join(KINDS)} (default: all)."),
     ] = None,
     fmt: FormatOpt = "table",
     catalog_dirs: CatalogOpt = None,
 ) -> None:
-    """List catalog entries.
+    """List catalog entries (ids to use with the other commands).
 
-    Example: infersize catalog list models --format json
+    Examples:
+      infersize catalog list models
+      infersize catalog list scenarios --format json
     """
-    check_format(fmt, ("table", "json", "yaml"))
+    check_format(fmt, report.FORMATS)
     kinds = list(KINDS)
     if kind is not None:
         if kind not in KINDS:
@@ -127,15 +136,16 @@ def list_cmd(
         kinds = [kind]
     catalog = open_catalog(catalog_dirs)
     data = {k: [_summary(k, s) for s in catalog.entries(k).values()] for k in kinds}
-    out = stdout()
-    if fmt == "json":
-        report.emit(out, report.to_json(data if kind is None else data[kind]))
-    elif fmt == "yaml":
-        report.emit(out, report.to_yaml(data if kind is None else data[kind]))
-    else:
+
+    def tables(out: Any) -> None:
         for k, rows in data.items():
-            cols = list(rows[0]) if rows else ["id"]
-            out.print(report.table(f"{k} ({len(rows)})", cols, [list(r.values()) for r in rows]))
+            # headers in words (kv kib per token 16bit) wrap at spaces in a narrow terminal
+            cols = [c.replace("_", " ") for c in rows[0]] if rows else ["id"]
+            body = [list(r.values()) for r in rows]
+            out.print(report.table(f"{k} ({len(rows)})", cols, body, compact=True))
+
+    rows = [{"kind": SINGULAR[k], **r} for k, rs in data.items() for r in rs]
+    emit_data(fmt, data if kind is None else data[kind], rows, tables)
 
 
 def _find(catalog: Catalog, ident: str) -> tuple[str, Any]:
@@ -159,30 +169,33 @@ def _details(kind: str, spec: Any) -> dict[str, Any]:
     return {"kind": SINGULAR[kind], **data}
 
 
-@app.command("show")
+@app.command("show", cls=Command)
 @handle_errors
 def show_cmd(
-    ident: Annotated[str, typer.Argument(help="a GPU, system, model or scenario id (or alias)")],
+    ident: Annotated[
+        str,
+        typer.Argument(metavar="ID", help="A GPU, system, model, scenario or efficiency set id."),
+    ],
     fmt: FormatOpt = "table",
     catalog_dirs: CatalogOpt = None,
 ) -> None:
-    """Show one entry with every field (SI units, unit in the field name) and computed values.
+    """Show one entry with every field and the values computed from it.
 
-    Example: infersize catalog show llama-3.1-70b
+    Fields in SI units (the unit in the field name); a model also shows its parameter count
+    and KV-cache bytes per token.
+
+    Examples:
+      infersize catalog show llama-3.1-70b
+      infersize catalog show h100-sxm --format yaml
     """
-    check_format(fmt, ("table", "json", "yaml"))
+    check_format(fmt, report.FORMATS)
     catalog = open_catalog(catalog_dirs)
     kind, spec = _find(catalog, ident)
     data = _details(kind, spec)
     data["file"] = catalog.file_of(kind, spec.id)
-    out = stdout()
-    if fmt == "json":
-        report.emit(out, report.to_json(data))
-    elif fmt == "yaml":
-        report.emit(out, report.to_yaml(data))
-    else:
-        pairs = [(k, _human(k, v)) for k, v in report.flatten(data).items()]
-        out.print(report.key_value_table(f"{SINGULAR[kind]} {spec.id}", pairs))
+    pairs = [(k, _human(k, v)) for k, v in report.flatten(data).items()]
+    title = f"{SINGULAR[kind]} {spec.id}"
+    emit_data(fmt, data, table=lambda out: out.print(report.key_value_table(title, pairs)))
 
 
 def _human(key: str, value: Any) -> Any:
@@ -213,12 +226,15 @@ def _kind_of(path: Path, data: dict[str, Any]) -> str:
     return "scenarios"
 
 
-@app.command("validate")
+@app.command("validate", cls=Command)
 @handle_errors
 def validate_cmd(
     paths: Annotated[
         list[Path] | None,
-        typer.Argument(help="YAML files or catalog directories (default: every catalog in use)"),
+        typer.Argument(
+            metavar="PATH",
+            help="YAML files or catalog directories (default: every catalog in use).",
+        ),
     ] = None,
     catalog_dirs: CatalogOpt = None,
 ) -> None:
@@ -226,7 +242,9 @@ def validate_cmd(
 
     Exit 0 when everything is valid, 1 with a one-line located error otherwise.
 
-    Example: infersize catalog validate my-catalog/models/my-model.yaml
+    Examples:
+      infersize catalog validate
+      infersize catalog validate my-catalog/models/my-model.yaml
     """
     out = stdout()
     if not paths:
@@ -258,23 +276,41 @@ def _check_system_gpu(catalog: Catalog, system: SystemSpec, shown: str) -> None:
         raise CatalogError(shown, "gpu", str(suggest(system.gpu, list(catalog.gpus), "GPU")))
 
 
-@app.command("import-hf")
+@app.command("import-hf", cls=Command)
 @handle_errors
 def import_hf_cmd(
-    config: Annotated[Path, typer.Argument(help="a HuggingFace config.json (read offline)")],
-    ident: Annotated[str, typer.Option("--id", help="catalog id for the new model, e.g. my-llama")],
+    config: Annotated[
+        Path, typer.Argument(metavar="CONFIG", help="A HuggingFace config.json (read offline).")
+    ],
+    ident: Annotated[
+        str,
+        typer.Option("--id", metavar="ID", help="Catalog id for the new model, e.g. my-llama."),
+    ],
     out_file: Annotated[
-        Path | None, typer.Option("--out", help="write the YAML here (never overwrites)")
+        Path | None,
+        typer.Option(
+            "--out",
+            metavar="FILE",
+            help="Write the YAML here (never overwrites; creates missing folders).",
+        ),
     ] = None,
-    name: Annotated[str | None, typer.Option("--name", help="display name")] = None,
+    name: Annotated[
+        str | None, typer.Option("--name", metavar="NAME", help="Display name.")
+    ] = None,
     source: Annotated[
-        str | None, typer.Option("--source", help="where the config came from (URL)")
+        str | None,
+        typer.Option("--source", metavar="URL", help="Where the config came from."),
     ] = None,
 ) -> None:
-    """Turn a HuggingFace config.json into a model catalog entry (Llama 2/3/4, Mistral/Mixtral,
-    Qwen2/3 and Qwen-MoE, DeepSeek-V2/V3 MLA+MoE, gpt-oss, Gemma 1/2/3).
+    """Turn a HuggingFace config.json into a model catalog entry.
 
-    Example: infersize catalog import-hf config.json --id my-llama --out models/my-llama.yaml
+    Reads Llama 2/3/4, Mistral/Mixtral, Qwen2/3 and Qwen-MoE, DeepSeek-V2/V3 (MLA + MoE),
+    gpt-oss and Gemma 1/2/3 configs. Without --out the YAML goes to stdout; a catalog folder
+    with the file in models/ is then usable with --catalog DIR.
+
+    Examples:
+      infersize catalog import-hf config.json --id my-llama --out my-catalog/models/my-llama.yaml
+      infersize plan --catalog my-catalog --model my-llama --isl 1000 --osl 200 --mean-rps 10 --ttft-ms 500
     """
     from inferencesize.io_hf import import_hf_yaml
 

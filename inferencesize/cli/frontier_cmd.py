@@ -10,7 +10,7 @@ import numpy as np
 import typer
 
 from inferencesize import report
-from inferencesize.cli.common import check_format, stdout
+from inferencesize.cli.common import check_format, emit_data, format_option
 from inferencesize.cli.options import (
     ScenarioArg,
     engine_options,
@@ -23,7 +23,7 @@ from inferencesize.errors import InputError
 from inferencesize.plotting import check_plot_path, save_frontier
 from inferencesize.render import frontier as render
 
-FORMATS = ("table", "json", "csv")
+FORMATS = report.FORMATS
 
 
 @with_options(workload_options, technique_options, engine_options)
@@ -32,12 +32,19 @@ def frontier_command(
     max_concurrency: Annotated[
         int | None,
         typer.Option(
-            "--max-concurrency", min=1, help="Sweep concurrency 1..N (default: KV capacity)."
+            "--max-concurrency",
+            min=1,
+            metavar="N",
+            help="Sweep concurrency 1..N (default: KV capacity).",
         ),
     ] = None,
     plot: Annotated[
         Path | None,
-        typer.Option("--plot", help="Also draw the frontier to FILE.png or FILE.svg (matplotlib)."),
+        typer.Option(
+            "--plot",
+            metavar="FILE",
+            help="Also draw the frontier to FILE.png or FILE.svg (matplotlib).",
+        ),
     ] = None,
     terminal: Annotated[
         bool,
@@ -46,22 +53,31 @@ def frontier_command(
         ),
     ] = True,
     all_points: Annotated[
-        bool, typer.Option("--all", help="json/csv: every operating point, not only the frontier.")
+        bool,
+        typer.Option("--all", help="json/yaml/csv: every operating point, not only the frontier."),
     ] = False,
     rows: Annotated[
-        int, typer.Option("--rows", min=1, help="Table: at most N frontier rows (evenly spaced).")
+        int,
+        typer.Option(
+            "--rows", min=1, metavar="N", help="Table: at most N frontier rows (evenly spaced)."
+        ),
     ] = 30,
-    fmt: Annotated[str, typer.Option("--format", "-f", help="table | json | csv")] = "table",
+    fmt: Annotated[
+        str, format_option(FORMATS, "Output format (csv: one row per point).")
+    ] = "table",
     **flags: Any,
 ) -> None:
-    """Throughput against interactivity: output tokens/s per GPU versus tokens/s per user
-    (1 / ITL) over every TP/PP/EP split in one node, precision and concurrency 1..KV capacity.
-    Marks the Pareto frontier, its latency-optimal (L) and throughput-optimal (T) ends, the
-    points meeting --ttft-ms/--itl-ms/--e2e-ms (o) and the best of them (G). Takes the same
-    scenario and flags as plan (traffic is not needed).
+    """Throughput against interactivity: the Pareto frontier of the splits and loads.
 
-    Example: infersize frontier --model llama-3-70b --hardware h100-sxm --isl 2000 --osl 200
-    --ttft-ms 1000 --itl-ms 40 --plot frontier.png
+    Output tokens/s per GPU versus tokens/s per user (1 / ITL) over every TP/PP/EP split in
+    one node, precision and concurrency 1..KV capacity. Marks the Pareto frontier, its
+    latency-optimal (L) and throughput-optimal (T) ends, the points meeting
+    --ttft-ms/--itl-ms/--e2e-ms (o) and the best of them (G). Takes the same scenario and
+    flags as plan (traffic is not needed).
+
+    Examples:
+      infersize frontier default
+      infersize frontier --model llama-3-70b --hardware h100-sxm --isl 2000 --osl 200 --ttft-ms 1000 --itl-ms 40 --plot frontier.png
     """
     check_format(fmt, FORMATS)
     if plot is not None:
@@ -85,38 +101,36 @@ def frontier_command(
     chosen = render.order(fr, np.ones(fr.size, dtype=bool) if all_points else fr.on_frontier)
     if plot is not None:
         save_frontier(plot, fr, f"{heading}\n{study.engine}")
-    if fmt == "json":
-        rec = {
-            "model": model.id,
-            "hardware": hw_ids,
-            "precisions": precisions,
-            "isl": study.isl,
-            "osl": study.osl,
-            "batching": spec.batching,
-            "limits": {
-                "ttft_ms": spec.ttft_ms,
-                "itl_ms": spec.itl_ms,
-                "e2e_ms": spec.e2e_ms,
-                "mode": spec.mode,
-            },
-            "engine": study.engine,
-            "origins": dict(study.origins),
-            "points_evaluated": fr.size,
-            **render.ends(fr, marks),
-            "points": [render.point_record(fr, i, marks) for i in chosen],
-            "rejected": [{"candidate": r.candidate, "reason": r.reason} for r in fr.rejected],
-        }
-        report.emit(stdout(), report.to_json(rec))
-    elif fmt == "csv":
-        extra = {"model": model.id, "isl": study.isl, "osl": study.osl, "batching": spec.batching}
-        report.emit(
-            stdout(),
-            report.csv_text([{**extra, **render.point_record(fr, i, marks)} for i in chosen]),
-        )
-    else:
-        out = stdout()
+    points = [render.point_record(fr, i, marks) for i in chosen]
+    rec = {
+        "model": model.id,
+        "hardware": hw_ids,
+        "precisions": precisions,
+        "isl": study.isl,
+        "osl": study.osl,
+        "batching": spec.batching,
+        "limits": {
+            "ttft_ms": spec.ttft_ms,
+            "itl_ms": spec.itl_ms,
+            "e2e_ms": spec.e2e_ms,
+            "mode": spec.mode,
+        },
+        "engine": study.engine,
+        "origins": dict(study.origins),
+        "points_evaluated": fr.size,
+        **render.ends(fr, marks),
+        "points": points,
+        "rejected": [{"candidate": r.candidate, "reason": r.reason} for r in fr.rejected],
+    }
+    extra = {"model": model.id, "isl": study.isl, "osl": study.osl, "batching": spec.batching}
+
+    def tables(out: Any) -> None:
         out.print(render.table(fr, chosen, marks, heading, study.engine, rows, len(hw_ids) == 1))
         if terminal:
-            report.emit(out, render.terminal(fr))
+            drawing, legend = render.terminal(fr, out.width)
+            report.emit(out, drawing)
+            out.print(legend, highlight=False)
+
+    emit_data(fmt, rec, [{**extra, **p} for p in points], tables)
     if plot is not None:
         sys.stderr.write(f"wrote {plot}\n")

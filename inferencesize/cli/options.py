@@ -12,6 +12,7 @@ List options take repeated and comma-separated values alike: ``--tp 2 --tp 4`` i
 from __future__ import annotations
 
 import inspect
+import math
 from collections.abc import Callable, Mapping
 from enum import StrEnum
 from pathlib import Path
@@ -21,6 +22,7 @@ import typer
 
 from inferencesize.cli.common import open_catalog
 from inferencesize.errors import InputError
+from inferencesize.specs.scenario import MAX_RPS
 from inferencesize.study import Study, nest, resolve
 from inferencesize.units import PRECISIONS, Batching
 
@@ -51,8 +53,13 @@ SCALE = "Scale-out"
 COLLECT = "Engine and catalog"
 
 
-def _list(help_text: str, panel: str | None = None) -> Any:
-    return typer.Option(help=help_text, show_default=False, rich_help_panel=panel)
+#: Metavars of the list options (repeated or comma-separated values).
+INTS_OR_AUTO = "N[,N…]|auto"
+INTS = "N[,N…]"
+
+
+def _list(help_text: str, metavar: str, panel: str | None = None) -> Any:
+    return typer.Option(help=help_text, metavar=metavar, show_default=False, rich_help_panel=panel)
 
 
 # --------------------------------------------------------------------------- templates
@@ -60,38 +67,53 @@ def _list(help_text: str, panel: str | None = None) -> Any:
 
 
 def workload_options(
-    model: Annotated[str | None, typer.Option(help="Model id or alias.")] = None,
-    isl: Annotated[int | None, typer.Option(min=1, help="Input tokens per request.")] = None,
-    osl: Annotated[int | None, typer.Option(min=1, help="Output tokens per request.")] = None,
+    model: Annotated[str | None, typer.Option(metavar="ID", help="Model id or alias.")] = None,
+    isl: Annotated[
+        int | None, typer.Option(min=1, metavar="TOKENS", help="Input tokens per request.")
+    ] = None,
+    osl: Annotated[
+        int | None, typer.Option(min=1, metavar="TOKENS", help="Output tokens per request.")
+    ] = None,
     hardware: Annotated[
         list[str] | None,
         _list(
-            "GPU or system ids to compare, e.g. dgx-h100,dgx-b200 (default: DGX H100, H200, B200)."
+            "GPU or system ids to compare, e.g. dgx-h100,dgx-b200 (default: DGX H100, H200, B200).",
+            "ID[,ID…]",
         ),
     ] = None,
     precision: Annotated[
         list[str] | None,
         _list(
-            "Weight precisions, e.g. fp8,bf16 (default auto: every precision the GPU runs natively)."
+            f"Weight precisions: {', '.join(PRECISIONS)} (default auto: every precision the GPU"
+            " runs natively).",
+            "P[,P…]|auto",
         ),
     ] = None,
     tp: Annotated[
-        list[str] | None, _list("Tensor-parallel sizes, e.g. 1,2,4,8 (default auto).")
+        list[str] | None, _list("Tensor-parallel sizes, e.g. 1,2,4,8 (default auto).", INTS_OR_AUTO)
     ] = None,
-    pp: Annotated[list[str] | None, _list("Pipeline stages, e.g. 1,2 (default auto).")] = None,
-    ep: Annotated[list[str] | None, _list("Expert-parallel sizes (default auto).")] = None,
+    pp: Annotated[
+        list[str] | None, _list("Pipeline stages, e.g. 1,2 (default auto).", INTS_OR_AUTO)
+    ] = None,
+    ep: Annotated[
+        list[str] | None, _list("Expert-parallel sizes (default auto).", INTS_OR_AUTO)
+    ] = None,
     kv_precision: Annotated[
         str | None,
-        typer.Option(help="KV-cache precision (default: fp8 for fp8/fp4 weights, else 16-bit)."),
+        typer.Option(
+            metavar="P", help="KV-cache precision (default: fp8 for fp8/fp4 weights, else 16-bit)."
+        ),
     ] = None,
     mode: Annotated[
         Mode | None, typer.Option(help="streaming (TTFT/ITL/E2E limits) or sequential (E2E only).")
     ] = None,
     batching: Annotated[Batching | None, typer.Option(help="Batching of the engine.")] = None,
-    ttft_ms: Annotated[float | None, typer.Option(min=0.0, help="Mean TTFT limit, ms.")] = None,
-    itl_ms: Annotated[float | None, typer.Option(min=0.0, help="Mean ITL limit, ms.")] = None,
+    ttft_ms: Annotated[
+        float | None, typer.Option(metavar="MS", help="Mean TTFT limit, ms.")
+    ] = None,
+    itl_ms: Annotated[float | None, typer.Option(metavar="MS", help="Mean ITL limit, ms.")] = None,
     e2e_ms: Annotated[
-        float | None, typer.Option(min=0.0, help="Mean end-to-end limit, ms.")
+        float | None, typer.Option(metavar="MS", help="Mean end-to-end limit, ms.")
     ] = None,
 ) -> None:
     """Model, lengths, candidates and limits."""
@@ -100,18 +122,21 @@ def workload_options(
 def traffic_options(
     mean_rps: Annotated[
         float | None,
-        typer.Option(min=0.0, help="Mean requests/s (sized at its percentile)."),
+        typer.Option(metavar="RPS", help="Mean requests/s (sized at its percentile)."),
     ] = None,
     peak_rps: Annotated[
-        float | None, typer.Option(min=0.0, help="Peak requests/s to size for.")
+        float | None, typer.Option(metavar="RPS", help="Peak requests/s to size for.")
     ] = None,
     percentile: Annotated[
         float | None,
-        typer.Option(min=0.0, max=1.0, help="Peak percentile of --mean-rps (default 0.95)."),
+        typer.Option(metavar="Q", help="Peak percentile of --mean-rps, 0–1 (default 0.95)."),
     ] = None,
     batch_sizes: Annotated[
         list[str] | None,
-        _list("Static batching: the only batch sizes the engine runs, e.g. 1,2,4,8 (auto: any)."),
+        _list(
+            "Static batching: the only batch sizes the engine runs, e.g. 1,2,4,8 (auto: any).",
+            INTS_OR_AUTO,
+        ),
     ] = None,
 ) -> None:
     """Traffic."""
@@ -121,6 +146,7 @@ def technique_options(
     prefix_tokens: Annotated[
         int | None,
         typer.Option(
+            metavar="TOKENS",
             min=0,
             rich_help_panel=TECH,
             help="Shared prompt prefix held in the prefix cache (default: the system prompt).",
@@ -129,8 +155,7 @@ def technique_options(
     prefix_hit_rate: Annotated[
         float | None,
         typer.Option(
-            min=0.0,
-            max=1.0,
+            metavar="SHARE",
             rich_help_panel=TECH,
             help="Share of requests whose prefix is in the cache.",
         ),
@@ -138,12 +163,16 @@ def technique_options(
     chunked_prefill: Annotated[
         int | None,
         typer.Option(
-            min=16, rich_help_panel=TECH, help="Chunked prefill: prompt tokens per step, e.g. 2048."
+            metavar="TOKENS",
+            min=16,
+            rich_help_panel=TECH,
+            help="Chunked prefill: prompt tokens per step, e.g. 2048.",
         ),
     ] = None,
     draft: Annotated[
         str | None,
         typer.Option(
+            metavar="ID|mtp",
             rich_help_panel=TECH,
             help="Speculative decoding: draft model id (same tokenizer) or 'mtp'.",
         ),
@@ -151,13 +180,19 @@ def technique_options(
     draft_tokens: Annotated[
         int | None,
         typer.Option(
-            min=1, max=16, rich_help_panel=TECH, help="Tokens drafted per step, k (default 4)."
+            metavar="K",
+            min=1,
+            max=16,
+            rich_help_panel=TECH,
+            help="Tokens drafted per step, k (default 4).",
         ),
     ] = None,
     acceptance: Annotated[
         float | None,
         typer.Option(
-            min=0.0, max=1.0, rich_help_panel=TECH, help="Probability a drafted token is accepted."
+            metavar="PROB",
+            rich_help_panel=TECH,
+            help="Probability a drafted token is accepted.",
         ),
     ] = None,
     weight_only: Annotated[
@@ -172,6 +207,7 @@ def technique_options(
     sparse_weights: Annotated[
         float | None,
         typer.Option(
+            metavar="SHARE",
             rich_help_panel=TECH,
             help="2:4 sparsity: share of the weight bytes kept, e.g. 0.63.",
         ),
@@ -179,6 +215,7 @@ def technique_options(
     sparse_speedup: Annotated[
         float | None,
         typer.Option(
+            metavar="X",
             rich_help_panel=TECH,
             help="2:4 sparsity: GEMM speed-up when compute-bound, 1 to 2.",
         ),
@@ -202,46 +239,53 @@ def economics_options(
         ),
     ] = None,
     usd_per_gpu_hour: Annotated[
-        float | None, typer.Option(min=0.0, rich_help_panel=ECON, help="Rent per GPU-hour, USD.")
+        float | None,
+        typer.Option(metavar="USD", rich_help_panel=ECON, help="Rent per GPU-hour, USD."),
     ] = None,
     server_price_usd: Annotated[
         float | None,
-        typer.Option(min=0.0, rich_help_panel=ECON, help="Purchase price per server, USD."),
+        typer.Option(metavar="USD", rich_help_panel=ECON, help="Purchase price per server, USD."),
     ] = None,
     amortization_years: Annotated[
         float | None,
-        typer.Option(min=0.0, rich_help_panel=ECON, help="Years to write servers off (4)."),
+        typer.Option(metavar="YEARS", rich_help_panel=ECON, help="Years to write servers off (4)."),
     ] = None,
     usd_per_kwh: Annotated[
         float | None,
-        typer.Option(min=0.0, rich_help_panel=ECON, help="Electricity, USD/kWh (0.10)."),
+        typer.Option(metavar="USD", rich_help_panel=ECON, help="Electricity, USD/kWh (0.10)."),
     ] = None,
     pue: Annotated[
         float | None,
-        typer.Option(min=1.0, rich_help_panel=ECON, help="Facility power / IT power (1.3)."),
+        typer.Option(
+            metavar="RATIO", rich_help_panel=ECON, help="Facility power / IT power (1.3)."
+        ),
     ] = None,
     server_power_kw: Annotated[
         float | None,
-        typer.Option(min=0.0, rich_help_panel=ECON, help="Max IT power per server, kW."),
+        typer.Option(metavar="KW", rich_help_panel=ECON, help="Max IT power per server, kW."),
     ] = None,
     power_budget_kw: Annotated[
         float | None,
-        typer.Option(min=0.0, rich_help_panel=ECON, help="IT power the fleet may draw, kW."),
+        typer.Option(metavar="KW", rich_help_panel=ECON, help="IT power the fleet may draw, kW."),
     ] = None,
     requests_per_day: Annotated[
         float | None,
         typer.Option(
-            min=0.0,
+            metavar="N",
             rich_help_panel=ECON,
             help="Daily volume (with --peak-hour-share): fixed fleet vs hourly autoscaling.",
         ),
     ] = None,
     peak_hour_share: Annotated[
         float | None,
-        typer.Option(rich_help_panel=ECON, help="Share of the day's requests in the busiest hour."),
+        typer.Option(
+            metavar="SHARE",
+            rich_help_panel=ECON,
+            help="Share of the day's requests in the busiest hour.",
+        ),
     ] = None,
     hourly_rps: Annotated[
-        list[str] | None, _list("24 mean requests/s, hour 0..23 (comma list).", ECON)
+        list[str] | None, _list("24 mean requests/s, hour 0..23 (comma list).", "RPS,…×24", ECON)
     ] = None,
 ) -> None:
     """Economics and daily traffic."""
@@ -259,7 +303,7 @@ def scale_options(
     ] = None,
     attention_dp: Annotated[
         list[str] | None,
-        _list("Attention data parallelism of MoE instances (N, list or auto).", SCALE),
+        _list("Attention data parallelism of MoE instances.", INTS_OR_AUTO, SCALE),
     ] = None,
     span_nvlink_domain: Annotated[
         bool | None,
@@ -273,6 +317,7 @@ def scale_options(
     kv_window_tokens: Annotated[
         int | None,
         typer.Option(
+            metavar="TOKENS",
             min=1,
             rich_help_panel=SCALE,
             help="Cap global-attention KV at the last N tokens (StreamingLLM).",
@@ -281,20 +326,40 @@ def scale_options(
     kv_sink_tokens: Annotated[
         int | None,
         typer.Option(
-            min=0, rich_help_panel=SCALE, help="Attention-sink tokens kept with --kv-window-tokens."
+            metavar="TOKENS",
+            min=0,
+            rich_help_panel=SCALE,
+            help="Attention-sink tokens kept with --kv-window-tokens.",
         ),
     ] = None,
     prefill_cp: Annotated[
         list[str] | None,
-        _list("Context parallelism of disaggregated prefill instances, e.g. 1,2,4.", SCALE),
+        _list("Context parallelism of disaggregated prefill instances, e.g. 1,2,4.", INTS, SCALE),
     ] = None,
 ) -> None:
     """Scale-out: disaggregation, attention DP, NVLink domains, KV caps."""
 
 
+# One operating point's options (estimate, simulate): one value each, not lists.
+PointModelOpt = Annotated[str | None, typer.Option(metavar="ID", help="Model id or alias.")]
+PointHardwareOpt = Annotated[str | None, typer.Option(metavar="ID", help="GPU or system id.")]
+PointPrecisionOpt = Annotated[
+    str, typer.Option(metavar="[" + "|".join(PRECISIONS) + "]", help="Weight precision.")
+]
+PointKvPrecisionOpt = Annotated[
+    str | None,
+    typer.Option(
+        metavar="P", help="KV-cache precision (default: fp8 for fp8/fp4 weights, else 16-bit)."
+    ),
+]
+TpOpt = Annotated[int, typer.Option(min=1, metavar="N", help="Tensor-parallel GPUs.")]
+PpOpt = Annotated[int, typer.Option(min=1, metavar="N", help="Pipeline stages.")]
+EpOpt = Annotated[int, typer.Option(min=1, metavar="N", help="Expert-parallel groups.")]
+
 EngineOpt = Annotated[
     str | None,
     typer.Option(
+        metavar="ID",
         rich_help_panel=COLLECT,
         help="Efficiency set id (engine generation); see `catalog list efficiency`.",
     ),
@@ -302,13 +367,16 @@ EngineOpt = Annotated[
 CalibrationOpt = Annotated[
     Path | None,
     typer.Option(
-        rich_help_panel=COLLECT, help="A fitted efficiency set (from `infersize calibrate`)."
+        metavar="FILE",
+        rich_help_panel=COLLECT,
+        help="A fitted efficiency set (from `infersize calibrate`).",
     ),
 ]
 CatalogOpt = Annotated[
     list[Path] | None,
     typer.Option(
         "--catalog",
+        metavar="DIR",
         rich_help_panel=COLLECT,
         show_default=False,
         help="Extra catalog directory overriding built-ins by id; repeatable."
@@ -326,8 +394,10 @@ def engine_options(
 ScenarioArg = Annotated[
     str | None,
     typer.Argument(
-        help="Scenario YAML file or shipped scenario id; flags override its fields. Without"
-        " it and without question flags: the shipped 'default' example.",
+        metavar="SCENARIO",
+        help="Scenario YAML file or shipped scenario id (`infersize catalog list scenarios`);"
+        " flags override its fields. Without it and without question flags: the shipped"
+        " 'default' example.",
         show_default=False,
     ),
 ]
@@ -402,7 +472,7 @@ def precision_list(values: list[str], flag: str) -> str | list[str]:
 def float_list(values: list[str], flag: str, count: int | None = None) -> list[float]:
     items = split_list(values, flag)
     try:
-        out = [float(i) for i in items]
+        out = [finite(float(i), flag, 0.0, MAX_RPS) for i in items]
     except ValueError:
         raise InputError(f"{flag}: expected numbers (got {','.join(items)!r})") from None
     if count is not None and len(out) != count:
@@ -412,6 +482,30 @@ def float_list(values: list[str], flag: str, count: int | None = None) -> list[f
 
 def _same(value: Any, flag: str) -> Any:
     return value.value if isinstance(value, StrEnum) else value
+
+
+def finite(value: float, flag: str, low: float | None = None, high: float | None = None) -> float:
+    """A number option's value: finite (not inf or nan) and within [low, high]; else a
+    one-line input error naming the flag (exit 1)."""
+    if not math.isfinite(value):
+        raise InputError(f"{flag}: expected a finite number (got {value})")
+    if low is not None and value < low:
+        raise InputError(f"{flag}: must be >= {low:g} (got {value:g})")
+    if high is not None and value > high:
+        raise InputError(f"{flag}: must be <= {high:g} (got {value:g})")
+    return value
+
+
+def _real(low: float | None = None, high: float | None = None) -> Callable[[Any, str], Any]:
+    return lambda value, flag: finite(float(value), flag, low, high)
+
+
+_NON_NEGATIVE = _real(0.0)
+_SHARE = _real(0.0, 1.0)
+_RATE = _real(0.0, MAX_RPS)
+#: Prices above this (USD) are typing errors; larger ones overflow the cost of a fleet.
+MAX_USD = 1e12
+_MONEY = _real(0.0, MAX_USD)
 
 
 def _ints(value: Any, flag: str) -> Any:
@@ -440,33 +534,33 @@ FLAGS: dict[str, tuple[str, Callable[[Any, str], Any]]] = {
     "kv_precision": ("kv_precision", _same),
     "mode": ("mode", _same),
     "batching": ("batching", _same),
-    "ttft_ms": ("ttft_ms", _same),
-    "itl_ms": ("itl_ms", _same),
-    "e2e_ms": ("e2e_ms", _same),
-    "mean_rps": ("mean_rps", _same),
-    "peak_rps": ("peak_rps", _same),
-    "percentile": ("percentile", _same),
+    "ttft_ms": ("ttft_ms", _NON_NEGATIVE),
+    "itl_ms": ("itl_ms", _NON_NEGATIVE),
+    "e2e_ms": ("e2e_ms", _NON_NEGATIVE),
+    "mean_rps": ("mean_rps", _RATE),
+    "peak_rps": ("peak_rps", _RATE),
+    "percentile": ("percentile", _SHARE),
     "batch_sizes": ("batch_sizes", _batch_sizes),
     "prefix_tokens": ("techniques.prefix_tokens", _same),
-    "prefix_hit_rate": ("techniques.prefix_hit_rate", _same),
+    "prefix_hit_rate": ("techniques.prefix_hit_rate", _SHARE),
     "chunked_prefill": ("techniques.chunked_prefill_tokens", _same),
     "draft": ("techniques.speculative.draft", _same),
     "draft_tokens": ("techniques.speculative.draft_tokens", _same),
-    "acceptance": ("techniques.speculative.acceptance", _same),
+    "acceptance": ("techniques.speculative.acceptance", _SHARE),
     "weight_only": ("techniques.weight_only", _same),
-    "sparse_weights": ("techniques.sparsity.weight_factor", _same),
-    "sparse_speedup": ("techniques.sparsity.compute_speedup", _same),
+    "sparse_weights": ("techniques.sparsity.weight_factor", _real()),
+    "sparse_speedup": ("techniques.sparsity.compute_speedup", _real()),
     "objective": ("objective", _same),
     "cost_basis": ("economics.basis", _same),
-    "usd_per_gpu_hour": ("economics.usd_per_gpu_hour", _same),
-    "server_price_usd": ("economics.server_price_usd", _same),
-    "amortization_years": ("economics.amortization_years", _same),
-    "usd_per_kwh": ("economics.usd_per_kwh", _same),
-    "pue": ("economics.pue", _same),
-    "server_power_kw": ("economics.server_power_kw", _same),
-    "power_budget_kw": ("economics.power_budget_kw", _same),
-    "requests_per_day": ("daily.requests_per_day", _same),
-    "peak_hour_share": ("daily.peak_hour_share", _same),
+    "usd_per_gpu_hour": ("economics.usd_per_gpu_hour", _MONEY),
+    "server_price_usd": ("economics.server_price_usd", _MONEY),
+    "amortization_years": ("economics.amortization_years", _NON_NEGATIVE),
+    "usd_per_kwh": ("economics.usd_per_kwh", _MONEY),
+    "pue": ("economics.pue", _real(1.0)),
+    "server_power_kw": ("economics.server_power_kw", _NON_NEGATIVE),
+    "power_budget_kw": ("economics.power_budget_kw", _NON_NEGATIVE),
+    "requests_per_day": ("daily.requests_per_day", _real(0.0, MAX_RPS * 86_400)),
+    "peak_hour_share": ("daily.peak_hour_share", _real()),
     "hourly_rps": ("daily.hourly_rps", lambda v, f: float_list(v, f, 24)),
     "disaggregated": ("disaggregated", _same),
     "attention_dp": ("attention_dp", _ints),

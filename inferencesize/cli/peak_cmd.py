@@ -2,16 +2,23 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Annotated, Any
 
 import typer
 
 from inferencesize import report
-from inferencesize.cli.common import check_format, handle_errors, stdout, usage_error
+from inferencesize.cli.common import (
+    check_format,
+    emit_data,
+    format_option,
+    handle_errors,
+    usage_error,
+)
 from inferencesize.errors import InputError
 from inferencesize.traffic import mean_rps_from_daily, peak_rps, traffic_model
 
-FORMATS = ("plain", "table", "json", "yaml")
+FORMATS = ("plain", *report.FORMATS)
 
 
 def format_number(value: float) -> str:
@@ -27,6 +34,7 @@ def peak(
         float | None,
         typer.Option(
             "--mean-rps",
+            metavar="RPS",
             help="Mean arrival rate in requests/s (long-run average).",
             show_default=False,
         ),
@@ -35,6 +43,7 @@ def peak(
         float | None,
         typer.Option(
             "--requests-per-day",
+            metavar="N",
             help="Daily request volume instead of --mean-rps; spread over --active-hours.",
             show_default=False,
         ),
@@ -43,6 +52,7 @@ def peak(
         float | None,
         typer.Option(
             "--active-hours",
+            metavar="HOURS",
             help="Hours per day the daily volume arrives in, (0, 24]; default 24.",
             show_default=False,
         ),
@@ -51,30 +61,35 @@ def peak(
         float,
         typer.Option(
             "--percentile",
+            metavar="Q",
             help="Fraction of windows the peak must cover, strictly between 0 and 1.",
         ),
     ] = 0.95,
     window_s: Annotated[
         float,
-        typer.Option("--window-s", help="Window in seconds over which requests are counted."),
+        typer.Option(
+            "--window-s",
+            metavar="SECONDS",
+            help="Window in seconds over which requests are counted.",
+        ),
     ] = 1.0,
     dispersion: Annotated[
         float,
         typer.Option(
             "--dispersion",
+            metavar="D",
             help="Burstiness D >= 0: squared coefficient of variation of the rate itself"
             " (negative binomial counts); 0 is Poisson.",
         ),
     ] = 0.0,
     fmt: Annotated[
-        str,
-        typer.Option("--format", "-f", help="plain (just the number) | table | json | yaml"),
+        str, format_option(FORMATS, "plain: the number alone (for scripts); or a record.")
     ] = "plain",
 ) -> None:
-    """Peak requests/s to size for: the PERCENTILE quantile of the number of requests in a
-    WINDOW-S window, divided by the window, for random (Poisson) arrivals at the mean rate.
+    """Peak requests/s to size for, from a mean rate or a daily volume.
 
-    With 64 requests/s on average, 95 % of one-second windows see at most 77 requests, so size
+    The PERCENTILE quantile of the number of requests in a WINDOW-S window, divided by the
+    window, for random (Poisson) arrivals at the mean rate. With 64 requests/s on average, 95 % of one-second windows see at most 77 requests, so size
     for 77 requests/s. Give the mean as --mean-rps, or as --requests-per-day (optionally with
     --active-hours: 8.64 million requests/day over 24 h is 100 requests/s).
 
@@ -82,15 +97,14 @@ def peak(
     variation of D (--dispersion D), which makes the counts negative binomial with variance
     mean + D·mean²; D = 0 is Poisson. D = 0.04 means the rate typically swings by ±20 %.
 
-    The default output is the number alone, for scripts; --format table|json|yaml for more.
+    The default output is the number alone, for scripts; --format table|json|yaml|csv for
+    more.
 
-    Example: infersize peak --mean-rps 64   (prints 77)
-
-    Example: infersize peak --mean-rps 64 --percentile 0.99 --format json
-
-    Example: infersize peak --requests-per-day 2e6 --active-hours 10 --dispersion 0.05
-
-    Example: infersize peak --mean-rps 20 --window-s 60   (peak of one-minute averages)
+    Examples:
+      infersize peak --mean-rps 64  # prints 77
+      infersize peak --mean-rps 64 --percentile 0.99 --format json
+      infersize peak --requests-per-day 2e6 --active-hours 10 --dispersion 0.05
+      infersize peak --mean-rps 20 --window-s 60  # the peak of one-minute averages
     """
     check_format(fmt, FORMATS)
     if (mean_rps is None) == (requests_per_day is None):
@@ -116,14 +130,11 @@ def peak(
         "dispersion": dispersion,
         "model": traffic_model(dispersion),
     }
-    out = stdout()
     if fmt == "plain":
-        report.emit(out, format_number(peak_value))
-    elif fmt == "json":
-        report.emit(out, report.to_json(data))
-    elif fmt == "yaml":
-        report.emit(out, report.to_yaml(data))
-    else:
+        report.emit(sys.stdout, format_number(peak_value))
+        return
+
+    def table(out: Any) -> None:
         pairs: list[tuple[str, Any]] = []
         if requests_per_day is not None:
             pairs.append(("requests/day", format_number(requests_per_day)))
@@ -142,6 +153,8 @@ def peak(
             ("peak / mean", "n/a" if mean == 0 else f"{peak_value / mean:.2f}x"),
         ]
         out.print(report.key_value_table("Peak traffic", pairs))
+
+    emit_data(fmt, data, table=table)
 
 
 def _option_names(message: str) -> str:

@@ -15,11 +15,26 @@ import yaml
 
 from inferencesize import report
 from inferencesize.catalog import Catalog
-from inferencesize.cli.common import check_format, open_catalog, stdout, write_new_file
+from inferencesize.cli.common import (
+    Progress,
+    check_format,
+    emit_data,
+    format_option,
+    open_catalog,
+    stdout,
+    write_new_file,
+)
 from inferencesize.cli.options import (
     CalibrationOpt,
     CatalogOpt,
     EngineOpt,
+    EpOpt,
+    PointHardwareOpt,
+    PointKvPrecisionOpt,
+    PointModelOpt,
+    PointPrecisionOpt,
+    PpOpt,
+    TpOpt,
     engine_options,
     technique_options,
     techniques_given,
@@ -37,7 +52,7 @@ from inferencesize.io_measurements import (
 from inferencesize.render.plan_table import techniques_text
 from inferencesize.repeats import repeat_spreads
 from inferencesize.study import candidate, efficiency_set, resolve_point
-from inferencesize.units import Batching
+from inferencesize.units import PRECISIONS, Batching
 from inferencesize.validation import (
     STEADY_TOLERANCE,
     Prediction,
@@ -80,44 +95,59 @@ RESULT_KEYS = (
 )
 #: Every key of an estimate record (``estimate.record``).
 RECORD_KEYS = (*POINT_COLUMNS[:6], "dp", *POINT_COLUMNS[6:], *RESULT_KEYS, "techniques")
+#: Formats of ``estimate --points``: one record per input row.
+POINTS_FORMATS = ("csv", "jsonl", "json", "yaml")
 
 
 @with_options(technique_options, engine_options)
 def estimate(
     ctx: typer.Context,
-    model: Annotated[str | None, typer.Option(help="Model id or alias.")] = None,
-    hardware: Annotated[str | None, typer.Option(help="GPU id or system id.")] = None,
-    precision: Annotated[str, typer.Option(help="fp32 bf16 fp16 fp8 int8 int4 fp4")] = "fp8",
-    tp: Annotated[int, typer.Option(min=1, help="Tensor-parallel GPUs.")] = 1,
-    pp: Annotated[int, typer.Option(min=1, help="Pipeline stages.")] = 1,
-    ep: Annotated[int, typer.Option(min=1, help="Expert-parallel groups (divides tp).")] = 1,
-    isl: Annotated[int, typer.Option(min=1, help="Input tokens per request.")] = 2000,
-    osl: Annotated[int, typer.Option(min=1, help="Output tokens per request.")] = 200,
+    model: PointModelOpt = None,
+    hardware: PointHardwareOpt = None,
+    precision: PointPrecisionOpt = "fp8",
+    tp: TpOpt = 1,
+    pp: PpOpt = 1,
+    ep: EpOpt = 1,
+    isl: Annotated[
+        int, typer.Option(min=1, metavar="TOKENS", help="Input tokens per request.")
+    ] = 2000,
+    osl: Annotated[
+        int, typer.Option(min=1, metavar="TOKENS", help="Output tokens per request.")
+    ] = 200,
     concurrency: Annotated[
-        int, typer.Option(min=1, help="Closed-loop clients (inflight) or batch size (static).")
+        int,
+        typer.Option(
+            min=1, metavar="N", help="Closed-loop clients (inflight) or batch size (static)."
+        ),
     ] = 1,
-    kv_precision: Annotated[
-        str | None, typer.Option(help="KV cache precision (default: fp8 for fp8/fp4, else 16-bit).")
-    ] = None,
+    kv_precision: PointKvPrecisionOpt = None,
     batching: Annotated[Batching, typer.Option(help="Batching of the engine.")] = Batching.INFLIGHT,
     points: Annotated[
-        Path | None, typer.Option(help="CSV of operating points (batch mode).")
+        Path | None,
+        typer.Option(metavar="FILE", help="CSV of operating points (batch mode), one per row."),
     ] = None,
     fmt: Annotated[
-        str, typer.Option("--format", "-f", help="table | json (one point); csv | jsonl (--points)")
+        str,
+        format_option(
+            (*report.FORMATS, "jsonl"),
+            "One point: table, json, yaml or csv. --points: csv (default), jsonl, json or yaml.",
+        ),
     ] = "table",
     **flags: Any,
 ) -> None:
-    """Predict TTFT, ITL, E2E, throughput and memory of one instance at one operating point.
+    """Predict latency, throughput and memory of one instance at one operating point.
 
-    Example: infersize estimate --model llama-3-8b --hardware h100-sxm --precision fp8 --tp 1
-    --isl 2000 --osl 200 --concurrency 25 --format json
+    TTFT, ITL and E2E (mean), requests/s and output tokens/s, the KV-cache capacity and the
+    memory per GPU, with what bounds prefill and decode.
 
-    Batch mode: infersize estimate --points points.csv --format csv  (columns: model, hardware,
-    precision, tp, pp, ep, isl, osl, concurrency, batching, kv_precision; optional ones default).
+    Batch mode: --points FILE, a CSV with the columns model, hardware, precision, tp, pp, ep,
+    isl, osl, concurrency, batching, kv_precision (model, hardware, isl, osl and concurrency
+    required; the others take the flags' defaults); one output row per input row.
 
-    Techniques: infersize estimate --model llama-3.1-70b --hardware h100-sxm --tp 4
-    --draft llama-3.1-8b --draft-tokens 4 --acceptance 0.7  (see the Serving techniques flags).
+    Examples:
+      infersize estimate --model llama-3-8b --hardware h100-sxm --isl 2000 --osl 200 --concurrency 25
+      infersize estimate --model llama-3.1-70b --hardware h100-sxm --tp 4 --draft llama-3.1-8b --draft-tokens 4 --acceptance 0.7
+      infersize estimate --points points.csv --format csv
     """
     catalog = open_catalog(flags.get("catalog_dirs"))
     engine, calibration = flags.get("engine"), flags.get("calibration")
@@ -134,10 +164,10 @@ def estimate(
         est = resolve_point(
             catalog, engine=engine, calibration=calibration, techniques=techniques
         ).estimator
-        check_format(fmt if fmt != "table" else "csv", ("csv", "jsonl"))
+        check_format(fmt if fmt != "table" else "csv", POINTS_FORMATS)
         _batch(catalog, est, points, "csv" if fmt == "table" else fmt)
         return
-    check_format(fmt, ("table", "json"))
+    check_format(fmt, report.FORMATS)
     if model is None or hardware is None:
         raise UsageError("estimate needs --model and --hardware (or --points FILE)")
     cand = candidate(catalog, model, hardware, precision, kv_precision, tp, pp, ep)
@@ -153,16 +183,12 @@ def estimate(
     res = est.resolve(cand, isl + osl)
     op = est.point(res, isl, osl, concurrency, batching)
     rec = record(res, isl, osl, concurrency, batching, op, eset.engine)
-    out = stdout()
-    if fmt == "json":
-        report.emit(out, report.to_json(rec))
-        return
-    out.print(
-        report.key_value_table(
-            f"{cand.model.id} on {cand.label()} · ISL {isl} · OSL {osl} · {batching} "
-            f"{'batch' if batching == 'static' else 'concurrency'} {concurrency}",
-            _human_pairs(rec),
-        )
+    title = (
+        f"{cand.model.id} on {cand.label()} · ISL {isl} · OSL {osl} · {batching} "
+        f"{'batch' if batching == 'static' else 'concurrency'} {concurrency}"
+    )
+    emit_data(
+        fmt, rec, table=lambda out: out.print(report.key_value_table(title, _human_pairs(rec)))
     )
 
 
@@ -271,6 +297,9 @@ def _batch(catalog: Catalog, est: Estimator, path: Path, fmt: str) -> None:
     if fmt == "jsonl":
         report.emit(out, report.to_jsonl(final))
         return
+    if fmt in ("json", "yaml"):
+        emit_data(fmt, final)
+        return
     # CSV cells carry no nesting: the unit goes into the memory column names
     flat = [{**r, "memory": _gib_keys(r.get("memory"))} for r in final]
     template = _template()
@@ -368,9 +397,20 @@ def _summary_rows(preds: list[Prediction], by: Any) -> list[dict[str, Any]]:
     ]
 
 
+DataOpt = Annotated[
+    list[Path],
+    typer.Option(
+        "--data",
+        metavar="FILE",
+        help="Measurements CSV (columns as data/calibration/README.md) or GenAI-Perf export"
+        " (profile_export_genai_perf.json/.csv); repeatable.",
+    ),
+]
+
+
 def validate(
-    data: Annotated[list[Path], typer.Option("--data", help="Measurements CSV (repeatable).")],
-    fmt: Annotated[str, typer.Option("--format", "-f", help="table | json")] = "table",
+    data: DataOpt,
+    fmt: Annotated[str, format_option(report.FORMATS)] = "table",
     engine: EngineOpt = None,
     calibration: CalibrationOpt = None,
     catalog_dirs: CatalogOpt = None,
@@ -382,17 +422,21 @@ def validate(
     (unless --engine or --calibration fixes one). Rows that cannot be mapped are counted and
     listed, never dropped silently. Also checks each serving point against Little's law, and
     shows how far points measured more than once differ between runs (the data's own floor).
+    CSV: one row per accuracy group (table: by_metric, by_source, steady_by_metric).
 
-    Example: infersize validate --data ../shared/calibration/measurements.csv
+    Examples:
+      infersize validate --data measurements.csv
+      infersize validate --data measurements.csv --engine nim-2024 --format json
     """
-    check_format(fmt, ("table", "json"))
+    check_format(fmt, report.FORMATS)
     catalog = open_catalog(catalog_dirs)
     fixed = efficiency_set(catalog, engine, calibration) if (engine or calibration) else None
     rows = _load_rows(data)
     mapped, skipped = map_measurements(catalog, rows)
     pick = estimator_chooser(catalog, fixed)
     t0 = time.perf_counter()
-    preds = predict_all(pick, mapped)
+    with Progress(f"predicting {len(mapped):,} measured points"):
+        preds = predict_all(pick, mapped)
     elapsed = time.perf_counter() - t0
     used = Counter((r.m.engine, r.m.engine_version, pick(r.m).efficiency.id) for r in mapped)
     sets_used = [
@@ -419,30 +463,28 @@ def validate(
         }
         for m, why in skipped
     ]
-    out = stdout()
-    if fmt == "json":
-        report.emit(
-            out,
-            report.to_json(
-                {
-                    "rows": len(rows),
-                    "predicted": len(preds),
-                    "unmapped": unmapped,
-                    "by_metric": by_metric,
-                    "by_source": by_source,
-                    "efficiency_sets": sets_used,
-                    "steady_state": {
-                        "checked": len(checks),
-                        "tolerance": STEADY_TOLERANCE,
-                        "off": [_off_point(c) for c in off],
-                        "by_metric": by_metric_steady,
-                    },
-                    "repeat_runs": repeats,
-                    "seconds": elapsed,
-                }
-            ),
-        )
+    result = {
+        "rows": len(rows),
+        "predicted": len(preds),
+        "unmapped": unmapped,
+        "by_metric": by_metric,
+        "by_source": by_source,
+        "efficiency_sets": sets_used,
+        "steady_state": {
+            "checked": len(checks),
+            "tolerance": STEADY_TOLERANCE,
+            "off": [_off_point(c) for c in off],
+            "by_metric": by_metric_steady,
+        },
+        "repeat_runs": repeats,
+        "seconds": elapsed,
+    }
+    if fmt != "table":
+        groups = [("by_metric", by_metric), ("by_source", by_source)]
+        groups.append(("steady_by_metric", by_metric_steady))
+        emit_data(fmt, result, [{"table": name, **r} for name, rs in groups for r in rs])
         return
+    out = stdout()
     cols = ["group", "n", "median APE", "p90 APE", "≤10 %", "≤25 %"]
 
     def fmt_rows(rs: list[dict[str, Any]]) -> list[list[Any]]:
@@ -508,32 +550,51 @@ def _off_point(c: SteadyCheck) -> dict[str, Any]:
 
 
 def calibrate(
-    data: Annotated[
-        list[Path],
-        typer.Option(
-            "--data",
-            help="Measurements CSV or GenAI-Perf export (profile_export_genai_perf.json/.csv).",
-        ),
+    data: DataOpt,
+    hardware: Annotated[
+        str, typer.Option(metavar="ID", help="GPU or system id the data was measured on.")
     ],
-    hardware: Annotated[str, typer.Option(help="GPU or system id the data was measured on.")],
-    precision: Annotated[str, typer.Option(help="Precision of the runs.")],
-    out_file: Annotated[Path, typer.Option("--out", help="Where to write the fitted set (YAML).")],
+    precision: Annotated[
+        str, typer.Option(metavar="[" + "|".join(PRECISIONS) + "]", help="Precision of the runs.")
+    ],
+    out_file: Annotated[
+        Path,
+        typer.Option("--out", metavar="FILE", help="Where to write the fitted set (YAML, new)."),
+    ],
     model: Annotated[
-        str | None, typer.Option(help="Catalog model id (GenAI-Perf exports: overrides theirs).")
+        str | None,
+        typer.Option(metavar="ID", help="Catalog model id (GenAI-Perf exports: overrides theirs)."),
     ] = None,
-    tp: Annotated[int | None, typer.Option(help="TP of the runs (for GenAI-Perf exports).")] = None,
-    isl: Annotated[int | None, typer.Option(help="ISL (for GenAI-Perf exports).")] = None,
-    osl: Annotated[int | None, typer.Option(help="OSL (for GenAI-Perf exports).")] = None,
-    concurrency: Annotated[int | None, typer.Option(help="Concurrency (GenAI-Perf).")] = None,
-    overheads: Annotated[bool, typer.Option(help="Also refit the set-wide overheads.")] = False,
+    tp: Annotated[
+        int | None, typer.Option(metavar="N", help="TP of the runs (for GenAI-Perf exports).")
+    ] = None,
+    isl: Annotated[
+        int | None, typer.Option(metavar="TOKENS", help="ISL (for GenAI-Perf exports).")
+    ] = None,
+    osl: Annotated[
+        int | None, typer.Option(metavar="TOKENS", help="OSL (for GenAI-Perf exports).")
+    ] = None,
+    concurrency: Annotated[
+        int | None, typer.Option(metavar="N", help="Concurrency (for GenAI-Perf exports).")
+    ] = None,
+    overheads: Annotated[
+        bool, typer.Option("--overheads", help="Also refit the set-wide overheads.")
+    ] = False,
+    fmt: Annotated[str, format_option(report.FORMATS)] = "table",
     engine: EngineOpt = None,
     catalog_dirs: CatalogOpt = None,
 ) -> None:
-    """Fit efficiency parameters (compute, memory; optionally overheads) to your measurements.
+    """Fit efficiency parameters to your measurements (compute, memory, overheads).
 
-    Example: infersize calibrate --data my-runs.csv --hardware h100-sxm --precision fp8
-    --out calibration.yaml    then: infersize estimate … --calibration calibration.yaml
+    Writes the fitted efficiency set to --out (never over an existing file); use it with
+    --calibration FILE on estimate, plan and the other commands. Prints the fitted values and
+    the error before and after, per metric (CSV: one row per metric).
+
+    Examples:
+      infersize calibrate --data my-runs.csv --hardware h100-sxm --precision fp8 --out calibration.yaml
+      infersize estimate --model llama-3-8b --hardware h100-sxm --calibration calibration.yaml
     """
+    check_format(fmt, report.FORMATS)
     # scipy.optimize is imported here, not at start-up, so every other command stays fast.
     from inferencesize.calibration import PER_GPU_PARAMS, fit, precision_class
 
@@ -547,9 +608,10 @@ def calibrate(
     if not mapped:
         reasons = sorted({why for _, why in skipped})
         raise InputError(f"{data[0]}: no usable rows ({'; '.join(reasons[:3]) or 'empty'})")
-    before = predict_all(lambda _m: Estimator(base), mapped)
-    free = ["step_overhead_s", "layer_overhead_s", "gemm_m_half"] if overheads else []
-    result = fit(base, mapped, free)
+    with Progress(f"fitting {gpu.id} {precision} to {len(mapped):,} measured points"):
+        before = predict_all(lambda _m: Estimator(base), mapped)
+        free = ["step_overhead_s", "layer_overhead_s", "gemm_m_half"] if overheads else []
+        result = fit(base, mapped, free)
     fitted = result.efficiency.model_copy(
         update={
             "id": out_file.stem,
@@ -559,39 +621,66 @@ def calibrate(
         }
     )
     write_new_file(out_file, yaml.safe_dump(fitted.model_dump(exclude_none=True), sort_keys=False))
-    con = stdout()
     entry = next(
         e
         for e in fitted.entries
         if e.gpu == gpu.id and precision_class(e.precision or "") == precision_class(precision)
     )
-    con.print(
-        f"fitted {gpu.id} {precision}: "
-        + ", ".join(f"{k} {getattr(entry, k):.3f}" for k in PER_GPU_PARAMS)
-    )
-    cols = ["metric", "n", "median APE before", "after", "p90 before", "after"]
     b = summary_table(before, lambda p: p.mapped.m.metric)
     a = summary_table(result.predictions, lambda p: p.mapped.m.metric)
-    con.print(
-        report.table(
-            "fit quality",
-            cols,
-            [
-                [
-                    k,
-                    a[k].n,
-                    f"{b[k].median_ape:.1%}",
-                    f"{a[k].median_ape:.1%}",
-                    f"{b[k].p90_ape:.1%}",
-                    f"{a[k].p90_ape:.1%}",
-                ]
-                for k in a
-            ],
-        )
+    quality = [
+        {
+            "metric": k,
+            "n": a[k].n,
+            "median_ape_before": b[k].median_ape,
+            "median_ape_after": a[k].median_ape,
+            "p90_ape_before": b[k].p90_ape,
+            "p90_ape_after": a[k].p90_ape,
+        }
+        for k in a
+    ]
+    rec: dict[str, Any] = {
+        "out": str(out_file),
+        "id": fitted.id,
+        "hardware": gpu.id,
+        "precision": precision,
+        "fitted": {k: getattr(entry, k) for k in PER_GPU_PARAMS},
+        "rows_used": len(mapped),
+        "rows_not_used": len(skipped),
+        "not_used_example": skipped[0][1] if skipped else None,
+        "fit_quality": quality,
+    }
+    head = {k: rec[k] for k in ("id", "hardware", "precision")}
+    emit_data(
+        fmt,
+        rec,
+        [{**head, "fitted": rec["fitted"], **q} for q in quality],
+        lambda con: _calibrate_tables(con, rec),
     )
-    if skipped:
-        con.print(f"{len(skipped)} rows not used (e.g. {skipped[0][1]})")
     typer.echo(f"wrote {out_file}", err=True)
+
+
+def _calibrate_tables(con: Any, rec: dict[str, Any]) -> None:
+    con.print(
+        f"fitted {rec['hardware']} {rec['precision']}: "
+        + ", ".join(f"{k} {v:.3f}" for k, v in rec["fitted"].items()),
+        highlight=False,
+    )
+    cols = ["metric", "n", "median APE before", "after", "p90 before", "after"]
+    rows = [
+        [
+            q["metric"],
+            q["n"],
+            f"{q['median_ape_before']:.1%}",
+            f"{q['median_ape_after']:.1%}",
+            f"{q['p90_ape_before']:.1%}",
+            f"{q['p90_ape_after']:.1%}",
+        ]
+        for q in rec["fit_quality"]
+    ]
+    con.print(report.table("fit quality", cols, rows))
+    if rec["rows_not_used"]:
+        con.print(f"{rec['rows_not_used']} rows not used (e.g. {rec['not_used_example']})")
 
 
 def _fill(m: Measurement, fill: dict[str, Any], gpu: str, precision: str) -> Measurement:

@@ -9,11 +9,12 @@ from typing import Annotated, Any
 import typer
 
 from inferencesize import report
-from inferencesize.cli.common import check_format, stdout
+from inferencesize.cli.common import check_format, emit_data, format_option, stdout
 from inferencesize.cli.options import (
     QUESTION,
     ScenarioArg,
     engine_options,
+    finite,
     study_from,
     with_options,
 )
@@ -22,7 +23,7 @@ from inferencesize.render import plan as records
 from inferencesize.render import plan_table as tables
 from inferencesize.study import Study
 
-FORMATS = ("table", "json", "yaml", "csv")
+FORMATS = report.FORMATS
 
 
 def solve(study: Study, top: int) -> tuple[dict[str, Any], Any]:
@@ -55,13 +56,12 @@ def _csv_rows(rec: dict[str, Any]) -> list[dict[str, Any]]:
 
 def emit(rec: dict[str, Any], fmt: str, explain: bool) -> None:
     """Print the record: JSON/YAML/CSV on stdout, or the tables."""
-    if fmt in ("json", "yaml"):
-        report.emit(sys.stdout, report.to_json(rec) if fmt == "json" else report.to_yaml(rec))
-        return
-    if fmt == "csv":
-        report.emit(sys.stdout, report.csv_text([report.flatten(r) for r in _csv_rows(rec)]))
-        return
-    out = stdout()
+    emit_data(
+        fmt, rec, _csv_rows(rec) if fmt == "csv" else None, lambda out: _tables(out, rec, explain)
+    )
+
+
+def _tables(out: Any, rec: dict[str, Any], explain: bool) -> None:
     if rec.get("pipeline"):
         out.print(tables.pipeline_table(rec))
         rejected = [(s["name"], s["rejected"]) for s in rec["stages"]]
@@ -71,7 +71,7 @@ def emit(rec: dict[str, Any], fmt: str, explain: bool) -> None:
             if rec["alternatives"]:
                 out.print(tables.alternatives_table(rec))
         else:
-            out.print(f"{tables.title(rec)}: no feasible plan")
+            out.print(f"{tables.title(rec)}: no feasible plan", highlight=False)
         if "disaggregated" in rec:
             out.print(tables.disagg_table(rec))
         for line in tables.search_lines(rec):
@@ -99,14 +99,18 @@ def _feasible(rec: dict[str, Any]) -> bool:
 @with_options(*QUESTION, engine_options)
 def plan_command(
     scenario: ScenarioArg = None,
-    top: Annotated[int, typer.Option("--top", min=0, help="Alternatives to show.")] = 3,
+    top: Annotated[
+        int, typer.Option("--top", min=0, metavar="N", help="Alternatives to show.")
+    ] = 3,
     explain: Annotated[
         bool, typer.Option("--explain", help="List every rejected candidate and why.")
     ] = False,
-    fmt: Annotated[str, typer.Option("--format", "-f", help="table | json | yaml | csv")] = "table",
+    fmt: Annotated[str, format_option(FORMATS)] = "table",
     plot: Annotated[
         Path | None,
-        typer.Option("--plot", help="Draw req/s per instance vs TTFT to FILE.png/.svg."),
+        typer.Option(
+            "--plot", metavar="FILE", help="Draw req/s per instance vs TTFT to FILE.png/.svg."
+        ),
     ] = None,
     verify: Annotated[
         bool,
@@ -124,12 +128,14 @@ def plan_command(
     Searches every hardware × native precision × TP/PP/EP split (flags or the scenario narrow
     it), finds each one's largest load meeting TTFT/ITL/E2E, and ranks plans by servers, GPUs,
     then cost. Says what it searched and which values were tool defaults. Exit 3 when nothing
-    meets the limits (with the nearest miss).
+    meets the limits (with the nearest miss). CSV: one row per plan (rank, layout: aggregated
+    or disaggregated), nested fields flattened.
 
-    Example: infersize plan --model llama-3.1-70b --isl 1000 --osl 500 --mean-rps 20
-    --ttft-ms 1000 --itl-ms 50 --hardware dgx-h100
-
-    Example: infersize plan scenarios/default.yaml --tp 1,2 --precision fp8 --verify
+    Examples:
+      infersize plan default
+      infersize plan --model llama-3.1-70b --isl 1000 --osl 500 --mean-rps 20 --ttft-ms 1000 --itl-ms 50 --hardware dgx-h100
+      infersize plan default --tp 1,2 --precision fp8 --verify
+      infersize plan seed-nemo-43b --explain --format csv
     """
     check_format(fmt, FORMATS)
     study = study_from(scenario, flags)
@@ -150,6 +156,16 @@ def plan_command(
         raise InfeasibleError(f"no feasible plan: {_miss(rec, result)}")
 
 
+CHECK_FORMATS = ("text", *FORMATS)
+
+
+def _check_tables(out: Any, rec: dict[str, Any], verdict: dict[str, Any]) -> None:
+    _tables(out, rec, explain=False)
+    budget = [(BUDGET_NAMES[k], f"{v:,.4g}") for k, v in verdict["budget"].items() if v is not None]
+    state = "within budget" if verdict["within_budget"] else "; ".join(verdict["over"]) or "—"
+    out.print(report.key_value_table("budget", [*budget, ("verdict", state)]))
+
+
 BUDGET_NAMES = {
     "max_gpus": "GPUs",
     "max_servers": "servers",
@@ -161,30 +177,49 @@ BUDGET_NAMES = {
 @with_options(*QUESTION, engine_options)
 def check_command(
     scenario: ScenarioArg = None,
-    max_gpus: Annotated[int | None, typer.Option("--max-gpus", min=1, help="GPU budget.")] = None,
+    max_gpus: Annotated[
+        int | None, typer.Option("--max-gpus", min=1, metavar="N", help="GPU budget.")
+    ] = None,
     max_servers: Annotated[
-        int | None, typer.Option("--max-servers", min=1, help="Server budget.")
+        int | None, typer.Option("--max-servers", min=1, metavar="N", help="Server budget.")
     ] = None,
     max_cost_per_hour: Annotated[
-        float | None, typer.Option("--max-cost-per-hour", help="Budget in USD per hour.")
+        float | None,
+        typer.Option("--max-cost-per-hour", metavar="USD", help="Budget in USD per hour."),
     ] = None,
     max_power_kw: Annotated[
         float | None,
-        typer.Option("--max-power-kw", min=0.0, help="IT power budget, kW (exit 4 over it)."),
+        typer.Option(
+            "--max-power-kw", min=0.0, metavar="KW", help="IT power budget, kW (exit 4 over it)."
+        ),
     ] = None,
     fmt: Annotated[
-        str, typer.Option("--format", "-f", help="text (stderr line only) | json")
+        str,
+        format_option(
+            CHECK_FORMATS,
+            "text: the summary line on stderr only; the others also print the"
+            " plan and the budget check on stdout.",
+        ),
     ] = "text",
     **flags: Any,
 ) -> None:
-    """For CI: plan the scenario and hold it to a budget (flags or the scenario's budget:).
+    """For CI: plan the scenario and hold it to a budget (flags or its budget:).
 
     Exit 0 within budget, 4 over budget, 3 infeasible, 1 bad input. One summary line on
-    stderr; --format json also prints the plan and the budget check on stdout.
+    stderr; --format table|json|yaml|csv also prints the plan and the budget check on stdout
+    (CSV: one row per plan, with the budget and within_budget columns first).
 
-    Example: infersize check scenarios/default.yaml --max-servers 3
+    Examples:
+      infersize check default --max-servers 3
+      infersize check default --max-gpus 24 --format json
     """
-    check_format(fmt, ("text", "json"))
+    check_format(fmt, CHECK_FORMATS)
+    for value, flag in (
+        (max_cost_per_hour, "--max-cost-per-hour"),
+        (max_power_kw, "--max-power-kw"),
+    ):
+        if value is not None:
+            finite(value, flag)
     if max_cost_per_hour is not None and not max_cost_per_hour > 0:
         raise InputError("--max-cost-per-hour: must be > 0")
     study = study_from(scenario, flags)
@@ -222,15 +257,11 @@ def check_command(
         if have > cap:
             name = BUDGET_NAMES[key]
             over.append(f"{name} {have:,.4g} > {cap:,.4g} (over by {have - cap:,.4g})")
-    if fmt == "json":
-        out = {
-            "schema_version": records.SCHEMA_VERSION,
-            "budget": limits,
-            "within_budget": totals is not None and not over,
-            "over": over,
-            **rec,
-        }
-        report.emit(sys.stdout, report.to_json(out))
+    if fmt != "text":
+        verdict = {"budget": limits, "within_budget": totals is not None and not over, "over": over}
+        out = {"schema_version": records.SCHEMA_VERSION, **verdict, **rec}
+        rows = [{**verdict, **row} for row in _csv_rows(rec)] if fmt == "csv" else None
+        emit_data(fmt, out, rows, lambda con: _check_tables(con, rec, verdict))
     if totals is None:
         raise InfeasibleError(f"no feasible plan: {_miss(rec, result)}")
     summary = records.plan_summary(result)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -10,11 +11,25 @@ import typer
 
 from inferencesize import report
 from inferencesize.cli.common import (
+    Progress,
     check_format,
+    emit_data,
+    format_option,
     open_catalog,
     stdout,
 )
-from inferencesize.cli.options import engine_options, with_options
+from inferencesize.cli.options import (
+    EpOpt,
+    PointHardwareOpt,
+    PointKvPrecisionOpt,
+    PointModelOpt,
+    PointPrecisionOpt,
+    PpOpt,
+    TpOpt,
+    engine_options,
+    finite,
+    with_options,
+)
 from inferencesize.errors import InputError, UsageError
 from inferencesize.estimate import Candidate
 from inferencesize.io_trace import read_trace, requests_csv
@@ -34,9 +49,10 @@ from inferencesize.simulate import (
     simulate_llm,
     summarize,
 )
+from inferencesize.specs.scenario import MAX_RPS
 from inferencesize.study import candidate, resolve_point
 
-FORMATS = ("table", "json", "csv")
+FORMATS = report.FORMATS
 #: Batch size of static / dynamic batching when --max-batch is not given.
 DEFAULT_REQUEST_BATCH = 16
 #: Chunked-prefill token budget per step when --step-tokens is not given (vLLM's classic
@@ -67,9 +83,10 @@ def _workload(
     if concurrency is not None:
         return Workload(isl_a, osl_a, None, concurrency), f"closed loop, {concurrency} clients"
     assert rate is not None
+    finite(rate, "--rate", high=MAX_RPS)
     if rate <= 0:
         raise InputError(f"--rate: must be > 0 requests/s (got {rate})")
-    if cv <= 0:
+    if finite(cv, "--cv") <= 0:
         raise InputError(f"--cv: must be > 0 (got {cv})")
     if cv == 1.0:
         return Workload(isl_a, osl_a, poisson_arrivals(rng, requests, rate)), (
@@ -121,6 +138,9 @@ def sim_record(
         "output_tokens_per_s": summary.output_tokens_per_s,
         "gpu_busy": summary.gpu_busy,
         "simulated_s": summary.duration_s,
+        "arrival_rps": summary.arrival_rps,
+        "completion_rps": summary.completion_rps,
+        "overloaded": summary.overloaded,
         "engine": engine,
     }
 
@@ -200,96 +220,128 @@ def _print(records: list[dict[str, Any]]) -> None:
 
 @with_options(engine_options)
 def simulate_command(
-    model: Annotated[str | None, typer.Option(help="Model id or alias.")] = None,
-    hardware: Annotated[str | None, typer.Option(help="GPU id or system id.")] = None,
-    precision: Annotated[str, typer.Option(help="fp32 bf16 fp16 fp8 int8 int4 fp4")] = "fp8",
-    kv_precision: Annotated[
-        str | None, typer.Option(help="KV cache precision (default: fp8 for fp8/fp4, else 16-bit).")
-    ] = None,
-    tp: Annotated[int, typer.Option(min=1, help="Tensor-parallel GPUs.")] = 1,
-    pp: Annotated[int, typer.Option(min=1, help="Pipeline stages.")] = 1,
-    ep: Annotated[int, typer.Option(min=1, help="Expert-parallel groups.")] = 1,
-    isl: Annotated[int, typer.Option(min=1, help="Input tokens per request (mean).")] = 2000,
-    osl: Annotated[int, typer.Option(min=1, help="Output tokens per request (mean).")] = 200,
+    model: PointModelOpt = None,
+    hardware: PointHardwareOpt = None,
+    precision: PointPrecisionOpt = "fp8",
+    kv_precision: PointKvPrecisionOpt = None,
+    tp: TpOpt = 1,
+    pp: PpOpt = 1,
+    ep: EpOpt = 1,
+    isl: Annotated[
+        int, typer.Option(min=1, metavar="TOKENS", help="Input tokens per request (mean).")
+    ] = 2000,
+    osl: Annotated[
+        int, typer.Option(min=1, metavar="TOKENS", help="Output tokens per request (mean).")
+    ] = 200,
     isl_stddev: Annotated[
-        float, typer.Option(min=0, help="Standard deviation of ISL (normal); 0 = fixed.")
+        float,
+        typer.Option(
+            min=0, metavar="TOKENS", help="Standard deviation of ISL (normal); 0 = fixed."
+        ),
     ] = 0.0,
     osl_stddev: Annotated[
-        float, typer.Option(min=0, help="Standard deviation of OSL (normal); 0 = fixed.")
+        float,
+        typer.Option(
+            min=0, metavar="TOKENS", help="Standard deviation of OSL (normal); 0 = fixed."
+        ),
     ] = 0.0,
     rate: Annotated[
-        float | None, typer.Option(help="Open-loop arrivals, requests/s (Poisson unless --cv).")
+        float | None,
+        typer.Option(metavar="RPS", help="Open-loop arrivals, requests/s (Poisson unless --cv)."),
     ] = None,
     cv: Annotated[
         float,
         typer.Option(
-            help="Coefficient of variation of inter-arrival times (gamma); 1 = "
-            "Poisson, > 1 burstier."
+            metavar="X",
+            help="Coefficient of variation of inter-arrival times (gamma); 1 = Poisson,"
+            " > 1 burstier.",
         ),
     ] = 1.0,
     concurrency: Annotated[
-        int | None, typer.Option(min=1, help="Closed-loop clients (GenAI-Perf concurrency mode).")
+        int | None,
+        typer.Option(min=1, metavar="N", help="Closed-loop clients (GenAI-Perf concurrency mode)."),
     ] = None,
     trace: Annotated[
-        Path | None, typer.Option(help="CSV trace with columns arrival_s, isl, osl.")
+        Path | None,
+        typer.Option(metavar="FILE", help="CSV trace with columns arrival_s, isl, osl."),
     ] = None,
     requests: Annotated[
-        int, typer.Option(min=1, help="Requests to simulate (not with --trace).")
+        int, typer.Option(min=1, metavar="N", help="Requests to simulate (not with --trace).")
     ] = 2000,
     batching: Annotated[
-        str, typer.Option(help="inflight | chunked | dynamic | static")
+        str, typer.Option(metavar="[" + "|".join(POLICIES) + "]", help="Batching policy.")
     ] = "inflight",
     compare: Annotated[
         str | None,
         typer.Option(
-            help="Compare batching policies on the same traffic, e.g. static,dynamic,inflight."
+            metavar="P,P[,P…]",
+            help="Compare batching policies on the same traffic, e.g. static,dynamic,inflight.",
         ),
     ] = None,
     max_batch: Annotated[
         int | None,
         typer.Option(
             min=1,
+            metavar="N",
             help=f"Largest batch (default: KV capacity for inflight/chunked, "
             f"{DEFAULT_REQUEST_BATCH} for static/dynamic).",
         ),
     ] = None,
     max_queue_delay_ms: Annotated[
-        float, typer.Option(min=0, help="Dynamic batching: longest wait of the oldest request.")
+        float,
+        typer.Option(
+            min=0, metavar="MS", help="Dynamic batching: longest wait of the oldest request."
+        ),
     ] = 10.0,
     step_tokens: Annotated[
         int | None,
         typer.Option(
             min=1,
+            metavar="TOKENS",
             help="Tokens per step: inflight, the prompt tokens one prompt step batches (a"
             f" prompt always fits, so 1 = one prompt per step; default {PROMPT_STEP_TOKENS},"
             f" TensorRT-LLM's max_num_tokens); chunked, the step's token budget (default"
             f" {CHUNK_TOKENS}).",
         ),
     ] = None,
-    instances: Annotated[int, typer.Option(min=1, help="Instances behind the balancer.")] = 1,
-    balancer: Annotated[str, typer.Option(help="least-loaded | round-robin")] = "least-loaded",
-    seed: Annotated[int, typer.Option(help="Random seed (same seed, same result).")] = 0,
+    instances: Annotated[
+        int, typer.Option(min=1, metavar="N", help="Instances behind the balancer.")
+    ] = 1,
+    balancer: Annotated[
+        str, typer.Option(metavar="[" + "|".join(BALANCERS) + "]", help="Load balancer.")
+    ] = "least-loaded",
+    seed: Annotated[
+        int, typer.Option(metavar="N", help="Random seed (same seed, same result).")
+    ] = 0,
     warmup: Annotated[
-        float, typer.Option(min=0, max=0.9, help="Share of first requests left out of the stats.")
+        float,
+        typer.Option(
+            min=0, max=0.9, metavar="SHARE", help="Share of first requests left out of the stats."
+        ),
     ] = 0.1,
     requests_out: Annotated[
-        Path | None, typer.Option("--requests-out", help="Write per-request times to this CSV.")
+        Path | None,
+        typer.Option("--requests-out", metavar="FILE", help="Write per-request times to this CSV."),
     ] = None,
-    fmt: Annotated[str, typer.Option("--format", "-f", help="table | json | csv")] = "table",
+    fmt: Annotated[str, format_option(FORMATS)] = "table",
     **flags: Any,
 ) -> None:
-    """Simulate serving request by request: TTFT, ITL, E2E and queue percentiles, throughput.
+    """Simulate serving request by request: latency percentiles and throughput.
 
     Iteration-level discrete-event simulation on the step-time model of `estimate`, with KV
-    admission, batching policies and a load balancer over instances.
+    admission, batching policies and a load balancer over instances. Reports TTFT, ITL, E2E
+    and queue time (mean, p50, p90, p95, p99), throughput and GPU busy share.
+
+    Overload: when the completions in the measured window fall short of the arrivals (the
+    instances cannot keep up, the queue grows through the run), the result has no steady
+    state: the record says overloaded: true with the measured arrival_rps and
+    completion_rps, and table output warns on stderr. The exit code stays 0.
 
     Examples:
       infersize simulate --model llama-3-8b --hardware h100-sxm --rate 8 --requests 5000
       infersize simulate --model llama-3-8b --hardware h100-sxm --concurrency 25
-      infersize simulate --model llama-3-8b --hardware h100-sxm --rate 4 --compare
-      static,dynamic,inflight
-      infersize simulate --model llama-3-8b --hardware h100-sxm --trace trace.csv
-      --requests-out requests.csv
+      infersize simulate --model llama-3-8b --hardware h100-sxm --rate 4 --compare static,dynamic,inflight
+      infersize simulate --model llama-3-8b --hardware h100-sxm --trace trace.csv --requests-out requests.csv
     """
     check_format(fmt, FORMATS)
     if model is None or hardware is None:
@@ -314,35 +366,40 @@ def simulate_command(
     kv_seqs = kv_budget(res.deployment, cand.gpu.memory_bytes, wl).max_sequences
     records = []
     last: SimResult | None = None
-    for name in names:
-        inflight = name in ("inflight", "chunked")
-        top = max_batch or (kv_seqs if inflight else DEFAULT_REQUEST_BATCH)
-        cfg = BatchingConfig(
-            name,  # type: ignore[arg-type]
-            max(1, min(top, kv_seqs)),
-            max_queue_delay_ms / 1e3,
-            step_tokens or (CHUNK_TOKENS if name == "chunked" else PROMPT_STEP_TOKENS),
-        )
-        last = simulate_llm(
-            res.deployment,
-            cand.gpu.memory_bytes,
-            wl,
-            cfg,
-            instances,
-            balance,
-        )
-        summary = summarize(last, warmup)
-        records.append(
-            sim_record(cand, cfg, last, summary, arrivals, instances, balancer, seed, eset.engine)
-        )
+    with Progress(f"simulating {wl.n:,} requests", total=len(names)) as progress:
+        for name in names:
+            inflight = name in ("inflight", "chunked")
+            top = max_batch or (kv_seqs if inflight else DEFAULT_REQUEST_BATCH)
+            cfg = BatchingConfig(
+                name,  # type: ignore[arg-type]
+                max(1, min(top, kv_seqs)),
+                max_queue_delay_ms / 1e3,
+                step_tokens or (CHUNK_TOKENS if name == "chunked" else PROMPT_STEP_TOKENS),
+            )
+            last = simulate_llm(res.deployment, cand.gpu.memory_bytes, wl, cfg, instances, balance)
+            summary = summarize(last, warmup)
+            records.append(
+                sim_record(
+                    cand, cfg, last, summary, arrivals, instances, balancer, seed, eset.engine
+                )
+            )
+            progress.advance()
     if requests_out is not None and last is not None:
         _write(requests_out, requests_csv(last))
-    if fmt == "json":
-        report.emit(stdout(), report.to_json(records[0] if len(records) == 1 else records))
-    elif fmt == "csv":
-        report.emit(stdout(), report.csv_text([report.flatten(r) for r in records]))
-    else:
-        _print(records)
+    emit_data(fmt, records[0] if len(records) == 1 else records, records, lambda _: _print(records))
+    if fmt == "table":
+        for r in records:
+            if r["overloaded"]:
+                sys.stderr.write(f"warning: {overload_text(r)}\n")
+
+
+def overload_text(r: dict[str, Any]) -> str:
+    """One line saying a run did not keep up with its arrivals."""
+    return (
+        f"{r['batching']}: overloaded: {r['completion_rps']:,.3g} completions/s for"
+        f" {r['arrival_rps']:,.3g} arrivals/s; the queue grows through the run, so the"
+        " latencies depend on its length (no steady state)"
+    )
 
 
 def _write(path: Path, text: str) -> None:

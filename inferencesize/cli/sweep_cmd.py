@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+import signal
 import sys
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -13,7 +15,7 @@ import typer
 
 from inferencesize import report
 from inferencesize.catalog import Catalog
-from inferencesize.cli.common import check_format, stderr
+from inferencesize.cli.common import Progress, check_format, emit_data, format_option
 from inferencesize.cli.options import (
     QUESTION,
     ScenarioArg,
@@ -21,7 +23,7 @@ from inferencesize.cli.options import (
     study_from,
     with_options,
 )
-from inferencesize.errors import InputError, UnknownIdError
+from inferencesize.errors import InputError, UnknownIdError, UsageError
 from inferencesize.render.sweep import columns_for, record
 from inferencesize.sweep import (
     MAX_POINTS,
@@ -32,7 +34,21 @@ from inferencesize.sweep import (
     variable_fields,
 )
 
-FORMATS = ("csv", "jsonl")
+FORMATS = ("csv", "jsonl", "table", "json", "yaml")
+#: Formats written row by row while the grid is planned (to stdout or --out).
+STREAMED = ("csv", "jsonl")
+
+
+def _planned(study: Any, axes: list[Axis], total: int) -> Iterator[Any]:
+    """The study's sweep rows, with a progress bar on a terminal's stderr."""
+    with Progress("sweep", total=total) as bar:
+        for row in study.sweep(axes):
+            yield row
+            bar.advance()
+
+
+def _grid_table(rows: list[dict[str, Any]], columns: list[str]) -> Any:
+    return report.table("sweep", columns, [[r.get(c) for c in columns] for r in rows], compact=True)
 
 
 def _check_ids(catalog: Catalog, axes: list[Axis]) -> None:
@@ -69,9 +85,38 @@ def _writer(fmt: str, columns: list[str], fh: IO[str]) -> Callable[[dict[str, An
     return write_csv
 
 
+#: Signals that end a sweep writing --out: the temporary file is removed first (the default
+#: action of SIGTERM and SIGHUP would end the process without it).
+STOP_SIGNALS = ("SIGTERM", "SIGHUP")
+
+
+def _stop(signum: int, frame: object) -> None:
+    raise SystemExit(128 + signum)
+
+
+@contextmanager
+def _stopping_cleanly() -> Iterator[None]:
+    """While the body runs, SIGTERM and SIGHUP raise SystemExit(128 + signal) in the main
+    thread, so ``finally`` clauses run (and the exit status is the shell's for that signal)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {}
+    for name in STOP_SIGNALS:
+        number = getattr(signal, name, None)
+        if number is not None:
+            previous[number] = signal.signal(number, _stop)
+    try:
+        yield
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+
+
 @contextmanager
 def _output(out: Path | None) -> Iterator[IO[str]]:
-    """stdout, or ``out`` written atomically (a temporary file renamed when complete)."""
+    """stdout, or ``out`` written atomically: a temporary file next to it, renamed when
+    complete; removed on any error, Ctrl-C, SIGTERM or SIGHUP (never left behind)."""
     if out is None:
         yield sys.stdout
         sys.stdout.flush()
@@ -82,27 +127,13 @@ def _output(out: Path | None) -> Iterator[IO[str]]:
     if out.is_dir():
         raise InputError(f"--out {out}: is a directory, expected a file name")
     tmp = folder / f".{out.name}.{os.getpid()}.tmp"
-    try:
-        with tmp.open("w", encoding="utf-8", newline="") as fh:
-            yield fh
-        os.replace(tmp, out)
-    finally:
-        tmp.unlink(missing_ok=True)
-
-
-def _progress(total: int) -> Any:
-    if not sys.stderr.isatty():
-        return None
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
-
-    return Progress(
-        "sweep",
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeRemainingColumn(),
-        console=stderr(),
-        transient=True,
-    )
+    with _stopping_cleanly():
+        try:
+            with tmp.open("w", encoding="utf-8", newline="") as fh:
+                yield fh
+            os.replace(tmp, out)
+        finally:
+            tmp.unlink(missing_ok=True)
 
 
 VARY_HELP = (
@@ -117,24 +148,37 @@ def sweep_command(
     scenario: ScenarioArg = None,
     vary: Annotated[
         list[str] | None,
-        typer.Option("--vary", help=VARY_HELP, show_default=False),
+        typer.Option("--vary", metavar="FIELD=VALUES", help=VARY_HELP, show_default=False),
     ] = None,
-    fmt: Annotated[str, typer.Option("--format", "-f", help="csv | jsonl")] = "csv",
+    fmt: Annotated[
+        str,
+        format_option(
+            FORMATS,
+            "csv and jsonl stream one row per point as it is planned; table, json and yaml"
+            " print the whole grid at the end.",
+        ),
+    ] = "csv",
     out: Annotated[
         Path | None,
         typer.Option(
-            "--out", "-o", help="Write to FILE (atomically: complete or untouched), not stdout."
+            "--out",
+            "-o",
+            metavar="FILE",
+            help="Write to FILE (atomically: complete or untouched), not stdout.",
         ),
     ] = None,
     **flags: Any,
 ) -> None:
-    """Plan every point of a grid: the scenario (file, shipped id or flags, as for plan) with
-    each combination of the --vary values. One row per point, inputs first, then the chosen
-    plan (servers, GPUs, per-instance rate, TTFT, ITL, E2E, binding constraint, cost).
-    Infeasible points are rows with feasible=false and the reason; the exit code is 0.
+    """Plan every point of a grid of scenario fields (--vary), one row per point.
 
-    Example: infersize sweep --vary isl=500,1000,2000 --vary mean_rps=10:90:10
-    --vary hardware=h100-sxm,h200-sxm,b200 --out sweep.csv
+    The scenario (file, shipped id or flags, as for plan) with each combination of the --vary
+    values. One row per point, inputs first, then the chosen plan (servers, GPUs,
+    per-instance rate, TTFT, ITL, E2E, binding constraint, cost). Infeasible points are rows
+    with feasible=false and the reason; the exit code is 0.
+
+    Examples:
+      infersize sweep default --vary isl=500,1000,2000 --vary peak_rps=50:200:50
+      infersize sweep --vary isl=500,1000,2000 --vary mean_rps=10:90:10 --vary hardware=h100-sxm,h200-sxm,b200 --out sweep.csv
     """
     check_format(fmt, FORMATS)
     axes = [parse_axis(v) for v in vary or []]
@@ -156,18 +200,22 @@ def sweep_command(
         )
     base = study.base()
     columns = columns_for(axes)
-    bar = _progress(total)
+    if fmt == "table" and out is not None:
+        raise UsageError("--out writes csv, jsonl, json or yaml, not a table")
+    if fmt == "table":
+        rows = [record(row, base, study.engine) for row in _planned(study, axes, total)]
+        emit_data(fmt, rows, table=lambda con: con.print(_grid_table(rows, columns)))
+        return
     with _output(out) as fh:
-        write = _writer(fmt, columns, fh)
-        rows = study.sweep(axes)
-        if bar is None:
-            for row in rows:
+        if fmt in STREAMED:
+            write = _writer(fmt, columns, fh)
+            for row in _planned(study, axes, total):
                 write(record(row, base, study.engine))
-        else:
-            with bar:
-                task = bar.add_task("sweep", total=total)
-                for row in rows:
-                    write(record(row, base, study.engine))
-                    bar.advance(task)
+        else:  # the whole grid at once
+            rows = [
+                {k: r.get(k) for k in columns}
+                for r in (record(row, base, study.engine) for row in _planned(study, axes, total))
+            ]
+            fh.write(report.to_json(rows) + "\n" if fmt == "json" else report.to_yaml(rows))
     if out is not None:
         sys.stderr.write(f"wrote {total:,} points to {out}\n")

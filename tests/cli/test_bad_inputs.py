@@ -315,7 +315,7 @@ CASES: list[tuple[str, list[str], str]] = [
 
 USAGE_CASES: list[tuple[str, list[str]]] = [
     ("format-not-allowed", ["catalog", "list", "--format", "xml"]),
-    ("show-format-not-allowed", ["catalog", "show", "h100-sxm", "--format", "csv"]),
+    ("show-format-not-allowed", ["catalog", "show", "h100-sxm", "--format", "xml"]),
     ("unknown-kind", ["catalog", "list", "gpuz"]),
     ("unknown-option", ["catalog", "list", "--colour"]),
     ("import-hf-without-id", ["catalog", "import-hf", "hf/missing-layers.json"]),

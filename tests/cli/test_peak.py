@@ -91,7 +91,7 @@ def test_requests_per_day_with_active_hours() -> None:
         ["peak"],
         ["peak", "--mean-rps", "64", "--requests-per-day", "1e6"],
         ["peak", "--mean-rps", "64", "--active-hours", "8"],
-        ["peak", "--mean-rps", "64", "--format", "csv"],
+        ["peak", "--mean-rps", "64", "--format", "xml"],
         ["peak", "--mean-rps", "many"],
     ],
     ids=["neither", "both", "hours-without-daily", "bad-format", "not-a-number"],

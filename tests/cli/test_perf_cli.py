@@ -344,7 +344,7 @@ def test_estimate_table_prints_the_same_numbers() -> None:
     [
         (["--hardware", "h100-sxm"], 2, "estimate needs --model and --hardware"),
         ([*SEED, "--batching", "continuous"], 2, "'continuous' is not one of"),
-        ([*SEED, "--format", "csv"], 2, "'csv' is not one of table, json"),
+        ([*SEED, "--format", "xml"], 2, "'xml' is not one of table, json, yaml, csv"),
         ([*SEED, "--precision", "fp6"], 1, "--precision: unknown 'fp6'"),
         ([*SEED, "--kv-precision", "fp6"], 1, "--kv-precision: unknown 'fp6'"),
         (["--model", "nope", "--hardware", "h100-sxm"], 1, "unknown model 'nope'"),
@@ -523,9 +523,9 @@ def test_batch_usage_errors(tmp_path: Path) -> None:
     assert_one_line_error(
         invoke("estimate", "--points", tmp_path / "missing.csv"), 1, "missing.csv: cannot be read"
     )
-    result = invoke("estimate", "--points", POINTS, "--format", "json")
+    result = invoke("estimate", "--points", POINTS, "--format", "xml")
     assert result.exit_code == 2
-    assert "'json' is not one of csv, jsonl" in result.stderr
+    assert "'xml' is not one of csv, jsonl, json, yaml" in result.stderr
 
 
 def test_batch_does_not_silently_ignore_single_point_flags(tmp_path: Path) -> None:
@@ -1138,5 +1138,5 @@ def test_validate_bad_input(tmp_path: Path) -> None:
     assert_one_line_error(
         invoke("validate", "--data", tmp_path / "none.csv"), 1, "none.csv: file not found"
     )
-    result = invoke("validate", "--data", SMALL, "--format", "csv")
-    assert result.exit_code == 2 and "'csv' is not one of table, json" in result.stderr
+    result = invoke("validate", "--data", SMALL, "--format", "xml")
+    assert result.exit_code == 2 and "'xml' is not one of table, json, yaml, csv" in result.stderr

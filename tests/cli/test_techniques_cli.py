@@ -110,7 +110,7 @@ def test_estimate_table_shows_techniques() -> None:
         (["--draft", "mtp"], 1, "speculative.acceptance: required field is missing"),
         (["--draft", "nope", "--acceptance", "0.5"], 1, "unknown model 'nope'"),
         (["--sparse-weights", "1.5"], 1, "sparsity.weight_factor"),
-        (["--acceptance", "1.5"], 2, "--acceptance"),
+        (["--acceptance", "1.5"], 1, "--acceptance: must be <= 1 (got 1.5)"),
     ],
 )
 def test_bad_technique_values(args: list[str], code: int, message: str) -> None:
