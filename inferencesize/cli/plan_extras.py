@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from inferencesize.cli.common import Progress
 from inferencesize.plotting import check_plot_path, save_rate_vs_ttft
 from inferencesize.render.plan import limits_record, verify_record
 from inferencesize.report import format_load
@@ -19,7 +20,8 @@ def add_verification(study: Study, rec: dict[str, Any], result: Any) -> None:
     if p is None:
         rec["verify"] = None
         return
-    v, servers = study.verify(p)
+    with Progress("simulating the plan at the peak rate"):  # on a terminal, after a second
+        v, servers = study.verify(p)
     rec["verify"] = verify_record(p, v, limits_record(study), servers)
 
 
