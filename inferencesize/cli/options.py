@@ -352,6 +352,12 @@ PointKvPrecisionOpt = Annotated[
         metavar="P", help="KV-cache precision (default: fp8 for fp8/fp4 weights, else 16-bit)."
     ),
 ]
+IslOpt = Annotated[
+    int, typer.Option(min=1, metavar="TOKENS", help="Input tokens per request (mean).")
+]
+OslOpt = Annotated[
+    int, typer.Option(min=1, metavar="TOKENS", help="Output tokens per request (mean).")
+]
 TpOpt = Annotated[int, typer.Option(min=1, metavar="N", help="Tensor-parallel GPUs.")]
 PpOpt = Annotated[int, typer.Option(min=1, metavar="N", help="Pipeline stages.")]
 EpOpt = Annotated[int, typer.Option(min=1, metavar="N", help="Expert-parallel groups.")]

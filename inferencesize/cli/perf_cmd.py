@@ -29,6 +29,8 @@ from inferencesize.cli.options import (
     CatalogOpt,
     EngineOpt,
     EpOpt,
+    IslOpt,
+    OslOpt,
     PointHardwareOpt,
     PointKvPrecisionOpt,
     PointModelOpt,
@@ -108,12 +110,8 @@ def estimate(
     tp: TpOpt = 1,
     pp: PpOpt = 1,
     ep: EpOpt = 1,
-    isl: Annotated[
-        int, typer.Option(min=1, metavar="TOKENS", help="Input tokens per request.")
-    ] = 2000,
-    osl: Annotated[
-        int, typer.Option(min=1, metavar="TOKENS", help="Output tokens per request.")
-    ] = 200,
+    isl: IslOpt = 2000,
+    osl: OslOpt = 200,
     concurrency: Annotated[
         int,
         typer.Option(

@@ -20,6 +20,8 @@ from inferencesize.cli.common import (
 )
 from inferencesize.cli.options import (
     EpOpt,
+    IslOpt,
+    OslOpt,
     PointHardwareOpt,
     PointKvPrecisionOpt,
     PointModelOpt,
@@ -227,12 +229,8 @@ def simulate_command(
     tp: TpOpt = 1,
     pp: PpOpt = 1,
     ep: EpOpt = 1,
-    isl: Annotated[
-        int, typer.Option(min=1, metavar="TOKENS", help="Input tokens per request (mean).")
-    ] = 2000,
-    osl: Annotated[
-        int, typer.Option(min=1, metavar="TOKENS", help="Output tokens per request (mean).")
-    ] = 200,
+    isl: IslOpt = 2000,
+    osl: OslOpt = 200,
     isl_stddev: Annotated[
         float,
         typer.Option(
