@@ -2,12 +2,13 @@
 
 For every candidate (hardware × precision × valid TP/PP/EP split) the planner resolves the
 deployment at ``seq = ISL + OSL`` (memory, split validity) and then searches the operating
-point: the largest per-instance concurrency N (in-flight batching) or batch size B (static
-batching) in ``[1, max_concurrency]`` whose predicted TTFT, ITL and E2E meet the limits.
-Latency is monotone non-decreasing in N, so bracketing finds it exactly (no fixed grid);
-with in-flight batching to 1/64 of a client (a mean load need not be whole,
-:data:`LOAD_STEPS`). The per-instance rate is the throughput at that point (Little's
-law: N / E2E), and
+point: the per-instance concurrency N (in-flight batching) or batch size B (static batching)
+with the highest request rate among the loads in ``[1, max_concurrency]`` whose predicted
+TTFT, ITL and E2E meet the limits. Latency is monotone non-decreasing in N, so those loads
+are ``[1, N*]`` and bracketing finds N* exactly (no fixed grid), with in-flight batching to
+1/64 of a client (a mean load need not be whole, :data:`LOAD_STEPS`). The rate (Little's
+law: N / E2E) is usually highest at N*, not always (:func:`search_point`): the highest on
+``[1, N*]`` is taken, so a looser limit never needs more instances. Then
 
 * ``instances = ceil(peak / rate)``, ``gpus = instances · tp · pp``;
 * instances are packed onto nodes without splitting an instance across NVLink domains:
@@ -271,9 +272,9 @@ LOAD_STEPS = 64
 
 def _metrics(
     res: Resolved, isl: float, osl: float, n: Any, batching: Batching
-) -> tuple[Any, Any, Any, InflightArrays | None]:
-    """TTFT, ITL, E2E (seconds) at the concurrencies ``n`` (numpy arrays), and the in-flight
-    solution they come from (None for static batching)."""
+) -> tuple[Any, Any, Any, Any, InflightArrays | None]:
+    """TTFT, ITL, E2E (seconds) and requests/s at the concurrencies ``n`` (numpy arrays), and
+    the in-flight solution they come from (None for static batching)."""
     assert res.deployment is not None
     if batching == "static":
         ops = operating_points(res, isl, osl, n, n, "static", bounds=False)
@@ -281,10 +282,32 @@ def _metrics(
             np.array([o.ttft_s for o in ops]),
             np.array([o.itl_s for o in ops]),
             np.array([o.e2e_s for o in ops]),
+            np.array([o.requests_per_s for o in ops]),
             None,
         )
     r = inflight_arrays(res.deployment, isl, osl, n, res.max_concurrency)
-    return r.ttft_s, r.itl_s, r.e2e_s, r
+    return r.ttft_s, r.itl_s, r.e2e_s, r.requests_per_s, r
+
+
+@dataclass(frozen=True)
+class _Grid:
+    """The loads one vectorised call evaluated: their request rates, the first limit each
+    misses (index into ``Limits.active()``, −1: none) and the in-flight solution (None for
+    static batching)."""
+
+    loads: Any
+    rate: Any
+    miss: Any
+    solved: InflightArrays | None
+
+
+def _grid(
+    res: Resolved, isl: float, osl: float, limits: Limits, n: Any, batching: Batching
+) -> tuple[_Grid, list[Any]]:
+    """One vectorised call at the loads ``n``: the grid, and its TTFT, ITL and E2E arrays."""
+    ttft, itl, e2e, rate, solved = _metrics(res, isl, osl, n, batching)
+    grid = _Grid(np.asarray(n, dtype=float), rate, _first_miss(limits, ttft, itl, e2e), solved)
+    return grid, [ttft, itl, e2e]
 
 
 def _point(res: Resolved, isl: float, osl: float, n: int, batching: Batching) -> OperatingPoint:
@@ -303,6 +326,17 @@ def _first_miss(limits: Limits, ttft: Any, itl: Any, e2e: Any) -> Any:
     return out
 
 
+def _loads(lo: float, hi: float, steps: int) -> Any:
+    """The loads in ``[lo, hi]`` (both included) one call evaluates: every grid point (1/``steps``
+    of a client) when they fit in :data:`REFINE_BATCH`, else whole clients to narrow it down."""
+    points = round((hi - lo) * steps) + 1
+    if points <= REFINE_BATCH:
+        ns = np.linspace(lo, hi, points)
+    else:
+        ns = np.unique(np.linspace(lo, hi, REFINE_BATCH).round())
+    return ns.round() if steps == 1 else ns
+
+
 def search_point(
     res: Resolved,
     isl: float,
@@ -311,18 +345,34 @@ def search_point(
     batching: Batching,
     batch_sizes: Sequence[int] | None = None,
 ) -> tuple[OperatingPoint, Binding] | tuple[None, RejectReason]:
-    """The largest concurrency (batch) in ``[1, max_concurrency]`` meeting the limits.
+    """The operating point with the highest request rate among the concurrencies (batches) in
+    ``[1, max_concurrency]`` meeting the limits, and the limit that binds the load.
+
+    Latency is monotone non-decreasing in the load (more clients share every step and queue
+    longer; the one exception, ITL dipping by up to ~0.1 % between 1 and 2 clients where a
+    lone client's own prompt counts as interference, only makes N* conservative there), so
+    the loads meeting the limits are taken as the interval ``[1, N*]`` below the first load
+    that misses one, which a looser limit can only widen. N* is bracketed exactly (no fixed
+    grid): a coarse grid of :data:`SEARCH_BATCH` whole concurrencies in one vectorised call,
+    then the bracket found at full resolution (every batch size; in-flight, every
+    1/:data:`LOAD_STEPS` of a client; :data:`REFINE_BATCH` points per call) until the bracket
+    is two neighbours: two array calls (rarely three) per candidate instead of one per
+    bisection step. The rate is usually highest at N*, but not always: near the KV limit and
+    with the closed loop's prefill stretch it can fall with the load (and rise again), and a
+    looser limit must never need more instances. So the point is the load in ``[1, N*]`` with
+    the highest rate (:func:`_highest_rate`, at the same resolution; N* itself unless another
+    load's rate is higher by more than :data:`RATE_MARGIN`), usually without another call.
+
+    The binding limit is the one that stops the load at N* from growing (what the next load
+    misses; ``"memory"`` when N* is ``max_concurrency``), also when the chosen load is below
+    N*: it is the limit a looser value of which lets the load grow.
 
     ``batch_sizes`` (static batching): only these sizes are allowed; each one that fits in
-    memory is evaluated and the largest meeting the limits is kept.
+    memory is evaluated (:func:`_search_sizes`).
 
-    Latency is monotone non-decreasing in N, so bracketing is exact: a coarse grid of
-    :data:`SEARCH_BATCH` whole concurrencies in one vectorised call, then the bracket found at
-    full resolution (every batch size; in-flight, every 1/:data:`LOAD_STEPS` of a client;
-    :data:`REFINE_BATCH` points per call) until the bracket is two neighbours: two array calls
-    (rarely three) per candidate instead of one call per bisection step. Returns
-    (point, binding limit) or (None, reason): the candidate cannot run (:func:`unrunnable`) or
-    concurrency 1 already misses a limit (:class:`~inferencesize.outcomes.LatencyMiss`).
+    Returns (point, binding limit) or (None, reason): the candidate cannot run
+    (:func:`unrunnable`) or concurrency 1 already misses a limit
+    (:class:`~inferencesize.outcomes.LatencyMiss`).
     """
     top = res.max_concurrency
     if top < 1 or res.deployment is None:
@@ -333,39 +383,104 @@ def search_point(
         return _search_sizes(res, isl, osl, limits, batch_sizes)
     active = limits.active()
     ns = np.unique(np.linspace(1, top, min(top, SEARCH_BATCH)).round().astype(int))
-    *lat, solved = _metrics(res, isl, osl, ns, batching)
-    miss = _first_miss(limits, *lat)
-    if miss[0] >= 0:
-        return None, _latency_miss(res, isl, osl, limits, batching, 1, lat, miss)
+    grid, lat = _grid(res, isl, osl, limits, ns, batching)
+    if grid.miss[0] >= 0:
+        return None, _latency_miss(res, isl, osl, limits, batching, 1, lat, grid.miss)
+    grids = [grid]
     binding: Binding = "memory"
     steps = 1 if batching == "static" else LOAD_STEPS  # grid points per client
     while True:
-        bad = np.flatnonzero(miss >= 0)
+        bad = np.flatnonzero(grid.miss >= 0)
         if bad.size == 0:
-            lo = ns[-1]
+            lo = grid.loads[-1]
             break
         j = int(bad[0])
-        lo, hi = ns[j - 1], ns[j]
-        binding = active[int(miss[j])][0]
-        points = round(float(hi - lo) * steps) + 1
-        if points <= 2:
+        lo, hi = grid.loads[j - 1], grid.loads[j]
+        binding = active[int(grid.miss[j])][0]
+        if round(float(hi - lo) * steps) + 1 <= 2:
             break
-        if points <= REFINE_BATCH:  # the bracket at full resolution
-            ns = np.linspace(lo, hi, points)
-        else:  # first narrow it over whole clients
-            ns = np.unique(np.linspace(lo, hi, REFINE_BATCH).round())
-        if batching == "static":
-            ns = ns.round().astype(int)
-        *lat, solved = _metrics(res, isl, osl, ns, batching)
-        miss = _first_miss(limits, *lat)
-    if solved is None:  # static batching
-        op = _point(res, isl, osl, int(lo), batching)
-        assert op is not None
-        return op, binding
-    at = np.flatnonzero(ns == lo)[:1]  # lo is among the last loads solved
-    nlo = np.array([float(lo)])
-    pick = operating_points(res, isl, osl, nlo, nlo, "inflight", select(solved, at), False)
+        grid, _ = _grid(res, isl, osl, limits, _loads(lo, hi, steps), batching)
+        grids.append(grid)
+    best, at = _highest_rate(res, isl, osl, limits, batching, grids, float(lo), steps)
+    if best.solved is None:  # static batching
+        return _point(res, isl, osl, int(best.loads[at]), batching), binding
+    n = best.loads[at : at + 1]
+    pick = operating_points(res, isl, osl, n, n, "inflight", select(best.solved, [at]), False)
     return pick[0], binding
+
+
+#: Another load meeting the limits replaces the largest one only when its rate is higher by
+#: more than this share: the closed loop's rate is solved to ~1e-12, so where the rate is flat
+#: (past the KV limit another client only queues) the largest load stays.
+RATE_MARGIN = 1e-9
+#: Local maxima of the rate refined per call of :func:`_highest_rate` (the highest first), and
+#: the calls it makes at most (each narrows every bracket to whole clients or to the grid).
+RATE_PEAKS = 4
+RATE_ROUNDS = 8
+
+
+def _highest_rate(
+    res: Resolved,
+    isl: float,
+    osl: float,
+    limits: Limits,
+    batching: Batching,
+    grids: list[_Grid],
+    top: float,
+    steps: int,
+) -> tuple[_Grid, int]:
+    """The load in ``[1, top]`` (``top`` = N*, the largest load meeting the limits) with the
+    highest request rate, at the search's resolution (1/``steps`` of a client): (grid, index).
+
+    The loads the search evaluated (the coarse grid and the brackets) are merged; when none
+    that meets the limits has a higher rate than N* by more than :data:`RATE_MARGIN` (the rate
+    is monotone, the usual case), N* it is, with no further call. Otherwise each local maximum
+    of the rate above N*'s (the :data:`RATE_PEAKS` highest) is refined between its evaluated
+    neighbours, at full resolution when it fits in :data:`REFINE_BATCH` points (else over whole
+    clients first), all in one vectorised call, until every such maximum's neighbours are one
+    grid step away; then the highest rate evaluated. Exact on the grid where the rate is
+    unimodal between the coarse grid's neighbours of a peak (it is smooth in the load)."""
+    last = grids[-1]  # the search's last call holds N*
+    at = np.flatnonzero(last.loads == top)
+    if at.size:  # the usual case first, without merging: no load beats N*'s rate
+        bar = last.rate[at[0]] * (1 + RATE_MARGIN)
+        if not any(np.any(g.rate[(g.miss < 0) & (g.loads <= top)] > bar) for g in grids):
+            return last, int(at[0])
+    for call in range(RATE_ROUNDS + 1):
+        latest = grids[::-1]  # a load evaluated twice: the latest call's solution
+        loads = np.concatenate([g.loads for g in latest])
+        _, first = np.unique(loads, return_index=True)  # sorted by load
+        rate = np.concatenate([g.rate for g in latest])[first]
+        ok = np.concatenate([g.miss < 0 for g in latest])[first] & (loads[first] <= top)
+        keep = first[ok]
+        f_loads, f_rate = loads[keep], rate[ok]
+        better = f_rate > f_rate[-1] * (1 + RATE_MARGIN)  # f_loads[-1] is N*
+        if not better.any():
+            return _origin(latest, int(keep[-1]))
+        left = np.concatenate([[-np.inf], f_rate[:-1]])
+        right = np.concatenate([f_rate[1:], [-np.inf]])
+        peaks = np.flatnonzero(better & (f_rate >= left) & (f_rate >= right))
+        peaks = peaks[np.argsort(-f_rate[peaks], kind="stable")[:RATE_PEAKS]]
+        lo, hi = f_loads[np.maximum(peaks - 1, 0)], f_loads[peaks + 1]
+        coarse = (hi - lo) * steps > 2.5  # the neighbours are not one grid step either side
+        if not coarse.any() or call == RATE_ROUNDS:
+            break
+        ns = np.unique(
+            np.concatenate(
+                [_loads(a, b, steps) for a, b in zip(lo[coarse], hi[coarse], strict=True)]
+            )
+        )
+        grids.append(_grid(res, isl, osl, limits, ns, batching)[0])
+    return _origin(latest, int(keep[int(np.argmax(f_rate))]))
+
+
+def _origin(grids: list[_Grid], flat: int) -> tuple[_Grid, int]:
+    """The grid and index of element ``flat`` of the grids' concatenated loads."""
+    for g in grids:
+        if flat < g.loads.size:
+            return g, flat
+        flat -= g.loads.size
+    raise IndexError(flat)
 
 
 def _latency_miss(
@@ -400,24 +515,26 @@ def _search_sizes(
     limits: Limits,
     batch_sizes: Sequence[int],
 ) -> tuple[OperatingPoint, Binding] | tuple[None, RejectReason]:
-    """Static batching at a fixed set of batch sizes: the largest size meeting the limits."""
+    """Static batching at a fixed set of batch sizes: the highest rate among the sizes up to
+    the largest one meeting the limits (that one unless another's rate is higher by more than
+    :data:`RATE_MARGIN`). Binding: what the next allowed size misses; memory when none is left
+    below the KV cap."""
     top = res.max_concurrency
     sizes = np.array(sorted({b for b in batch_sizes if 1 <= b <= top}), dtype=int)
     if sizes.size == 0:
         return None, BatchTooLarge(min(batch_sizes), top)
-    *lat, _ = _metrics(res, isl, osl, sizes, "static")
-    miss = _first_miss(limits, *lat)
-    ok = np.flatnonzero(miss < 0)
+    grid, lat = _grid(res, isl, osl, limits, sizes, "static")
+    ok = np.flatnonzero(grid.miss < 0)
     active = limits.active()
     if ok.size == 0:
-        return None, _latency_miss(res, isl, osl, limits, "static", int(sizes[0]), lat, miss)
+        return None, _latency_miss(res, isl, osl, limits, "static", int(sizes[0]), lat, grid.miss)
     last = int(ok[-1])
-    op = _point(res, isl, osl, int(sizes[last]), "static")
+    best = int(ok[np.argmax(grid.rate[ok])])
+    pick = best if grid.rate[best] > grid.rate[last] * (1 + RATE_MARGIN) else last
+    op = _point(res, isl, osl, int(sizes[pick]), "static")
     assert op is not None
-    above = sizes > sizes[last]
-    # binding: what the next allowed size misses; memory when none is left below the KV cap
-    nxt = np.flatnonzero(above)
-    binding: Binding = active[int(miss[nxt[0]])][0] if nxt.size else "memory"
+    nxt = np.flatnonzero(sizes > sizes[last])
+    binding: Binding = active[int(grid.miss[nxt[0]])][0] if nxt.size else "memory"
     return op, binding
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -24,7 +25,8 @@ from inferencesize.outcomes import (
     summary_sentence,
 )
 from inferencesize.parallelism import Parallelism
-from inferencesize.planner import Limits, PlanResult, plan
+from inferencesize.planner import LOAD_STEPS, Limits, PlanResult, plan
+from inferencesize.serving import inflight_arrays
 
 SEED_PER_DGX = 70.7  # req/s per DGX H100 (8 × TP1 instances), measured (scenarios/default.yaml)
 
@@ -138,6 +140,54 @@ def test_search_is_exact_largest_concurrency() -> None:
     r = est.resolve(cand, 2200)
     nxt = est.point(r, 2000, 200, p.point.concurrency + 1, "inflight")
     assert nxt is not None and nxt.ttft_s > 0.5
+
+
+def _qwen_moe_long_prompt(itl_s: float) -> PlanResult:
+    """Qwen3-30B-A3B, 14,962 prompt / 10 output tokens on B200 FP8 TP2, 20.2 req/s: the rate
+    peaks near 14 clients and then falls as the prefills stretch the decode steps."""
+    c = _catalog()
+    return plan(
+        c.model("qwen3-30b-a3b"),
+        [c.hardware("b200")],
+        ["fp8"],
+        14962,
+        10,
+        20.2,
+        Limits(itl_s=itl_s),
+        _est(),
+        tps=[2],
+        pps=[1],
+        eps=[1],
+    )
+
+
+def test_looser_itl_does_not_need_more_gpus_where_the_rate_falls_with_the_load() -> None:
+    """Sized at the largest load meeting the ITL limit, ITL ≤ 60 ms needed 4 GPUs where
+    ITL ≤ 42.75 ms needed 2: the larger load serves fewer requests per second."""
+    tight, loose = _qwen_moe_long_prompt(0.04275).chosen, _qwen_moe_long_prompt(0.060).chosen
+    assert tight is not None and loose is not None
+    assert loose.gpus <= tight.gpus
+    assert loose.rate >= tight.rate * (1 - 1e-9)
+
+
+def test_operating_point_is_the_highest_rate_meeting_the_limits() -> None:
+    """Every load on the search's grid (1/64 of a client) up to the KV cap: the chosen load's
+    rate is the highest among those meeting the limit; it lies below the largest such load
+    N*, whose rate is lower, and the binding limit is still the one that stops N*."""
+    res = _qwen_moe_long_prompt(0.060)
+    p = res.chosen
+    assert p is not None and p.point.itl_s <= 0.060
+    r = _est().resolve(p.candidate, 14962 + 10)
+    assert r.deployment is not None
+    loads = np.arange(LOAD_STEPS, r.max_concurrency * LOAD_STEPS + 1) / LOAD_STEPS
+    grid = inflight_arrays(r.deployment, 14962, 10, loads, r.max_concurrency)
+    ok = grid.itl_s <= 0.060
+    top = int(np.flatnonzero(ok)[-1])  # N*: latency grows with the load, so ok is [1, N*]
+    assert ok[: top + 1].all()
+    best = float(grid.requests_per_s[ok].max())
+    assert p.rate == pytest.approx(best, rel=1e-9)
+    assert p.point.concurrency < loads[top] and grid.requests_per_s[top] < p.rate
+    assert p.binding == "itl" and res.binding_constraint == "itl"
 
 
 def test_infeasible_names_nearest_miss() -> None:
