@@ -5,7 +5,7 @@ combination is one scenario, planned exactly like ``infersize plan``. Two things
 points take seconds rather than minutes:
 
 * **Capacity once per workload.** Feasibility and each candidate's operating point (the
-  largest concurrency meeting the limits) depend on the model, hardware, precision, split,
+  highest-rate load meeting the limits) depend on the model, hardware, precision, split,
   ISL, OSL, limits and batching, never on the traffic. Points that differ only in traffic
   (``mean_rps``, ``peak_rps``, ``percentile``, ``dispersion``) share one planner run; each
   peak then only needs ``instances = ceil(peak / rate)`` and the packing arithmetic, done for

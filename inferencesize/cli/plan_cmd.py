@@ -126,7 +126,7 @@ def plan_command(
     """The fewest servers and GPUs that serve the peak within the latency limits.
 
     Searches every hardware × native precision × TP/PP/EP split (flags or the scenario narrow
-    it), finds each one's largest load meeting TTFT/ITL/E2E, and ranks plans by servers, GPUs,
+    it), finds each one's highest-rate load meeting TTFT/ITL/E2E, and ranks plans by servers, GPUs,
     then cost. Says what it searched and which values were tool defaults. Exit 3 when nothing
     meets the limits (with the nearest miss). CSV: one row per plan (rank, layout: aggregated
     or disaggregated), nested fields flattened.
