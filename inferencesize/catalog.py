@@ -9,6 +9,12 @@ Layout of a catalog root (the shipped one and every ``--catalog DIR``)::
     scenarios/*.yaml          one scenario per file  (ScenarioSpec)
 
 Later roots override earlier ones by id. Loading is explicit (never at import time).
+
+Every file is read through :func:`read_bytes`: a regular file only (never a FIFO, device or
+directory, so nothing blocks), at most :data:`MAX_FILE_BYTES`, UTF-8. YAML is checked before
+PyYAML builds it (:func:`check_yaml_structure`): nesting deeper than :data:`MAX_YAML_DEPTH`
+or aliases expanding past :data:`MAX_YAML_NODES` values are refused, and a key stated twice in
+one mapping is an error (PyYAML would keep the last one silently).
 """
 
 from __future__ import annotations
@@ -17,7 +23,8 @@ import difflib
 import functools
 import os
 import re
-from collections.abc import Iterable, Sequence
+import stat
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -35,6 +42,7 @@ from inferencesize.specs import (
     SystemSpec,
     engine_set,
 )
+from inferencesize.specs.common import SHOWN_CHARS, brief, clip
 
 ENV_CATALOG = "INFERSIZE_CATALOG"
 KINDS: dict[str, tuple[str, type[BaseModel]]] = {
@@ -67,7 +75,10 @@ def display_path(path: Path) -> str:
         for prefix in (str(cwd).rstrip(os.sep) + os.sep, str(root).rstrip(os.sep) + os.sep):
             if text.startswith(prefix):
                 return text[len(prefix) :]
-    full = path.resolve()
+    try:
+        full = path.resolve()
+    except (OSError, RuntimeError, ValueError):  # a symlink loop, an embedded NUL
+        return str(path)
     for base in (cwd.resolve(), root.resolve()):
         try:
             return str(full.relative_to(base))
@@ -76,22 +87,216 @@ def display_path(path: Path) -> str:
     return str(path)
 
 
-def read_text(path: Path, expected: str) -> tuple[str, str]:
-    """(shown path, UTF-8 text) of a file; every failure is a located CatalogError."""
+#: Largest catalog, scenario, calibration or config.json file read (the largest shipped one
+#: is a few KiB): a larger one is refused before it is read.
+MAX_FILE_BYTES = 1 << 20
+#: Largest data file read (measurements, traces, points, benchmark exports).
+MAX_DATA_BYTES = 256 << 20
+
+_FILE_KINDS = (
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+def _size_text(n: int) -> str:
+    return f"{n >> 20} MiB" if n >= 1 << 20 else f"{n >> 10} KiB"
+
+
+def read_bytes(path: Path, expected: str, limit: int = MAX_FILE_BYTES) -> tuple[str, bytes]:
+    """(shown path, content) of a regular file of at most ``limit`` bytes; every failure is a
+    located CatalogError. A FIFO, device or socket is refused before it is opened (nothing
+    blocks), and the file opened is checked again, so a swap in between changes nothing."""
     shown = display_path(path)
-    if path.is_dir():
-        raise CatalogError(shown, "", f"is a directory, expected {expected}")
     try:
-        return shown, path.read_text(encoding="utf-8")
+        _check_kind(os.stat(path).st_mode, shown, expected)
+        flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+        fd = os.open(path, flags)
+        try:
+            info = os.fstat(fd)
+            _check_kind(info.st_mode, shown, expected)
+            if info.st_size > limit:
+                raise CatalogError(
+                    shown, "", f"is larger than {_size_text(limit)}, too large for {expected}"
+                )
+            chunks: list[bytes] = []
+            size = 0
+            while size <= limit:  # st_size is 0 for /proc files: read to the limit, not to it
+                chunk = os.read(fd, min(1 << 20, limit + 1 - size))
+                if not chunk:
+                    break
+                chunks.append(chunk)
+                size += len(chunk)
+        finally:
+            os.close(fd)
     except FileNotFoundError:
         raise CatalogError(shown, "", "file not found") from None
+    except (OSError, ValueError) as err:  # ValueError: a NUL in the path
+        why = getattr(err, "strerror", None) or str(err)
+        raise CatalogError(shown, "", f"cannot be read ({why})") from None
+    if size > limit:
+        raise CatalogError(
+            shown, "", f"is larger than {_size_text(limit)}, too large for {expected}"
+        )
+    return shown, b"".join(chunks)
+
+
+def _check_kind(mode: int, shown: str, expected: str) -> None:
+    if stat.S_ISDIR(mode):
+        raise CatalogError(shown, "", f"is a directory, expected {expected}")
+    if not stat.S_ISREG(mode):
+        kind = next((name for test, name in _FILE_KINDS if test(mode)), "not a regular file")
+        raise CatalogError(shown, "", f"is {kind}, expected {expected}")
+
+
+def read_text(
+    path: Path, expected: str, limit: int = MAX_FILE_BYTES, encoding: str = "utf-8"
+) -> tuple[str, str]:
+    """(shown path, UTF-8 text) of a file; every failure is a located CatalogError."""
+    shown, data = read_bytes(path, expected, limit)
+    try:
+        return shown, data.decode(encoding)
     except UnicodeDecodeError:
         raise CatalogError(shown, "", "is not UTF-8 text") from None
-    except OSError as err:
-        raise CatalogError(shown, "", f"cannot be read ({err.strerror})") from None
 
 
 _SAFE_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+#: Deepest nesting of mappings and lists a YAML file may have (catalog files need 4).
+MAX_YAML_DEPTH = 64
+#: Most values (scalars, mappings, lists) a YAML file may stand for once its aliases are
+#: expanded: a "billion laughs" file of a few lines stands for 10^9.
+MAX_YAML_NODES = 100_000
+
+# Anything that may stand before a block collection on its line: indentation, the indicators
+# "- ", "? ", ": ", a document start, anchors and tags.
+_LINE_PREFIX = re.compile(r"^(?:[ \t]|(?:[-?:]|---)(?=[ \t]|$)|[&!][^ \t]*(?=[ \t]|$))*", re.M)
+
+
+class _DuplicateKey(yaml.YAMLError):
+    def __init__(self, key: object, mark: Any, first: Any) -> None:
+        super().__init__(f"duplicate key {brief(key)}")
+        self.key, self.mark, self.first = key, mark, first
+
+
+class _StrictConstructor(yaml.constructor.SafeConstructor):
+    """SafeConstructor that refuses a key stated twice in one mapping (merge keys aside) and
+    turns a value it cannot build (a 5,000-digit integer, a 13th month) into a located error."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        if isinstance(node, yaml.MappingNode):
+            seen: dict[Any, Any] = {}
+            for key_node, _ in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge" or not isinstance(
+                    key_node, yaml.ScalarNode
+                ):
+                    continue
+                key = self.construct_object(key_node)
+                try:
+                    first = seen.setdefault(key, key_node.start_mark)
+                except TypeError:
+                    continue
+                if first is not key_node.start_mark:
+                    raise _DuplicateKey(key, key_node.start_mark, first)
+        return super().construct_mapping(node, deep)
+
+    def construct_object(self, node: yaml.Node, deep: bool = False) -> Any:
+        try:
+            return super().construct_object(node, deep)
+        except (ValueError, OverflowError) as err:  # int('9' * 5000), date(2024, 13, 1)
+            text = str(getattr(node, "value", ""))
+            if "integer string conversion" in str(err):
+                problem = f"a number of {len(text):,} digits is too long to read"
+            else:
+                problem = f"cannot read {brief(text)}: {clip(str(err))}"
+            raise yaml.constructor.ConstructorError(None, None, problem, node.start_mark) from None
+
+
+class _Loader(_StrictConstructor, _SAFE_LOADER):  # type: ignore[misc]
+    """The safe loader (libyaml's parser when PyYAML has it) with :class:`_StrictConstructor`."""
+
+
+def yaml_bound(text: str) -> int:
+    """An upper bound on the nesting depth of a YAML text, from its characters alone: block
+    collections nest by strictly deeper columns (an indentless list in a mapping aside), so at
+    most 2 per column that can start one; each flow collection needs a '[' or '{' of its own."""
+    widest = max((len(m.group()) for m in _LINE_PREFIX.finditer(text)), default=0)
+    return 2 * (widest + 1) + text.count("[") + text.count("{")
+
+
+def check_yaml_structure(text: str, shown: str) -> None:
+    """Refuse, before PyYAML builds anything, a YAML text nested deeper than
+    :data:`MAX_YAML_DEPTH` or whose aliases expand past :data:`MAX_YAML_NODES` values.
+
+    Reads the event stream (PyYAML's parser keeps an explicit stack, it does not recurse) and
+    stops at the first excess; texts that :func:`yaml_bound` proves shallow and that have no
+    alias skip it.
+    """
+    if "*" not in text and yaml_bound(text) <= MAX_YAML_DEPTH:
+        return
+    # per open collection: [anchor, values before it, its depth, deepest depth within]
+    stack: list[list[Any]] = []
+    anchors: dict[str, tuple[int, int]] = {}  # anchor -> (values, depth of the subtree)
+    nodes = 0
+    for event in _events(text, shown):
+        depth = len(stack)
+        if isinstance(event, yaml.CollectionStartEvent):
+            nodes += 1
+            stack.append([event.anchor, nodes - 1, depth + 1, depth + 1])
+            reached = depth + 1
+        elif isinstance(event, yaml.CollectionEndEvent):
+            anchor, before, level, deepest = stack.pop()
+            if stack:
+                stack[-1][3] = max(stack[-1][3], deepest)
+            if anchor is not None:
+                anchors[anchor] = (nodes - before, deepest - level + 1)
+            continue
+        elif isinstance(event, yaml.ScalarEvent):
+            nodes += 1
+            if event.anchor is not None:
+                anchors[event.anchor] = (1, 0)
+            continue
+        elif isinstance(event, yaml.AliasEvent):
+            count, below = anchors.get(event.anchor or "", (1, 0))
+            nodes += count
+            reached = depth + below
+            if stack:
+                stack[-1][3] = max(stack[-1][3], reached)
+        else:
+            continue
+        mark = event.start_mark
+        where = f"{shown}:{mark.line + 1}:{mark.column + 1}" if mark else shown
+        if reached > MAX_YAML_DEPTH:
+            raise _too_deep(where)
+        if nodes > MAX_YAML_NODES:
+            raise CatalogError(
+                where,
+                "",
+                f"YAML aliases expand to more than {MAX_YAML_NODES:,} values; write the values"
+                " out instead of repeating aliases",
+            )
+
+
+def _too_deep(where: str) -> CatalogError:
+    return CatalogError(
+        where,
+        "",
+        f"nested deeper than {MAX_YAML_DEPTH} levels of mappings and lists"
+        " (a catalog or scenario file needs fewer than 10)",
+    )
+
+
+def _events(text: str, shown: str) -> Iterator[yaml.Event]:
+    """PyYAML's parse events; libyaml's own nesting limit reads as ours."""
+    try:
+        yield from yaml.parse(text, Loader=_SAFE_LOADER)
+    except yaml.MarkedYAMLError as err:
+        if "nesting depth" not in str(err.problem):
+            raise
+        mark = err.problem_mark
+        raise _too_deep(f"{shown}:{mark.line + 1}:{mark.column + 1}" if mark else shown) from None
 
 
 def read_yaml(path: Path) -> dict[str, Any]:
@@ -99,15 +304,32 @@ def read_yaml(path: Path) -> dict[str, Any]:
     which matters because every command loads the whole catalog); every failure is a located
     CatalogError."""
     shown, text = read_text(path, "a YAML file")
+    return parse_yaml(text, shown)
+
+
+def parse_yaml(text: str, shown: str) -> dict[str, Any]:
+    """The YAML mapping in ``text`` (read from ``shown``), checked as the module says."""
     try:
-        data = yaml.load(text, Loader=_SAFE_LOADER)
+        check_yaml_structure(text, shown)
+        data = yaml.load(text, Loader=_Loader)
+    except _DuplicateKey as err:
+        where = f"{shown}:{err.mark.line + 1}:{err.mark.column + 1}"
+        raise CatalogError(
+            where,
+            clip(err.key) if isinstance(err.key, str) else brief(err.key),
+            f"duplicate key (first stated on line {err.first.line + 1}); state each key once",
+        ) from None
     except yaml.MarkedYAMLError as err:
         mark = err.problem_mark
         where = f"{shown}:{mark.line + 1}:{mark.column + 1}" if mark else shown
-        problem = (err.problem or "invalid YAML").strip()
+        problem = clip((err.problem or "invalid YAML").strip())
+        if isinstance(err, yaml.constructor.ConstructorError):  # well-formed, but not data
+            raise CatalogError(where, "", f"YAML error: {problem}") from None
         raise CatalogError(where, "", f"YAML syntax error: {problem}") from None
     except yaml.YAMLError as err:
-        raise CatalogError(shown, "", f"YAML error: {err}") from None
+        raise CatalogError(shown, "", f"YAML error: {clip(str(err))}") from None
+    except RecursionError:  # only without libyaml, below MAX_YAML_DEPTH on a small stack
+        raise CatalogError(shown, "", "nested too deeply to read") from None
     if data is None:
         raise CatalogError(shown, "", "is empty, expected a YAML mapping of fields")
     if not isinstance(data, dict):
@@ -130,7 +352,7 @@ def _field_path(loc: Sequence[int | str]) -> str:
         if isinstance(part, int):
             out += f"[{part}]"
         else:
-            out += ("." if out else "") + part
+            out += ("." if out else "") + clip(str(part), SHOWN_CHARS)
     return out
 
 
@@ -163,10 +385,11 @@ def format_validation_error(err: ValidationError, model: type[BaseModel]) -> tup
     elif kind == "string_pattern_mismatch":
         pattern = str((first.get("ctx") or {}).get("pattern", ""))
         hint = _PATTERN_HINTS.get(pattern, f"must match {pattern}")
-        msg = f"{hint} (got {first.get('input')!r})"
+        msg = f"{hint} (got {brief(first.get('input'))})"
     elif kind != "value_error":
         # pydantic's own wording ("Input should be greater than 0"): lower-case, show the value
-        msg = f"{msg[0].lower()}{msg[1:]} (got {first.get('input')!r})"
+        msg = f"{msg[0].lower()}{msg[1:]} (got {brief(first.get('input'))})"
+    msg = clip(msg, 4 * SHOWN_CHARS)  # a validator's message may quote a long value
     more = len(err.errors()) - 1
     if more:
         msg += f" (+{more} more error{'s' if more > 1 else ''})"
@@ -232,7 +455,7 @@ def suggest(name: str, choices: Iterable[str] | dict[str, str], what: str) -> Un
     hint = f"; did you mean {', '.join(ids)}?" if ids else f"; known: {', '.join(pool[:12])}"
     if not ids and len(pool) > 12:
         hint += ", … (infersize catalog list)"
-    return UnknownIdError(f"unknown {what} '{name}'{hint}")
+    return UnknownIdError(f"unknown {what} '{clip(name, SHOWN_CHARS)}'{hint}")
 
 
 @dataclass

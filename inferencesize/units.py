@@ -7,6 +7,7 @@ place that converts to and from human units. GB = 1e9 bytes, GiB = 2**30 bytes: 
 
 from __future__ import annotations
 
+import math
 import re
 from enum import StrEnum
 from typing import Final, Literal, TypeAlias
@@ -128,6 +129,9 @@ _UNIT_TABLES: Final[dict[str, dict[str, float]]] = {
     "watts": _POWER_UNITS,
     "seconds": _TIME_UNITS,
 }
+#: Longest quantity text read ("989.5 TFLOPS" is 12 characters); longer text is refused before
+#: any pattern matching, so a megabyte of digits costs nothing.
+MAX_QUANTITY_TEXT: Final = 100
 _QUANTITY_RE: Final = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*([A-Za-z/]+)\s*$")
 
 
@@ -140,11 +144,16 @@ def parse_quantity(value: object, dimension: Dimension) -> float:
     """Parse ``"80 GiB"``, ``"3.35 TB/s"``, ``"989.5 TFLOPS"``, ``"700 W"`` into SI units.
 
     A bare number is rejected: a catalog must state its unit. Raises ``ValueError`` with the
-    accepted units on anything else.
+    accepted units on anything else, and on a number too large to be finite (``1e400 GiB``).
     """
     if isinstance(value, bool) or not isinstance(value, str):
         raise ValueError(
             f"needs a number with a unit, e.g. '80 GiB' (one of: {expected_units(dimension)})"
+        )
+    if len(value) > MAX_QUANTITY_TEXT:
+        raise ValueError(
+            f"cannot read a quantity of {len(value):,} characters: expected a number and one of"
+            f" {expected_units(dimension)}"
         )
     match = _QUANTITY_RE.match(value)
     table = _UNIT_TABLES[dimension]
@@ -152,8 +161,10 @@ def parse_quantity(value: object, dimension: Dimension) -> float:
         raise ValueError(
             f"cannot read {value!r}: expected a number and one of {expected_units(dimension)}"
         )
-    number = float(match.group(1))
-    return number * table[match.group(2)]
+    number = float(match.group(1)) * table[match.group(2)]
+    if not math.isfinite(number):
+        raise ValueError(f"cannot read {value!r}: the number is too large")
+    return number
 
 
 def tokens_from_words(words: float) -> int:

@@ -7,10 +7,20 @@ from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
-from inferencesize.specs.common import PositiveInt, Spec
+from inferencesize.specs.common import (
+    MAX_RPS,
+    CountOrZero,
+    Degree,
+    Float,
+    NonNegativeFloat,
+    PositiveFloat,
+    Spec,
+    Tokens,
+)
 
-Positive = Annotated[float, Field(gt=0)]
+Positive = PositiveFloat
 HOURS_PER_DAY = 24
+SECONDS_PER_DAY = 86_400
 
 
 class EconomicsSpec(Spec):
@@ -28,8 +38,8 @@ class EconomicsSpec(Spec):
         default=None, description="purchase price of one server/node (overrides the catalog)"
     )
     amortization_years: Positive = 4.0
-    usd_per_kwh: Annotated[float, Field(ge=0)] = 0.10
-    pue: Annotated[float, Field(ge=1)] = Field(
+    usd_per_kwh: NonNegativeFloat = 0.10
+    pue: Annotated[Float, Field(ge=1)] = Field(
         default=1.3, description="power usage effectiveness: facility power / IT power"
     )
     server_power_kw: Positive | None = Field(
@@ -46,12 +56,12 @@ class DailySpec(Spec):
     With ``requests_per_day`` and ``peak_hour_share`` the peak hour carries that share and the
     rest is spread evenly over the other 23 hours."""
 
-    hourly_rps: list[Annotated[float, Field(ge=0)]] | None = Field(
+    hourly_rps: list[Annotated[NonNegativeFloat, Field(le=MAX_RPS)]] | None = Field(
         default=None, description="mean requests/s in each hour 0..23 (24 values)"
     )
-    requests_per_day: Positive | None = None
-    peak_hour_share: Annotated[float, Field(gt=0, le=1)] | None = None
-    min_instances: Annotated[int, Field(ge=0)] = Field(
+    requests_per_day: Annotated[Positive, Field(le=MAX_RPS * SECONDS_PER_DAY)] | None = None
+    peak_hour_share: Annotated[Float, Field(gt=0, le=1)] | None = None
+    min_instances: CountOrZero = Field(
         default=1, description="instances kept running in an empty hour when autoscaling"
     )
 
@@ -89,17 +99,17 @@ class PipelineStage(Spec):
 
     name: str = Field(min_length=1)
     model: str
-    isl: PositiveInt
-    osl: PositiveInt
+    isl: Tokens
+    osl: Tokens
     calls: Positive = Field(
         default=1.0, description="sequential calls per user request (may be fractional)"
     )
     hardware: list[str] | None = Field(default=None, min_length=1)
     precision: list[str] | None = Field(default=None, min_length=1)
     kv_precision: str | None = None
-    tp: Literal["auto"] | list[PositiveInt] | None = None
-    pp: Literal["auto"] | list[PositiveInt] | None = None
-    ep: Literal["auto"] | list[PositiveInt] | None = None
+    tp: Literal["auto"] | list[Degree] | None = None
+    pp: Literal["auto"] | list[Degree] | None = None
+    ep: Literal["auto"] | list[Degree] | None = None
     e2e_ms: Positive | None = Field(
         default=None, description="fixed E2E budget per call; others share the rest"
     )

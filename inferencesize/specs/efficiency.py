@@ -14,11 +14,11 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
-from inferencesize.specs.common import Source, Spec
+from inferencesize.specs.common import Float, NonNegativeInt, Source, Spec
 
 Origin = Literal["hardware", "engine", "benchmark"]
 _FRACTION: dict[str, float] = {"gt": 0.0, "le": 1.0}
@@ -162,29 +162,27 @@ def _field(name: str) -> Any:
 
 
 class EfficiencyValues(Spec):
-    compute: float | None = _field("compute")
-    memory: float | None = _field("memory")
-    attention: float | None = _field("attention")
-    comm: float | None = _field("comm")
-    gemm_m_half: float | None = _field("gemm_m_half")
-    step_overhead_s: float | None = _field("step_overhead_s")
-    layer_overhead_s: float | None = _field("layer_overhead_s")
-    comm_latency_s: float | None = _field("comm_latency_s")
-    prefill_sync: float | None = _field("prefill_sync")
-    cohort_tokens: float | None = _field("cohort_tokens")
-    kv_read_min_bytes: float | None = _field("kv_read_min_bytes")
-    kv_items_half: float | None = _field("kv_items_half")
-    arrival_spread_s: float | None = _field("arrival_spread_s")
-    seq_overhead_s: float | None = _field("seq_overhead_s")
-    handoff_s: float | None = _field("handoff_s")
+    compute: Float | None = _field("compute")
+    memory: Float | None = _field("memory")
+    attention: Float | None = _field("attention")
+    comm: Float | None = _field("comm")
+    gemm_m_half: Float | None = _field("gemm_m_half")
+    step_overhead_s: Float | None = _field("step_overhead_s")
+    layer_overhead_s: Float | None = _field("layer_overhead_s")
+    comm_latency_s: Float | None = _field("comm_latency_s")
+    prefill_sync: Float | None = _field("prefill_sync")
+    cohort_tokens: Float | None = _field("cohort_tokens")
+    kv_read_min_bytes: Float | None = _field("kv_read_min_bytes")
+    kv_items_half: Float | None = _field("kv_items_half")
+    arrival_spread_s: Float | None = _field("arrival_spread_s")
+    seq_overhead_s: Float | None = _field("seq_overhead_s")
+    handoff_s: Float | None = _field("handoff_s")
 
 
 class EfficiencyEntry(EfficiencyValues):
     gpu: str
     precision: str | None = None
-    points: Annotated[int, Field(ge=0)] | None = Field(
-        default=None, description="measurements the fit used"
-    )
+    points: NonNegativeInt | None = Field(default=None, description="measurements the fit used")
     source: str | None = None
 
 
@@ -217,8 +215,8 @@ class EfficiencySet(Spec):
         return self
 
 
-_VERSION = re.compile(r"(\d+)\.(\d+)")
-_NAMED_VERSION = re.compile(r"^(.*\S)\s+v?(\d+)\.(\d+)(?:\.\d+)*$")
+_VERSION = re.compile(r"(?<!\d)(\d+)\.(\d+)")  # starts a digit run: linear time
+_VERSION_WORD = re.compile(r"v?(\d+)\.(\d+)(?:\.\d+)*")
 
 
 def _version(text: str) -> tuple[int, int] | None:
@@ -229,8 +227,9 @@ def _version(text: str) -> tuple[int, int] | None:
 
 def _named(pattern: str) -> tuple[str, tuple[int, int]] | None:
     """'TensorRT-LLM 0.17' (or 0.17.0) -> ('tensorrt-llm', (0, 17)); no version -> None."""
-    m = _NAMED_VERSION.match(pattern.strip())
-    return (m.group(1).lower(), (int(m.group(2)), int(m.group(3)))) if m else None
+    words = pattern.strip().rsplit(None, 1)  # the name, then the version as the last word
+    m = _VERSION_WORD.fullmatch(words[-1]) if len(words) == 2 else None
+    return (words[0].lower(), (int(m.group(1)), int(m.group(2)))) if m else None
 
 
 def _position(name: str, text: str) -> int | None:

@@ -10,9 +10,11 @@ from inferencesize.specs.common import (
     Bytes,
     BytesPerSecond,
     BytesPerSecondOrZero,
+    Degree,
     FlopsPerSecond,
     Id,
-    PositiveInt,
+    Int,
+    PositiveFloat,
     Source,
     Spec,
     Watts,
@@ -55,13 +57,13 @@ class GpuSpec(Spec):
         alias="scale_up_bandwidth",
         description="NVLink / Infinity Fabric / ICI per GPU, bidirectional; 0 = PCIe only",
     )
-    pcie_gen: Annotated[int, Field(ge=3, le=7)] | None = None
+    pcie_gen: Annotated[Int, Field(ge=3, le=7)] | None = None
     tdp_watts: Watts | None = Field(
         default=None, alias="tdp", description="board power; None = not published"
     )
-    price_usd_per_gpu_hour: Annotated[float, Field(gt=0)] | None = None
+    price_usd_per_gpu_hour: PositiveFloat | None = None
     price_source: str | None = None
-    launch_year: Annotated[int, Field(ge=2010, le=2035)] | None = None
+    launch_year: Annotated[Int, Field(ge=2010, le=2035)] | None = None
     efficiency_like: Id | None = Field(
         default=None,
         description="GPU whose fitted efficiencies an efficiency set applies when it has none"
@@ -93,8 +95,8 @@ class SystemSpec(Spec):
     name: str
     aliases: list[str] = Field(default_factory=list)
     gpu: Id
-    gpus_per_node: PositiveInt
-    nvlink_domain_size: PositiveInt = Field(
+    gpus_per_node: Degree
+    nvlink_domain_size: Degree = Field(
         description="GPUs in one scale-up domain (8 for HGX, 72 for NVL72, 1 for PCIe-only)"
     )
     intra_node_bandwidth_bytes_per_s: BytesPerSecondOrZero = Field(
@@ -104,10 +106,10 @@ class SystemSpec(Spec):
         alias="inter_node_bandwidth", description="scale-out NIC per GPU, one direction"
     )
     power_watts: Watts | None = Field(default=None, alias="power")
-    price_usd: Annotated[float, Field(gt=0)] | None = Field(
+    price_usd: PositiveFloat | None = Field(
         default=None, description="purchase price of one node (server or rack unit)"
     )
-    price_usd_per_gpu_hour: Annotated[float, Field(gt=0)] | None = None
+    price_usd_per_gpu_hour: PositiveFloat | None = None
     price_source: str | None = None
     source: Source
 

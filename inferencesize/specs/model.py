@@ -6,7 +6,22 @@ from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
-from inferencesize.specs.common import Id, NonNegativeInt, PositiveInt, Source, Spec
+from inferencesize.specs.common import (
+    ExpertCount,
+    Experts,
+    Heads,
+    Id,
+    Int,
+    LayerCount,
+    Layers,
+    PositiveFloat,
+    Source,
+    Spec,
+    TokenCount,
+    Tokens,
+    Vocab,
+    Width,
+)
 
 AttentionKind = Literal["MHA", "GQA", "MQA", "MLA"]
 Activation = Literal["swiglu", "geglu", "gelu", "relu", "relu2"]
@@ -18,9 +33,9 @@ class SlidingWindow(Spec):
     local (the rest global). Mistral v0.1: 1 of 1; Gemma 2 / gpt-oss: 1 of 2; Gemma 3: 5 of 6;
     Llama 4 chunked attention: 3 of 4 (``kind: chunked``)."""
 
-    tokens: PositiveInt
-    local_layers: PositiveInt = 1
-    every: PositiveInt = 1
+    tokens: Tokens
+    local_layers: Layers = 1
+    every: Layers = 1
     kind: Literal["sliding", "chunked"] = "sliding"
 
     @model_validator(mode="after")
@@ -36,13 +51,13 @@ class MoE(Spec):
     """Mixture of experts. Layer i (0-based) is MoE when i >= first_k_dense_layers and
     (i - first_k_dense_layers + 1) % layer_step == 0 (HF's interleave rule for layer_step > 1)."""
 
-    num_experts: PositiveInt
-    top_k: PositiveInt
-    shared_experts: NonNegativeInt = 0
-    expert_intermediate_size: PositiveInt
-    shared_expert_intermediate_size: PositiveInt | None = None
-    first_k_dense_layers: NonNegativeInt = 0
-    layer_step: PositiveInt = 1
+    num_experts: Experts
+    top_k: Experts
+    shared_experts: ExpertCount = 0
+    expert_intermediate_size: Width
+    shared_expert_intermediate_size: Width | None = None
+    first_k_dense_layers: LayerCount = 0
+    layer_step: Layers = 1
     router_bias: bool = False
     expert_bias: bool = False
 
@@ -58,11 +73,11 @@ class MoE(Spec):
 class MLA(Spec):
     """DeepSeek multi-head latent attention ranks (config.json names)."""
 
-    kv_lora_rank: PositiveInt
-    q_lora_rank: PositiveInt | None = None
-    qk_rope_head_dim: PositiveInt
-    qk_nope_head_dim: PositiveInt
-    v_head_dim: PositiveInt
+    kv_lora_rank: Width
+    q_lora_rank: Width | None = None
+    qk_rope_head_dim: Width
+    qk_nope_head_dim: Width
+    v_head_dim: Width
 
 
 class ModelSpec(Spec):
@@ -73,21 +88,21 @@ class ModelSpec(Spec):
     name: str
     aliases: list[str] = Field(default_factory=list)
     hf_id: str | None = None
-    num_layers: PositiveInt
-    hidden_size: PositiveInt
-    intermediate_size: PositiveInt = Field(
+    num_layers: Layers
+    hidden_size: Width
+    intermediate_size: Width = Field(
         description="dense FFN width (for MoE models: width of the dense layers, if any)"
     )
-    num_attention_heads: PositiveInt
-    num_kv_heads: PositiveInt
-    head_dim: PositiveInt = Field(description="explicit: not always hidden / heads")
-    vocab_size: PositiveInt
-    max_context: PositiveInt
+    num_attention_heads: Heads
+    num_kv_heads: Heads
+    head_dim: Width = Field(description="explicit: not always hidden / heads")
+    vocab_size: Vocab
+    max_context: Tokens
     tie_embeddings: bool
     attention: AttentionKind
     activation: Activation = "swiglu"
     norm: Literal["rmsnorm", "layernorm"] = "rmsnorm"
-    norms_per_layer: Annotated[int, Field(ge=1, le=4)] = 2
+    norms_per_layer: Annotated[Int, Field(ge=1, le=4)] = 2
     qk_norm: bool = False
     attention_bias: bool = Field(default=False, description="biases on Q, K, V projections")
     attention_output_bias: bool = False
@@ -99,16 +114,16 @@ class ModelSpec(Spec):
         description="attention and MLP read the same input and their outputs are added"
         " (GPT-J, GPT-NeoX, Falcon): tensor parallelism needs one all-reduce per layer, not two",
     )
-    learned_position_embeddings: NonNegativeInt = Field(
+    learned_position_embeddings: TokenCount = Field(
         default=0, description="rows of a learned position table (GPT-3: 2048); 0 for RoPE/ALiBi"
     )
     sliding_window: SlidingWindow | None = None
     moe: MoE | None = None
     mla: MLA | None = None
-    published_params_b: Annotated[float, Field(gt=0)] | None = Field(
+    published_params_b: PositiveFloat | None = Field(
         default=None, description="the vendor's stated total size in 1e9 parameters"
     )
-    published_active_params_b: Annotated[float, Field(gt=0)] | None = None
+    published_active_params_b: PositiveFloat | None = None
     source: Source
 
     @model_validator(mode="after")

@@ -6,26 +6,41 @@ from typing import Annotated, Literal
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
-from inferencesize.specs.common import PositiveInt, Spec
+from inferencesize.specs.common import MAX_RPS as MAX_RPS  # the largest request rate
+from inferencesize.specs.common import (
+    Count,
+    Degree,
+    Float,
+    NonNegativeFloat,
+    PositiveFloat,
+    Spec,
+    TokenCount,
+    Tokens,
+    Words,
+    WordsOrZero,
+)
 from inferencesize.specs.economics import DailySpec, EconomicsSpec, PipelineStage
 from inferencesize.specs.techniques import TechniquesSpec
 from inferencesize.units import PRECISIONS, tokens_from_words
 
 Auto = Literal["auto"]
+#: The statistic a latency limit is stated at: the mean or a percentile over requests.
+Statistic = Literal["mean", "p50", "p90", "p95", "p99"]
+#: How requests reach the deployment: at a rate (open loop: Poisson, or gamma with ``cv``), or
+#: from N clients that each send the next request when their answer ends (closed loop: the
+#: GenAI-Perf concurrency mode that NVIDIA's sizing tables were measured with).
+Arrivals = Literal["poisson", "closed-loop"]
 
 #: Hardware searched when a scenario names none: the 8-GPU NVIDIA systems a buyer compares
 #: today (Hopper 80 GB, Hopper 141 GB, Blackwell).
 DEFAULT_HARDWARE = ("dgx-h100", "dgx-h200", "dgx-b200")
-Positive = Annotated[float, Field(gt=0, allow_inf_nan=False)]
-#: Largest request rate a scenario may state: a billion requests/s, beyond any deployment
-#: (larger ones overflow the instance counts).
-MAX_RPS = 1e9
-Rate = Annotated[float, Field(gt=0, le=MAX_RPS, allow_inf_nan=False)]
+Positive = PositiveFloat
+Rate = Annotated[PositiveFloat, Field(le=MAX_RPS)]
 
 
 class Budget(Spec):
-    max_gpus: PositiveInt | None = None
-    max_servers: PositiveInt | None = None
+    max_gpus: Count | None = None
+    max_servers: Count | None = None
     max_cost_per_hour_usd: Positive | None = None
     max_power_kw: Positive | None = None
 
@@ -34,8 +49,8 @@ class KvCap(Spec):
     """Serving-engine KV cap on the global-attention layers (StreamingLLM): keep the first
     ``sink_tokens`` ("attention sinks") and the last ``window_tokens`` of every sequence."""
 
-    sink_tokens: Annotated[int, Field(ge=0)] = 4
-    window_tokens: PositiveInt
+    sink_tokens: TokenCount = 4
+    window_tokens: Tokens
 
 
 class Pool(Spec):
@@ -44,11 +59,11 @@ class Pool(Spec):
     hardware: list[str] | None = Field(default=None, min_length=1)
     precision: list[str] | None = Field(default=None, min_length=1)
     kv_precision: str | None = None
-    tp: Auto | list[PositiveInt] | None = None
-    pp: Auto | list[PositiveInt] | None = None
-    ep: Auto | list[PositiveInt] | None = None
-    attention_dp: Auto | list[PositiveInt] | None = None
-    cp: list[PositiveInt] | None = Field(
+    tp: Auto | list[Degree] | None = None
+    pp: Auto | list[Degree] | None = None
+    ep: Auto | list[Degree] | None = None
+    attention_dp: Auto | list[Degree] | None = None
+    cp: list[Degree] | None = Field(
         default=None, description="context parallelism of a prefill instance (long prompts)"
     )
 
@@ -84,22 +99,38 @@ class ScenarioSpec(Spec):
     id: str | None = None
     description: str | None = None
     model: str | None = Field(default=None, description="required unless pipeline: is given")
-    isl: PositiveInt | None = Field(default=None, description="input tokens per request")
-    osl: PositiveInt | None = Field(default=None, description="output tokens per request")
-    isl_words: Positive | None = None
-    osl_words: Positive | None = None
-    system_prompt_tokens: Annotated[int, Field(ge=0)] = 0
-    system_prompt_words: Annotated[float, Field(ge=0)] = 0
+    isl: Tokens | None = Field(default=None, description="input tokens per request")
+    osl: Tokens | None = Field(default=None, description="output tokens per request")
+    isl_words: Words | None = None
+    osl_words: Words | None = None
+    system_prompt_tokens: TokenCount = 0
+    system_prompt_words: WordsOrZero = 0
     mean_rps: Rate | None = None
     peak_rps: Rate | None = None
-    percentile: Annotated[float, Field(gt=0, lt=1)] = 0.95
-    dispersion: Annotated[float, Field(ge=0)] = 0.0
+    percentile: Annotated[Float, Field(gt=0, lt=1)] = 0.95
+    dispersion: NonNegativeFloat = 0.0
     ttft_ms: Positive | None = None
     itl_ms: Positive | None = None
     e2e_ms: Positive | None = None
+    arrivals: Arrivals = Field(
+        default="poisson",
+        description="poisson: requests at a rate (cv: their burstiness); closed-loop: the"
+        " GenAI-Perf concurrency benchmark (clients resend when their answer ends)",
+    )
+    cv: Annotated[float, Field(gt=0, le=10)] = Field(
+        default=1.0,
+        description="coefficient of variation of inter-arrival times: 1 Poisson, near 0 a"
+        " steady rate, above 1 burstier (gamma)",
+    )
+    latency_stat: Statistic = Field(
+        default="mean", description="statistic of TTFT, ITL and E2E that the limits hold"
+    )
+    ttft_stat: Statistic | None = Field(default=None, description="overrides latency_stat")
+    itl_stat: Statistic | None = Field(default=None, description="overrides latency_stat")
+    e2e_stat: Statistic | None = Field(default=None, description="overrides latency_stat")
     mode: Literal["streaming", "sequential"] = "streaming"
     batching: Literal["inflight", "static"] = "inflight"
-    batch_sizes: list[PositiveInt] | None = Field(
+    batch_sizes: list[Count] | None = Field(
         default=None,
         min_length=1,
         description="static batching: the only batch sizes the engine runs (its build profiles"
@@ -122,15 +153,15 @@ class ScenarioSpec(Spec):
         " natively (16-bit, plus fp8 / fp4 where it has them)",
     )
     kv_precision: str | None = None
-    tp: Auto | list[PositiveInt] = "auto"
-    pp: Auto | list[PositiveInt] = "auto"
-    ep: Auto | list[PositiveInt] = "auto"
+    tp: Auto | list[Degree] = "auto"
+    pp: Auto | list[Degree] = "auto"
+    ep: Auto | list[Degree] = "auto"
     budget: Budget | None = None
     objective: Literal["servers", "gpus", "cost", "power"] = "servers"
     economics: EconomicsSpec | None = None
     daily: DailySpec | None = None
     pipeline: list[PipelineStage] | None = Field(default=None, min_length=1)
-    attention_dp: Auto | list[PositiveInt] | None = Field(
+    attention_dp: Auto | list[Degree] | None = Field(
         default=None,
         description="attention data parallelism of MoE instances (None: 1; experts EP-sharded)",
     )
@@ -185,6 +216,11 @@ class ScenarioSpec(Spec):
             and self.e2e_ms is None
         ):
             raise ValueError("ttft_ms: give at least one latency limit (ttft_ms, itl_ms or e2e_ms)")
+        if self.arrivals == "closed-loop" and any(s != "mean" for s in self.statistics):
+            raise ValueError(
+                "latency_stat: closed-loop benchmarks are sized at mean latencies; percentile"
+                " limits need arrivals: poisson"
+            )
         if self.batch_sizes is not None and self.batching != "static":
             raise ValueError("batch_sizes: applies to batching static only")
         if self.disaggregated is not None and self.batching != "inflight":
@@ -217,6 +253,12 @@ class ScenarioSpec(Spec):
                 f"pipeline: fixed stage budgets (calls × e2e_ms) sum to {fixed:g} ms > "
                 f"e2e_ms {self.e2e_ms:g}"
             )
+
+    @property
+    def statistics(self) -> tuple[str, str, str]:
+        """The statistic of the TTFT, ITL and E2E limits (each override, else latency_stat)."""
+        base = self.latency_stat
+        return (self.ttft_stat or base, self.itl_stat or base, self.e2e_stat or base)
 
     @property
     def input_tokens(self) -> int:

@@ -6,9 +6,9 @@ from typing import Annotated
 
 from pydantic import Field
 
-from inferencesize.specs.common import NonNegativeInt, Spec
+from inferencesize.specs.common import Float, Int, Spec, TokenCount, Tokens
 
-Fraction = Annotated[float, Field(ge=0, le=1)]
+Fraction = Annotated[Float, Field(ge=0, le=1)]
 
 
 class SpeculativeSpec(Spec):
@@ -16,7 +16,7 @@ class SpeculativeSpec(Spec):
     or ``mtp`` for built-in draft heads (DeepSeek MTP, Medusa/EAGLE-style)."""
 
     draft: str = Field(min_length=1, description="catalog model id, or 'mtp'")
-    draft_tokens: Annotated[int, Field(ge=1, le=16)] = 4
+    draft_tokens: Annotated[Int, Field(ge=1, le=16)] = 4
     acceptance: Fraction = Field(description="probability that one drafted token is accepted")
 
 
@@ -25,19 +25,19 @@ class SparsitySpec(Spec):
     weight bytes that remains, and the GEMM speed-up when compute-bound. NVIDIA's Llama-2-70B
     example: model size −37 % (weight_factor 0.63), 1.3× at large batch (compute_speedup 1.3)."""
 
-    weight_factor: Annotated[float, Field(gt=0, le=1)]
-    compute_speedup: Annotated[float, Field(ge=1, le=2)]
+    weight_factor: Annotated[Float, Field(gt=0, le=1)]
+    compute_speedup: Annotated[Float, Field(ge=1, le=2)]
 
 
 class TechniquesSpec(Spec):
     """Prefix caching, chunked prefill, speculative decoding, weight-only quantization and
     sparsity. Everything off by default."""
 
-    prefix_tokens: NonNegativeInt | None = Field(
+    prefix_tokens: TokenCount | None = Field(
         default=None, description="shared prompt prefix; default: the system prompt"
     )
     prefix_hit_rate: Fraction = 0.0
-    chunked_prefill_tokens: Annotated[int, Field(ge=16)] | None = None
+    chunked_prefill_tokens: Annotated[Tokens, Field(ge=16)] | None = None
     speculative: SpeculativeSpec | None = None
     weight_only: bool = False
     sparsity: SparsitySpec | None = None
