@@ -9,7 +9,10 @@ is stored (YAML dates or non-string keys are parsed every time).
 Where: ``$INFERSIZE_CACHE_DIR``, else ``$XDG_CACHE_HOME/infersize``, else
 ``~/.cache/infersize``. ``INFERSIZE_NO_CACHE=1`` turns it off. The cache is written atomically
 (temporary file, then rename) and every failure to read or write it is ignored: it can only
-make loading faster, never change what is loaded.
+make loading faster, never change what is loaded. A cache that is not a regular file, larger
+than :data:`MAX_CACHE_BYTES`, not JSON, nested too deeply or of the wrong shape is treated as
+empty and rewritten; a catalog file that is not a regular file is never looked up in it (the
+loader reports it).
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import stat
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -27,6 +31,8 @@ from inferencesize import __version__
 ENV_DIR = "INFERSIZE_CACHE_DIR"
 ENV_OFF = "INFERSIZE_NO_CACHE"
 FORMAT = 1
+#: Largest cache file read (the shipped catalog's is ~100 KiB).
+MAX_CACHE_BYTES = 64 << 20
 
 
 def cache_dir() -> Path | None:
@@ -45,7 +51,11 @@ class ParsedFiles:
     def __init__(self, folder: Path) -> None:
         self.folder = folder
         where = cache_dir()
-        digest = hashlib.sha1(str(folder.resolve()).encode()).hexdigest()[:16]
+        try:
+            name = str(folder.resolve())
+        except (OSError, RuntimeError, ValueError):  # a symlink loop: no cache for it
+            where, name = None, str(folder)
+        digest = hashlib.sha1(name.encode("utf-8", "surrogatepass")).hexdigest()[:16]
         self.path = where / f"catalog-{digest}.json" if where else None
         self.entries: dict[str, Any] = {}
         self.dirty = False
@@ -56,11 +66,18 @@ class ParsedFiles:
         """``parse(path)``, or its cached result when the file has not changed."""
         try:
             info = path.stat()
-        except OSError:
+        except (OSError, ValueError):
             return parse(path)  # parse reports the problem
+        if not stat.S_ISREG(info.st_mode):
+            return parse(path)
         stamp = [info.st_size, info.st_mtime_ns]
         entry = self.entries.get(path.name)
-        if entry is not None and entry[0] == stamp:
+        if (
+            isinstance(entry, list)
+            and len(entry) == 2
+            and entry[0] == stamp
+            and isinstance(entry[1], dict)
+        ):
             data: dict[str, Any] = entry[1]
             return data
         data = parse(path)
@@ -89,10 +106,21 @@ class ParsedFiles:
 
 
 def _read(path: Path) -> dict[str, Any]:
+    """The cached entries, or none when the file is missing, unreadable or malformed."""
     try:
-        with open(path, encoding="utf-8") as f:
-            payload = json.load(f)
-    except (OSError, ValueError):
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        try:
+            info = os.fstat(fd)
+            if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_CACHE_BYTES:
+                return {}
+            with os.fdopen(os.dup(fd), "rb") as f:
+                raw = f.read(MAX_CACHE_BYTES + 1)
+        finally:
+            os.close(fd)
+        if len(raw) > MAX_CACHE_BYTES:
+            return {}
+        payload = json.loads(raw.decode("utf-8"))
+    except (OSError, ValueError, RecursionError):  # ValueError: not UTF-8, not JSON
         return {}
     if not isinstance(payload, dict):
         return {}
