@@ -16,6 +16,11 @@ family (``transformers/models/<family>/``):
   attention_chunk_size on 3 of every no_rope_layer_interval = 4; Mistral: every layer);
 - a window that is not shorter than the context is dropped (it never limits anything).
 
+Every number read must be a whole number under the schema's ceiling for its kind (layers at
+most 1,000, heads 100,000, widths 1,000,000, experts 100,000, tokens 100,000,000:
+``specs.common``), checked as it is read, before any list is built from it; a number of more
+than 100 digits is refused without converting it.
+
 Known approximations: DeepSeek ``moe_layer_freq`` > 1 places MoE layers by the schema's
 interleave rule (the count may differ by one); Llama 4's QK norm has no weights and is left out.
 ``published_params_b`` is never set: the vendor figure is not in config.json.
@@ -35,6 +40,16 @@ from pydantic import ValidationError
 from inferencesize.catalog import display_path, format_validation_error, read_text
 from inferencesize.errors import CatalogError, InputError
 from inferencesize.specs import ModelSpec
+from inferencesize.specs.common import (
+    MAX_COUNT,
+    MAX_EXPERTS,
+    MAX_HEADS,
+    MAX_LAYERS,
+    MAX_TOKENS,
+    MAX_VOCAB,
+    MAX_WIDTH,
+    brief,
+)
 
 DEFAULT_SOURCE = "config.json imported by infersize catalog import-hf"
 
@@ -88,6 +103,73 @@ JSON_NAMES: dict[str, str] = {
     "tie_embeddings": "tie_word_embeddings",
     "moe.top_k": "num_experts_per_tok",
 }
+
+#: config.json key -> the largest value read (the schema's ceiling for its kind); other keys:
+#: :data:`MAX_COUNT`.
+CEILINGS: dict[str, int] = {
+    **dict.fromkeys(
+        (
+            "num_hidden_layers",
+            "first_k_dense_replace",
+            "moe_layer_freq",
+            "decoder_sparse_step",
+            "interleave_moe_layer_step",
+            "max_window_layers",
+            "sliding_window_pattern",
+            "no_rope_layer_interval",
+        ),
+        MAX_LAYERS,
+    ),
+    **dict.fromkeys(("num_attention_heads", "num_key_value_heads"), MAX_HEADS),
+    **dict.fromkeys(
+        (
+            "hidden_size",
+            "intermediate_size",
+            "intermediate_size_mlp",
+            "head_dim",
+            "moe_intermediate_size",
+            "shared_expert_intermediate_size",
+            "kv_lora_rank",
+            "q_lora_rank",
+            "qk_rope_head_dim",
+            "qk_nope_head_dim",
+            "v_head_dim",
+        ),
+        MAX_WIDTH,
+    ),
+    "vocab_size": MAX_VOCAB,
+    **dict.fromkeys(
+        (
+            "num_local_experts",
+            "num_experts",
+            "n_routed_experts",
+            "num_experts_per_tok",
+            "experts_per_token",
+            "n_shared_experts",
+        ),
+        MAX_EXPERTS,
+    ),
+    **dict.fromkeys(
+        ("max_position_embeddings", "sliding_window", "attention_chunk_size"), MAX_TOKENS
+    ),
+}
+#: Digits of the longest integer config.json may hold (Python refuses to convert > 4,300).
+MAX_DIGITS = 100
+
+
+class _LongNumber:
+    """An integer of more than :data:`MAX_DIGITS` digits in config.json, kept unconverted."""
+
+    def __init__(self, digits: int) -> None:
+        self.digits = digits
+
+    def __repr__(self) -> str:
+        return f"a number of {self.digits:,} digits"
+
+
+def _parse_int(text: str) -> int | _LongNumber:
+    return int(text) if len(text) <= MAX_DIGITS else _LongNumber(len(text.lstrip("-")))
+
 
 _HF_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 _ID = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
@@ -150,10 +232,13 @@ class HfConfig:
         if isinstance(value, float) and value.is_integer():
             value = int(value)
         if isinstance(value, bool) or not isinstance(value, int):
-            raise self.error(key, f"expected a whole number (got {value!r})")
+            raise self.error(key, f"expected a whole number (got {brief(value)})")
         if value < minimum:
             what = "positive" if minimum == 1 else f"at least {minimum}"
             raise self.error(key, f"must be {what} (got {value})")
+        ceiling = CEILINGS.get(key, MAX_COUNT)
+        if value > ceiling:
+            raise self.error(key, f"must be at most {ceiling:,} (got {value:,})")
         return value
 
     def flag(self, key: str, default: bool) -> bool:
@@ -161,7 +246,7 @@ class HfConfig:
         if value is None:
             return default
         if not isinstance(value, bool):
-            raise self.error(key, f"expected true or false (got {value!r})")
+            raise self.error(key, f"expected true or false (got {brief(value)})")
         return value
 
     def first_of(self, keys: Sequence[str]) -> str:
@@ -173,7 +258,11 @@ class HfConfig:
         if not isinstance(value, list) or not all(
             isinstance(v, int) and not isinstance(v, bool) for v in value
         ):
-            raise self.error(key, f"expected a list of whole numbers (got {value!r})")
+            raise self.error(key, f"expected a list of whole numbers (got {brief(value)})")
+        if len(value) > MAX_LAYERS or any(abs(v) > MAX_COUNT for v in value):
+            raise self.error(
+                key, f"at most {MAX_LAYERS:,} entries of at most {MAX_COUNT:,} (one per layer)"
+            )
         return value
 
     def layer_flags(self, num_layers: int, rule: Callable[[int], bool]) -> list[bool]:
@@ -182,7 +271,11 @@ class HfConfig:
         if types is None:
             return [rule(i) for i in range(num_layers)]
         if not isinstance(types, list) or not all(isinstance(t, str) for t in types):
-            raise self.error("layer_types", f"expected a list of strings (got {types!r})")
+            raise self.error("layer_types", f"expected a list of strings (got {brief(types)})")
+        if len(types) > MAX_LAYERS:
+            raise self.error(
+                "layer_types", f"has {len(types):,} entries, at most {MAX_LAYERS:,} (one per layer)"
+            )
         if len(types) != num_layers:
             raise self.error(
                 "layer_types",
@@ -513,6 +606,13 @@ def model_type_of(config: dict[str, Any], shown: str) -> str:
     """The family key: ``model_type``, else derived from ``architectures[0]``."""
     supported = ", ".join(sorted(FAMILIES))
     model_type = config.get("model_type")
+    if model_type is not None and not isinstance(model_type, str):
+        raise CatalogError(
+            shown,
+            "model_type",
+            f"expected a string naming the architecture family (got {brief(model_type)});"
+            f" supported: {supported}",
+        )
     if model_type is None:
         archs = config.get("architectures")
         first = archs[0] if isinstance(archs, list) and archs else None
@@ -525,7 +625,9 @@ def model_type_of(config: dict[str, Any], shown: str) -> str:
             )
     if model_type not in FAMILIES:
         raise CatalogError(
-            shown, "model_type", f"unsupported model type {model_type!r}; supported: {supported}"
+            shown,
+            "model_type",
+            f"unsupported model type {brief(model_type)}; supported: {supported}",
         )
     return str(model_type)
 
@@ -538,7 +640,7 @@ def _settings(config: dict[str, Any], shown: str, family: str) -> HfConfig:
     if not isinstance(text, dict):
         top = HfConfig(config, shown, family)
         if text is not None:
-            raise top.error("text_config", f"expected a JSON object (got {text!r})")
+            raise top.error("text_config", f"expected a JSON object (got {brief(text)})")
         meaning = _MEANINGS["text_config"]
         raise top.error("text_config", f"required in config.json for {family} ({meaning})")
     merged = dict(text)
@@ -604,10 +706,12 @@ def read_config(path: Path) -> dict[str, Any]:
     if not text.strip():
         raise CatalogError(shown, "", "is empty, expected a JSON object of fields")
     try:
-        data = json.loads(text)
+        data = json.loads(text, parse_int=_parse_int)
     except json.JSONDecodeError as err:
         where = f"{shown}:{err.lineno}:{err.colno}"
         raise CatalogError(where, "", f"JSON syntax error: {err.msg}") from None
+    except RecursionError:
+        raise CatalogError(shown, "", "nested too deeply to read") from None
     if not isinstance(data, dict):
         kind = "list" if isinstance(data, list) else type(data).__name__
         raise CatalogError(shown, "", f"expected a JSON object of fields, got a {kind}")
@@ -618,7 +722,7 @@ def import_hf_yaml(path: Path, ident: str, *, name: str | None, source: str | No
     """The YAML text of a validated catalog entry for the model in a config.json."""
     if not _ID.match(ident):
         raise InputError(
-            f"--id: {ident!r} is not a valid catalog id "
+            f"--id: {brief(ident)} is not a valid catalog id "
             "(lowercase letters, digits, '.', '_' and '-', starting with a letter or digit)"
         )
     config = read_config(path)
