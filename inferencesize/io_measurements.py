@@ -1,17 +1,33 @@
-"""Read published measurements (the CSV schema of shared/calibration) and GenAI-Perf exports."""
+"""Read published measurements (the CSV schema of shared/calibration), GenAI-Perf exports and
+the operating points of ``estimate --points``.
+
+Every reader takes a regular file of at most 256 MiB of UTF-8 (``catalog.read_text``) and turns
+each OS, decoding and CSV error into one InputError naming the file (and the line). Numbers are
+checked as they are read: a measured ``value`` that is NaN, infinite or negative, an ISL or
+OSL that is not a finite number from 0 to 100,000,000 tokens, a TP/PP/EP/GPU count above 4,096
+or a concurrency above 10^9 is an error naming the row and column (the file is malformed; a
+measurement is never dropped or planned silently). A ``value`` of 0 is read, then counted as
+not mappable ("rounded in the source"); text in a number column (``P:tp8x1 D:tp8x6``) reads as
+not stated, as before.
+"""
 
 from __future__ import annotations
 
 import csv
+import io
 import json
+import math
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from inferencesize.catalog import MAX_DATA_BYTES, read_text
 from inferencesize.deployment import default_kv_precision
 from inferencesize.errors import InputError, UnknownIdError
 from inferencesize.parallelism import Parallelism
+from inferencesize.specs.common import MAX_COUNT, MAX_PARALLEL, MAX_TOKENS, brief, clip
 from inferencesize.units import PRECISIONS
 
 if TYPE_CHECKING:
@@ -91,46 +107,137 @@ class Measurement:
         )
 
 
-def _int(text: str) -> int | None:
-    try:
-        return int(float(text)) if text.strip() else None
-    except ValueError:
-        return None
+#: Ceilings of the number columns of a measurements CSV (``specs.common``).
+CEILINGS: dict[str, float] = {
+    "num_gpus": MAX_PARALLEL,
+    "tp": MAX_PARALLEL,
+    "pp": MAX_PARALLEL,
+    "ep": MAX_PARALLEL,
+    "isl": MAX_TOKENS,
+    "osl": MAX_TOKENS,
+    "concurrency_or_batch": MAX_COUNT,
+}
 
 
-def _float(text: str) -> float | None:
+def _number(text: str, where: str, column: str) -> float | None:
+    """A number column: None when blank or text (not stated); an InputError when it is a
+    number that is not finite, negative or above the column's ceiling."""
+    if not text.strip():
+        return None
     try:
-        return float(text) if text.strip() else None
+        value = float(text)
     except ValueError:
         return None
+    ceiling = CEILINGS.get(column, math.inf)
+    if not math.isfinite(value) or value < 0 or value > ceiling:
+        limit = f" up to {ceiling:,.0f}" if ceiling < math.inf else ""
+        raise InputError(
+            f"{where}: {column}: expected a finite number from 0{limit} (got {brief(text)})"
+        )
+    return value
+
+
+def _int(text: str, where: str, column: str) -> int | None:
+    value = _number(text, where, column)
+    return None if value is None else int(value)
+
+
+def _csv_rows(text: str, shown: str) -> Iterator[tuple[int, list[str]]]:
+    """(line, cells) of CSV text; a CSV error (a field over 128 KiB, a NUL) names the line."""
+    reader = csv.reader(io.StringIO(text, newline=""))
+    while True:
+        try:
+            cells = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as err:
+            raise InputError(f"{shown}: line {reader.line_num}: {_csv_problem(err)}") from None
+        yield reader.line_num, cells
+
+
+def _csv_problem(err: csv.Error) -> str:
+    text = str(err)
+    if "field larger than field limit" in text:
+        return f"a field is longer than {csv.field_size_limit() // 1024} KiB"
+    return f"not valid CSV ({clip(text)})"
+
+
+def read_csv_table(path: Path, expected: str) -> tuple[str, list[str], list[tuple[int, list[str]]]]:
+    """(shown path, header, [(line, cells)]) of a CSV file with a header row; every OS,
+    decoding and CSV error is an InputError naming the file (and the line)."""
+    shown, text = read_text(path, expected, MAX_DATA_BYTES, encoding="utf-8-sig")
+    rows = _csv_rows(text, shown)
+    first = next(rows, None)
+    header = [h.strip() for h in first[1]] if first else []
+    return shown, header, [(line, cells) for line, cells in rows if cells]  # skip blank lines
+
+
+def by_column(header: list[str], cells: list[str]) -> dict[str, str]:
+    """One row's cells by column name (as ``csv.DictReader``: missing cells are blank)."""
+    return dict(zip(header, cells + [""] * (len(header) - len(cells)), strict=False))
 
 
 def read_measurements(path: Path) -> list[Measurement]:
     """Rows of a measurements CSV; a file that is not one is an InputError naming the file."""
     if path.suffix.lower() == ".json":
         return read_genai_perf_json(path)
+    shown, header, table = read_csv_table(path, "a measurements CSV or GenAI-Perf export")
+    if "time_to_first_token" in " ".join(header).lower().replace(" ", "_") or (
+        header and header[0].lower() == "metric"
+    ):
+        return read_genai_perf_csv(shown, table, header)
+    missing = [c for c in REQUIRED if c not in header]
+    if missing:
+        raise InputError(
+            f"{shown}: missing column(s) {', '.join(missing)}; expected the measurements"
+            f" schema ({', '.join(COLUMNS)}) or a GenAI-Perf export"
+        )
+    return [_row(shown, line, by_column(header, cells)) for line, cells in table]
+
+
+#: Columns every row of ``estimate --points`` states.
+POINT_REQUIRED = ("model", "hardware", "isl", "osl", "concurrency")
+#: Ceilings of the number columns of ``estimate --points`` (``specs.common``).
+POINT_CEILINGS: dict[str, int] = {
+    "tp": MAX_PARALLEL,
+    "pp": MAX_PARALLEL,
+    "ep": MAX_PARALLEL,
+    "isl": MAX_TOKENS,
+    "osl": MAX_TOKENS,
+    "concurrency": MAX_COUNT,
+}
+
+
+def read_points(path: Path) -> tuple[list[str], list[dict[str, str]]]:
+    """(header, rows by column) of an ``estimate --points`` CSV, blank lines skipped (as
+    ``csv.DictReader``); a file that cannot be read as one is an InputError naming it."""
+    shown, header, table = read_csv_table(path, "a CSV of operating points")
+    missing = [c for c in POINT_REQUIRED if c not in header]
+    if missing:
+        raise InputError(f"{shown}: missing column(s) {', '.join(missing)}")
+    return header, [by_column(header, cells) for _, cells in table]
+
+
+def point_int(row: dict[str, str], name: str, line: int, default: int | None = None) -> int:
+    """A whole number >= 1 of a points row (``default`` when blank, if given), under the
+    column's ceiling; an InputError naming the row and column otherwise."""
+    text = (row.get(name) or "").strip()
+    if not text:
+        if default is None:
+            raise InputError(f"row {line}: {name}: required")
+        return default
     try:
-        with path.open(newline="", encoding="utf-8") as handle:
-            reader = csv.DictReader(handle)
-            header = reader.fieldnames or []
-            if "time_to_first_token" in " ".join(header).lower().replace(" ", "_") or (
-                header and header[0].strip().lower() == "metric"
-            ):
-                handle.seek(0)
-                return read_genai_perf_csv(path, handle.read())
-            missing = [c for c in REQUIRED if c not in header]
-            if missing:
-                raise InputError(
-                    f"{path}: missing column(s) {', '.join(missing)}; expected the measurements"
-                    f" schema ({', '.join(COLUMNS)}) or a GenAI-Perf export"
-                )
-            return [_row(path, i + 2, r) for i, r in enumerate(reader)]
-    except FileNotFoundError:
-        raise InputError(f"{path}: file not found") from None
-    except IsADirectoryError:
-        raise InputError(f"{path}: is a directory, expected a CSV file") from None
-    except UnicodeDecodeError:
-        raise InputError(f"{path}: is not UTF-8 text") from None
+        value = float(text)
+    except ValueError:
+        raise InputError(f"row {line}: {name}: not a number ({brief(text)})") from None
+    if not math.isfinite(value):
+        raise InputError(f"row {line}: {name}: expected a finite number (got {brief(text)})")
+    if int(value) < 1:
+        raise InputError(f"row {line}: {name}: must be at least 1 (got {int(value)})")
+    ceiling = POINT_CEILINGS.get(name, MAX_COUNT)
+    if value > ceiling:
+        raise InputError(f"row {line}: {name}: must be at most {ceiling:,} (got {brief(text)})")
+    return int(value)
 
 
 def dedupe(rows: list[Measurement]) -> list[Measurement]:
@@ -158,24 +265,43 @@ def dedupe(rows: list[Measurement]) -> list[Measurement]:
     return out
 
 
-def _row(path: Path, line: int, r: dict[str, str]) -> Measurement:
-    value = _float(r.get("value", "") or "")
-    if value is None:
-        raise InputError(f"{path}: row {line}: value: not a number ({r.get('value')!r})")
+_LEADING_NUMBER = re.compile(r"^\s*(\d+(?:\.\d+)?)")
+
+
+def _row(shown: str, line: int, r: dict[str, str]) -> Measurement:
+    where = f"{shown}: row {line}"
+    text = r.get("value", "") or ""
+    try:
+        value = float(text)
+    except ValueError:
+        raise InputError(f"{where}: value: not a number ({brief(text)})") from None
+    if not math.isfinite(value) or value < 0:
+        raise InputError(
+            f"{where}: value: expected a finite measurement >= 0 (got {brief(text)});"
+            " fix or remove the row"
+        )
+    concurrency = (r.get("concurrency_or_batch", "") or "").strip()
+    lead = _LEADING_NUMBER.match(concurrency)
+    if lead:
+        _number(lead.group(1), where, "concurrency_or_batch")
+
+    def cell(column: str) -> str:
+        return r.get(column, "") or ""
+
     return Measurement(
         row=line,
-        source=r.get("source", "") or "",
-        model=r.get("model", "") or "",
-        gpu=r.get("gpu", "") or "",
-        num_gpus=_int(r.get("num_gpus", "") or ""),
-        precision=(r.get("precision", "") or "").lower(),
-        kv_precision=(r.get("kv_precision", "") or "").lower(),
-        tp=_int(r.get("tp", "") or ""),
-        pp=_int(r.get("pp", "") or ""),
-        ep=_int(r.get("ep", "") or ""),
-        isl=_float(r.get("isl", "") or ""),
-        osl=_float(r.get("osl", "") or ""),
-        concurrency=(r.get("concurrency_or_batch", "") or "").strip(),
+        source=cell("source"),
+        model=cell("model"),
+        gpu=cell("gpu"),
+        num_gpus=_int(cell("num_gpus"), where, "num_gpus"),
+        precision=cell("precision").lower(),
+        kv_precision=cell("kv_precision").lower(),
+        tp=_int(cell("tp"), where, "tp"),
+        pp=_int(cell("pp"), where, "pp"),
+        ep=_int(cell("ep"), where, "ep"),
+        isl=_number(cell("isl"), where, "isl"),
+        osl=_number(cell("osl"), where, "osl"),
+        concurrency=concurrency,
         metric=r.get("metric", "") or "",
         value=value,
         unit=r.get("unit", "") or "",
@@ -200,45 +326,75 @@ _GENAI_METRICS = {
 }
 
 
+#: Digits of the longest integer a JSON export may hold (longer ones are not converted).
+_MAX_DIGITS = 100
+
+
+def _json_int(text: str) -> int | float:
+    return int(text) if len(text) <= _MAX_DIGITS else math.inf
+
+
 def read_genai_perf_json(path: Path) -> list[Measurement]:
+    shown, text = read_text(path, "a GenAI-Perf profile export", MAX_DATA_BYTES)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InputError(f"{path}: file not found") from None
+        data = json.loads(text, parse_int=_json_int)
     except json.JSONDecodeError as err:
-        raise InputError(f"{path}:{err.lineno}:{err.colno}: invalid JSON: {err.msg}") from None
+        raise InputError(f"{shown}:{err.lineno}:{err.colno}: invalid JSON: {err.msg}") from None
+    except RecursionError:
+        raise InputError(f"{shown}: nested too deeply to read") from None
     if not isinstance(data, dict):
-        raise InputError(f"{path}: expected a GenAI-Perf profile export (a JSON object)")
+        raise InputError(f"{shown}: expected a GenAI-Perf profile export (a JSON object)")
     config = data.get("input_config", {}) if isinstance(data.get("input_config"), dict) else {}
     out = []
     for i, (key, metric) in enumerate(_GENAI_METRICS.items()):
         stat = data.get(key)
         if isinstance(stat, dict) and "avg" in stat:
-            out.append(_genai(i, metric, float(stat["avg"]), config))
+            avg = stat["avg"]
+            if (
+                isinstance(avg, bool)
+                or not isinstance(avg, int | float)
+                or not math.isfinite(avg)
+                or avg < 0
+            ):
+                raise InputError(
+                    f"{shown}: {key}.avg: expected a finite number >= 0 (got {brief(avg)})"
+                )
+            out.append(_genai(i, metric, float(avg), config))
     if not out:
         raise InputError(
-            f"{path}: no GenAI-Perf metrics found (expected keys like time_to_first_token)"
+            f"{shown}: no GenAI-Perf metrics found (expected keys like time_to_first_token)"
         )
     return out
 
 
-def read_genai_perf_csv(path: Path, text: str) -> list[Measurement]:
+def read_genai_perf_csv(
+    shown: str, table: list[tuple[int, list[str]]], header: list[str]
+) -> list[Measurement]:
     """GenAI-Perf `profile_export_genai_perf.csv`: a table `Metric,avg,min,max,p99,…` then
-    `Metric,Value` rows for throughputs."""
-    rows = list(csv.reader(text.splitlines()))
+    `Metric,Value` rows for throughputs (``table``: the rows after ``header``)."""
     out = []
-    for i, row in enumerate(rows):
-        if len(row) < 2:
+    for line, cells in table:
+        if len(cells) < 2:
             continue
+        name_cell, value_cell = cells[0], cells[1]
         # "Output Token Throughput (tokens/sec)" is the metric; "Output Token Throughput Per
         # User (tokens/sec/user)" is another one: match the whole name before the unit.
-        name = row[0].strip().lower().replace(" ", "_").split("_(")[0]
+        name = name_cell.strip().lower().replace(" ", "_").split("_(")[0]
         metric = _GENAI_METRICS.get(name)
-        value = _float(row[1].replace(",", "")) if metric else None
-        if metric and value is not None:
-            out.append(_genai(i, metric, value, {}))
+        if metric is None:
+            continue
+        try:
+            value = float(value_cell.replace(",", ""))
+        except ValueError:
+            continue
+        if not math.isfinite(value) or value < 0:
+            raise InputError(
+                f"{shown}: line {line}: {brief(name_cell.strip())[1:-1]}: expected a finite"
+                f" number >= 0 (got {brief(value_cell)})"
+            )
+        out.append(_genai(line - 1, metric, value, {}))
     if not out:
-        raise InputError(f"{path}: no GenAI-Perf metrics found in the CSV export")
+        raise InputError(f"{shown}: no GenAI-Perf metrics found in the CSV export")
     return out
 
 
@@ -259,7 +415,7 @@ def _genai(i: int, metric: str, value: float, config: dict[str, Any]) -> Measure
         ep=None,
         isl=None,
         osl=None,
-        concurrency=str(config.get("concurrency", "")),
+        concurrency=str(config.get("concurrency", ""))[:100],
         metric=metric,
         value=value,
         unit="",

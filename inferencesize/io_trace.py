@@ -2,7 +2,9 @@
 
 A trace has a header row and one request per row with the columns ``arrival_s`` (seconds
 from the start, >= 0), ``isl`` and ``osl`` (tokens, integers >= 1); other columns are
-ignored. Rows need not be sorted. Errors name the file, the line and the column.
+ignored. Rows need not be sorted. Errors name the file, the line and the column: a time that
+is negative, not finite or after 10^9 s, a length that is not a whole number from 1 to
+100,000,000 tokens, and every OS, decoding and CSV error (``io_measurements.read_csv_table``).
 """
 
 from __future__ import annotations
@@ -15,55 +17,64 @@ from pathlib import Path
 import numpy as np
 
 from inferencesize.errors import InputError
+from inferencesize.io_measurements import by_column, read_csv_table
 from inferencesize.simulate.arrivals import Workload
 from inferencesize.simulate.engine import SimResult
 from inferencesize.simulate.stats import per_request
+from inferencesize.specs.common import MAX_TOKENS, brief, clip
 
 TRACE_COLUMNS = ("arrival_s", "isl", "osl")
+
+
+#: Latest arrival a trace may state: 10^9 s (about 32 years).
+MAX_ARRIVAL_S = 1e9
 
 
 def _number(text: str, where: str, column: str, integer: bool) -> float:
     try:
         value = float(text)
     except ValueError:
-        raise InputError(f"{where}: {column}: expected a number (got {text!r})") from None
+        raise InputError(f"{where}: {column}: expected a number (got {brief(text)})") from None
     if not math.isfinite(value):
-        raise InputError(f"{where}: {column}: expected a finite number (got {text!r})")
+        raise InputError(f"{where}: {column}: expected a finite number (got {brief(text)})")
     if column == "arrival_s" and value < 0:
-        raise InputError(f"{where}: {column}: must be >= 0 seconds (got {text})")
+        raise InputError(f"{where}: {column}: must be >= 0 seconds (got {clip(text, 40)})")
+    if column == "arrival_s" and value > MAX_ARRIVAL_S:
+        raise InputError(
+            f"{where}: {column}: must be at most {MAX_ARRIVAL_S:g} seconds (got {clip(text, 40)})"
+        )
     if integer and (value < 1 or value != int(value)):
-        raise InputError(f"{where}: {column}: expected a whole number of tokens >= 1 (got {text})")
+        raise InputError(
+            f"{where}: {column}: expected a whole number of tokens >= 1 (got {clip(text, 40)})"
+        )
+    if integer and value > MAX_TOKENS:
+        raise InputError(
+            f"{where}: {column}: must be at most {MAX_TOKENS:,} tokens (got {clip(text, 40)})"
+        )
     return value
 
 
 def read_trace(path: Path) -> Workload:
     """The requests of a trace CSV as an open-loop workload, sorted by arrival time."""
     name = str(path)
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except FileNotFoundError:
-        raise InputError(f"{name}: file not found") from None
-    except (OSError, UnicodeDecodeError) as err:
-        raise InputError(f"{name}: cannot read: {err}") from None
-    reader = csv.DictReader(io.StringIO(text))
-    header = [h.strip() for h in (reader.fieldnames or [])]
+    _, header, table = read_csv_table(path, "a trace CSV")
     missing = [c for c in TRACE_COLUMNS if c not in header]
     if missing:
-        got = ", ".join(header) if header else "no header"
+        got = ", ".join(clip(h, 40) for h in header[:20]) if header else "no header"
         raise InputError(
             f"{name}: missing column {', '.join(missing)}: a trace needs the columns "
-            f"{', '.join(TRACE_COLUMNS)} (got {got})"
+            f"{', '.join(TRACE_COLUMNS)} (got {clip(got)})"
         )
-    reader.fieldnames = header
     times: list[float] = []
     isl: list[int] = []
     osl: list[int] = []
-    for row in reader:
-        where = f"{name}: line {reader.line_num}"
-        cells = {c: (row.get(c) or "").strip() for c in TRACE_COLUMNS}
-        times.append(_number(cells["arrival_s"], where, "arrival_s", False))
-        isl.append(int(_number(cells["isl"], where, "isl", True)))
-        osl.append(int(_number(cells["osl"], where, "osl", True)))
+    for line, cells in table:
+        row = by_column(header, cells)
+        where = f"{name}: line {line}"
+        values = {c: (row.get(c) or "").strip() for c in TRACE_COLUMNS}
+        times.append(_number(values["arrival_s"], where, "arrival_s", False))
+        isl.append(int(_number(values["isl"], where, "isl", True)))
+        osl.append(int(_number(values["osl"], where, "osl", True)))
     if not times:
         raise InputError(f"{name}: no requests (a header and at least one row are needed)")
     order = np.argsort(np.asarray(times), kind="stable")
