@@ -362,7 +362,13 @@ def format_validation_error(err: ValidationError, model: type[BaseModel]) -> tup
     Unknown keys come first: a misspelt key also makes its real name "missing", and the
     did-you-mean hint is the useful message.
     """
-    first = sorted(err.errors(), key=lambda e: e["type"] != "extra_forbidden")[0]
+    errors = sorted(err.errors(), key=lambda e: e["type"] != "extra_forbidden")
+    first = errors[0]
+    if first["type"] == "literal_error":  # `auto | [1, 2]`: the list branch says what is wrong
+        first = next(
+            (e for e in errors if e["loc"][:1] == first["loc"][:1] and e["type"] == "value_error"),
+            first,
+        )
     loc = [p for p in first["loc"] if not (isinstance(p, str) and p.startswith("function-"))]
     # Drop union branch tags that pydantic puts in loc (e.g. 'list[...]', "literal['auto']").
     loc = [p for p in loc if not (isinstance(p, str) and ("[" in p or p.startswith("literal")))]

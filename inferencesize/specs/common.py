@@ -109,7 +109,25 @@ def _number(value: object) -> object:
     return value
 
 
-def _at_most(ceiling: int) -> AfterValidator:
+def _at_most(ceiling: int) -> BeforeValidator:
+    """A whole number up to ``ceiling``, checked before pydantic parses it (so ``1.0e+300``
+    reads as too large, not as unparsable); booleans refused."""
+
+    def check(value: object) -> object:
+        _number(value)
+        if isinstance(value, float) and value.is_integer() and value < 1e21:
+            value = int(value)  # 1.0e+12 reads as 1,000,000,000,000
+        if isinstance(value, int | float) and math.isfinite(value) and value > ceiling:
+            shown = _count(value) if isinstance(value, int) else f"{value:g}"
+            raise ValueError(f"must be at most {ceiling:,} (got {shown})")
+        return value
+
+    return BeforeValidator(check)
+
+
+def _below(ceiling: int) -> AfterValidator:
+    """The same ceiling after parsing (text such as ``"10000000000"`` parses to an int)."""
+
     def check(value: int) -> int:
         if value > ceiling:
             raise ValueError(f"must be at most {ceiling:,} (got {_count(value)})")
@@ -122,29 +140,39 @@ def _count(value: int) -> str:
     return brief(value) if value.bit_length() > 128 else f"{value:,}"
 
 
+def _whole(value: object) -> object:
+    """A whole number: never a boolean, and a float beyond any integer field (``1.0e+300``)
+    is refused by value (pydantic would say it cannot parse it)."""
+    _number(value)
+    if isinstance(value, float) and math.isfinite(value) and abs(value) >= 2.0**63:
+        raise ValueError(f"must be a whole number below 2^63 (got {value:g})")
+    return value
+
+
 _NUMBER = BeforeValidator(_number)
+_WHOLE = BeforeValidator(_whole)
 
 #: A whole number (never a boolean); ``Int`` with Field constraints for bounds.
-Int = Annotated[int, _NUMBER]
+Int = Annotated[int, _WHOLE]
 #: A finite float (never a boolean).
 Float = Annotated[float, _NUMBER, Field(allow_inf_nan=False)]
-PositiveInt = Annotated[int, _NUMBER, Field(gt=0)]
-NonNegativeInt = Annotated[int, _NUMBER, Field(ge=0)]
+PositiveInt = Annotated[int, _WHOLE, Field(gt=0)]
+NonNegativeInt = Annotated[int, _WHOLE, Field(ge=0)]
 PositiveFloat = Annotated[float, _NUMBER, Field(gt=0, allow_inf_nan=False)]
 NonNegativeFloat = Annotated[float, _NUMBER, Field(ge=0, allow_inf_nan=False)]
 
-Layers = Annotated[int, _NUMBER, Field(gt=0), _at_most(MAX_LAYERS)]
-LayerCount = Annotated[int, _NUMBER, Field(ge=0), _at_most(MAX_LAYERS)]
-Heads = Annotated[int, _NUMBER, Field(gt=0), _at_most(MAX_HEADS)]
-Width = Annotated[int, _NUMBER, Field(gt=0), _at_most(MAX_WIDTH)]
-Vocab = Annotated[int, _NUMBER, Field(gt=0), _at_most(MAX_VOCAB)]
-Experts = Annotated[int, _NUMBER, Field(gt=0), _at_most(MAX_EXPERTS)]
-ExpertCount = Annotated[int, _NUMBER, Field(ge=0), _at_most(MAX_EXPERTS)]
-Tokens = Annotated[int, _NUMBER, Field(gt=0), _at_most(MAX_TOKENS)]
-TokenCount = Annotated[int, _NUMBER, Field(ge=0), _at_most(MAX_TOKENS)]
-Degree = Annotated[int, _NUMBER, Field(gt=0), _at_most(MAX_PARALLEL)]
-Count = Annotated[int, _NUMBER, Field(gt=0), _at_most(MAX_COUNT)]
-CountOrZero = Annotated[int, _NUMBER, Field(ge=0), _at_most(MAX_COUNT)]
+Layers = Annotated[int, _at_most(MAX_LAYERS), Field(gt=0), _below(MAX_LAYERS)]
+LayerCount = Annotated[int, _at_most(MAX_LAYERS), Field(ge=0), _below(MAX_LAYERS)]
+Heads = Annotated[int, _at_most(MAX_HEADS), Field(gt=0), _below(MAX_HEADS)]
+Width = Annotated[int, _at_most(MAX_WIDTH), Field(gt=0), _below(MAX_WIDTH)]
+Vocab = Annotated[int, _at_most(MAX_VOCAB), Field(gt=0), _below(MAX_VOCAB)]
+Experts = Annotated[int, _at_most(MAX_EXPERTS), Field(gt=0), _below(MAX_EXPERTS)]
+ExpertCount = Annotated[int, _at_most(MAX_EXPERTS), Field(ge=0), _below(MAX_EXPERTS)]
+Tokens = Annotated[int, _at_most(MAX_TOKENS), Field(gt=0), _below(MAX_TOKENS)]
+TokenCount = Annotated[int, _at_most(MAX_TOKENS), Field(ge=0), _below(MAX_TOKENS)]
+Degree = Annotated[int, _at_most(MAX_PARALLEL), Field(gt=0), _below(MAX_PARALLEL)]
+Count = Annotated[int, _at_most(MAX_COUNT), Field(gt=0), _below(MAX_COUNT)]
+CountOrZero = Annotated[int, _at_most(MAX_COUNT), Field(ge=0), _below(MAX_COUNT)]
 #: Words (converted to tokens at 0.75 words per token): as many as tokens.
 Words = Annotated[float, _NUMBER, Field(gt=0, le=MAX_TOKENS, allow_inf_nan=False)]
 WordsOrZero = Annotated[float, _NUMBER, Field(ge=0, le=MAX_TOKENS, allow_inf_nan=False)]
