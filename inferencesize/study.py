@@ -22,6 +22,7 @@ A flag is given as a dotted scenario path (``tp``, ``economics.pue``,
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -159,7 +160,8 @@ def scenario_data(
         shown = "flags"
     else:
         path = Path(name)
-        if path.suffix in (".yaml", ".yml") or path.is_file():
+        # a file, or a path (no catalog id has a '/'): read_yaml says what is wrong with it
+        if path.suffix in (".yaml", ".yml") or "/" in name or os.sep in name or path.is_file():
             data = read_yaml(path)
             shown = display_path(path)
         else:
