@@ -175,6 +175,11 @@ MAX_YAML_NODES = 100_000
 _LINE_PREFIX = re.compile(r"^(?:[ \t]|(?:[-?:]|---)(?=[ \t]|$)|[&!][^ \t]*(?=[ \t]|$))*", re.M)
 
 
+# Where an alias may stand: a '*' that starts a node (after whitespace or a flow indicator) and
+# is followed by a name; '4 * 8' in a text is none.
+_ALIAS = re.compile(r"(?:^|(?<=[\s\[{,:]))\*(?=[^\s\]},])")
+
+
 class _DuplicateKey(yaml.YAMLError):
     def __init__(self, key: object, mark: Any, first: Any) -> None:
         super().__init__(f"duplicate key {brief(key)}")
@@ -234,7 +239,7 @@ def check_yaml_structure(text: str, shown: str) -> None:
     stops at the first excess; texts that :func:`yaml_bound` proves shallow and that have no
     alias skip it.
     """
-    if "*" not in text and yaml_bound(text) <= MAX_YAML_DEPTH:
+    if yaml_bound(text) <= MAX_YAML_DEPTH and not _ALIAS.search(text):
         return
     # per open collection: [anchor, values before it, its depth, deepest depth within]
     stack: list[list[Any]] = []
