@@ -823,18 +823,22 @@ def test_points_cli(name: str, expect: str, monkeypatch: pytest.MonkeyPatch) -> 
 
 # --------------------------------------------------------------------------- locale
 
+LOCALE_REASON = (
+    "a non-UTF-8 stdout encodes strictly: '·', '≤', '│' raise UnicodeEncodeError (exit 70);"
+    " the output layer must reconfigure stdout/stderr with errors='replace' (or print ASCII)"
+)
 LOCALE_COMMANDS = [
     pytest.param(["catalog", "show", "h100-sxm"], id="catalog-show-gpu"),
     pytest.param(["catalog", "show", "llama-3.1-70b"], id="catalog-show-model"),
     pytest.param(
         ["plan", "default"],
         id="plan",
-        marks=pytest.mark.xfail(strict=True, reason="output layer: see the locale note"),
+        marks=pytest.mark.xfail(strict=True, reason=LOCALE_REASON),
     ),
     pytest.param(
         ["frontier", "default"],
         id="frontier",
-        marks=pytest.mark.xfail(strict=True, reason="output layer: see the locale note"),
+        marks=pytest.mark.xfail(strict=True, reason=LOCALE_REASON),
     ),
 ]
 
