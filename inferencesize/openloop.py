@@ -1,0 +1,1197 @@
+"""One instance under open-loop traffic: in-flight batching, requests arriving at λ requests/s.
+
+``serving`` answers the benchmark question (N closed-loop clients); this module answers the
+traffic one: requests arrive at λ, Poisson or burstier (gamma gaps with coefficient of
+variation ``cv``), whatever the instance does. It gives the mean and percentiles of TTFT, ITL
+and E2E, the utilisation and the sustainable rate, from the engine semantics of
+``simulate.engine`` (in-flight policy, prefill first), against which
+``benchmarks/openloop_vs_sim.py`` checks it:
+
+* at a step boundary, waiting prompts are admitted (FIFO) while the KV slots c
+  (``max_in_flight``) and the step token limit allow (K = ⌊step_tokens / ISL⌋ prompts, at
+  least 1), and prefilled whole in a *prompt step* p(k) = ``step_time(dep, 0, 0, k, ISL)``
+  while the running decodes pause; otherwise a *decode step* d(b) = ``per_token_decode_s(dep,
+  b, ISL + OSL/2)`` moves the b running sequences one token. An arrival joins at the next
+  boundary; an idle instance starts its prompt step at once. A multi-GPU instance adds its
+  request hand-off ``dep.handoff_s`` to TTFT and E2E.
+
+Notation: ρ_p share of time in prompt steps; w = ρ_p/λ prompt-step time per request;
+L the decode life (first token to last); B the running sequences; γ, β below.
+
+**Sustainable rate.** Saturated, the slots are full (prefill first refills each freed slot at
+the next boundary), decode steps hold c sequences and prompt steps K_s = min(K, c) prompts:
+
+    λ_max = 1 / (p(K_s)/K_s + (OSL − 1)·d(c)/c),      utilisation = λ / λ_max.
+
+At λ ≥ λ_max ``stable`` is False and every latency is infinite.
+
+**Arrivals.** Gaps are phase-type: Poisson (one phase); for cv > 1 a gamma gap (shape
+k = 1/cv² < 1) is a mixture of exponentials — its density is completely monotone (Bernstein;
+Feller Vol. 2, XIII.4), with rates β·e^y weighted ∝ (e^y − 1)^{−k} — binned into
+hyperexponential phases whose means are then stretched to restore E[X] and E[X²]; for
+cv < 1 a mixed Erlang (Tijms 2003, §2.3.1). Counts in a window come from the generating
+matrix exp((T + z·tα)τ) (Neuts 1979; Lucantoni 1991), inverted by FFT.
+
+**Prompt queue and TTFT.** An embedded Markov chain on (prompts waiting, arrival phase) at
+step boundaries (Kleinrock Vol. 1, §5.6; bulk service of up to K prompts, Bailey 1954): from
+n ≥ 1 a prompt step of k = min(n, K) and n − k + A(p(k)) after it; from n = 0 a decode step
+(a *vacation* of the prompt server: exhaustive service with multiple vacations, Doshi 1986)
+whose length follows the batch distribution below, or an idle period that the next arrival
+ends. Its share of idle boundaries makes the idle share of time that of an empty batch. Solved
+by Grassmann–Taksar–Heyman state reduction (1985), the prompt levels once per rate. An arrival
+lands in a step with the intensity of arrivals (time averages for Poisson: PASTA), at a
+position that leaves the residual r, behind h others (carried, or arrived earlier in the step):
+
+    TTFT = r + ⌊h/K⌋·p(K) + p(k_own) [+ KV slot wait] [+ hand-off],
+    k_own = min(K, h mod K + 1 + those arriving before its step starts),
+
+an exact mixture over states, positions and counts, so its percentiles are the mixture's. With
+K = 1 and no decode (OSL = 1) it is M/D/1: mean wait ρS/(2(1 − ρ)) (Pollaczek–Khinchine); with
+decode steps as vacations it adds E[V²]/(2E[V]) (Fuhrmann–Cooper 1985).
+
+**Running sequences and ITL.** The batch B is solved from the token balance
+(1 − ρ_p)·E[B/d(B)] = λ(OSL − 1) over a negative binomial B (capped at c: the mass above
+waits for a slot); by Little, L = E[B]/λ and the mean ITL = L/(OSL − 1). Its dispersion comes
+from a linear-noise analysis of the delay feedback: a request leaves after OSL − 1 tokens, so
+B(t) counts the arrivals of one life back, and a larger batch (slope β = E[B]·d′/d, damped by
+the prompt steps that longer decode steps gather: ×(1 + ∂ρ_p/∂ln D/(1 − ρ_p))) or one more
+prompt (γ = 1 + λw_m/(1 − ρ_p), w_m = p(k) − p(k − 1) in the step it joins) lengthens every
+life. With h(θ) = (1 − e^{−iθ})/(iθ) the window of one life,
+
+    Var B / E[B] = cv²·γ²·J(β),   J = (1/π)∫₀^∞ |h|²/|1 − βh|² dθ = 1/(1 − β),
+
+and a request's life varies by (L·cv²/λ)·γ²·(1/π)∫|h|²|ρ′ + β_t h/(1 − βh)|² dθ
+(ρ′ = 1 − 1/γ, β_t the same slope over the batch a request sees, size-biased), in closed form
+with J₁ = (e^β − 1)/β, I₁ = (e^β − 1 − β)/β², I₂ = (J − 2J₁ + 1)/β² (``_feedback``). Under
+bursts, prompt steps and large batches come together: the batch over all time exceeds the
+one in decode time by (γ − 1)·γ·(cv² − 1)/2 (∫ of the renewal covariance density,
+λ(cv² − 1)/2). Per request, the life is a busy period of prompt interruptions started by decode
+work D (Takács 1962: A arrivals with probability D/(D + A·w_e)·P(A in D + A·w_e), Borel–Tanner
+for Poisson; inverse Gaussian when many), plus the batch's residual part, gamma-distributed
+(positive, with the batch's share of the step as its mean), and no more than the ITL with the
+slots full, c/(λ_max·(OSL − 1)).
+
+**KV slots.** When the batch reaches c, requests wait for a slot: GI/G/c in heavy traffic
+(Allen–Cunneen; Allen 1990, §6.4), W = P(full)·(cv² + c_s²)/(2(λ_max − λ)), c_s the
+coefficient of variation of a life, exponential beyond.
+
+**E2E** = TTFT + (OSL − 1)·ITL: the sum of the two distributions taken as independent.
+
+Not captured: chunked prefill, variable lengths, decode contexts other than their mean,
+several instances behind a balancer, the TTFT–ITL correlation, and the strongly nonlinear
+regime of very bursty traffic near saturation (batch dispersion ≈ its mean), where the
+linear-noise tails run narrow. Pure: numpy (scipy.special when a point is computed); no I/O.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any, Literal, cast
+
+import numpy as np
+import numpy.typing as npt
+
+from inferencesize.latency import Deployment, per_token_decode_s, step_time
+
+FloatArray = npt.NDArray[np.float64]
+ComplexArray = npt.NDArray[np.complex128]
+Metric = Literal["ttft", "itl", "e2e"]
+#: Percentiles every point reports (fractions).
+QUANTILES: tuple[float, ...] = (0.5, 0.9, 0.95, 0.99)
+#: Prompt tokens one in-flight prompt step batches by default (``memory.MAX_NUM_TOKENS``,
+#: TensorRT-LLM's ``max_num_tokens``; the simulator's default too).
+STEP_TOKENS = 8192
+#: Gauss–Legendre nodes for the position of an arrival inside the step in progress.
+_POSITION_NODES = 16
+#: Atoms each position node is spread into (over its cell of residuals), for percentiles.
+_SPREAD = 8
+#: Nodes that stand for the distribution of a decode step's batch inside the chain.
+_BATCH_NODES = 9
+#: Bursty gaps (cv > 1): bins of log(rate / gamma rate) that become the phases of the
+#: hyperexponential standing for the gamma gap (a mixture of exponentials, module docstring).
+_BURST_BINS = (0.0, 0.5, 1.5, 3.0, 6.0, math.inf)
+#: Smoother gaps (cv < 1) use a mixed Erlang with at most this many phases (cv ≥ 1/√12).
+_MAX_ERLANG_PHASES = 12
+_EPS = 1e-12
+
+
+@dataclass(frozen=True)
+class OpenLoopPoint:
+    """One instance under open-loop arrivals (SI units: seconds, requests/s).
+
+    Means in ``ttft_s``, ``itl_s``, ``e2e_s``; percentiles in ``ttft_q``, ``itl_q``,
+    ``e2e_q`` ({fraction: seconds}; ITL is NaN for one-token answers). ``utilisation`` = rate
+    / ``max_rate_rps``; at 1 and beyond the instance is not ``stable`` and every latency is
+    infinite. ``in_flight``: mean requests holding KV; ``decode_batch``: mean sequences in a
+    decode step; ``prefill_share`` and ``busy_share``: shares of time in prompt steps and in
+    any step; ``kv_wait_s``: mean wait for a KV slot (part of TTFT); ``ttft_wait_s``: mean TTFT
+    beyond the request's prompt step alone and the hand-off."""
+
+    rate_rps: float
+    utilisation: float
+    stable: bool
+    in_flight: float
+    ttft_s: float
+    itl_s: float
+    e2e_s: float
+    ttft_q: Mapping[float, float]
+    itl_q: Mapping[float, float]
+    e2e_q: Mapping[float, float]
+    max_rate_rps: float
+    decode_batch: float
+    prefill_share: float
+    busy_share: float
+    kv_wait_s: float
+    ttft_wait_s: float
+
+    def statistic(self, metric: Metric, statistic: str | float) -> float:
+        """``metric`` ("ttft", "itl", "e2e") at ``statistic``: "mean", a fraction in the
+        computed quantiles, or "p50" … "p99"."""
+        if statistic == "mean":
+            return float(getattr(self, f"{metric}_s"))
+        q = _fraction(statistic)
+        table: Mapping[float, float] = getattr(self, f"{metric}_q")
+        if q not in table:
+            raise ValueError(f"percentile {q} not computed (have {sorted(table)})")
+        return table[q]
+
+
+def _fraction(statistic: str | float) -> float:
+    if isinstance(statistic, str):
+        if not (statistic.startswith("p") and statistic[1:].replace(".", "", 1).isdigit()):
+            raise ValueError(f"statistic must be 'mean', a fraction or 'pNN' (got {statistic!r})")
+        q = float(statistic[1:]) / 100.0
+    else:
+        q = float(statistic)
+    if not 0 < q < 1:
+        raise ValueError(f"percentile must be a fraction in (0, 1) (got {statistic!r})")
+    return q
+
+
+# ---------------------------------------------------------------------------------------------
+# Step costs
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Steps:
+    """Step times of one deployment at one (ISL, OSL): prompt steps of k = 0..K prompts and
+    decode steps (per output token) of b = 0..c sequences at the mean context."""
+
+    isl: float
+    osl: float
+    per_step: int  # K
+    slots: int  # c
+    prompt_s: FloatArray  # [k]
+    decode_s: FloatArray  # [b]
+    handoff_s: float
+
+    def decode(self, b: Any) -> Any:
+        """d(b) at real b (linear between whole batches, clipped to [1, c])."""
+        x = np.clip(np.asarray(b, dtype=float), 1.0, float(self.slots))
+        return np.interp(x, np.arange(self.slots + 1, dtype=float), self.decode_s)
+
+    @property
+    def saturated_prompts(self) -> int:
+        return max(1, min(self.per_step, self.slots))
+
+    @property
+    def max_rate_rps(self) -> float:
+        """λ_max = 1 / (p(K_s)/K_s + (OSL − 1)·d(c)/c)."""
+        k = self.saturated_prompts
+        work = float(self.prompt_s[k]) / k
+        if self.osl > 1:
+            work += (self.osl - 1.0) * float(self.decode_s[self.slots]) / self.slots
+        return 1.0 / work
+
+
+def _steps(dep: Deployment, isl: float, osl: float, max_in_flight: int, step_tokens: int) -> _Steps:
+    if not (isl >= 1 and osl >= 1):
+        raise ValueError(f"ISL and OSL must be >= 1 token (got {isl}, {osl})")
+    if max_in_flight < 1:
+        raise ValueError(f"max_in_flight must be >= 1 (got {max_in_flight})")
+    if step_tokens < 1:
+        raise ValueError(f"step_tokens must be >= 1 (got {step_tokens})")
+    isl, osl = float(round(isl)), float(round(osl))
+    per_step = max(1, int(step_tokens // isl))
+    k = np.arange(per_step + 1, dtype=float)
+    prompt = np.asarray(step_time(dep, 0.0, 0.0, k, isl).total_s, dtype=float)
+    prompt = np.broadcast_to(prompt, k.shape).copy()
+    prompt[0] = 0.0
+    b = np.arange(max_in_flight + 1, dtype=float)
+    decode = np.asarray(per_token_decode_s(dep, b, isl + osl / 2.0), dtype=float)
+    decode = np.broadcast_to(decode, b.shape).copy()
+    decode[0] = 0.0
+    return _Steps(isl, osl, per_step, max_in_flight, prompt, decode, dep.handoff_s)
+
+
+# ---------------------------------------------------------------------------------------------
+# Arrivals: a renewal process with phase-type gaps
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Arrivals:
+    """Renewal arrivals at ``rate`` requests/s whose gaps are phase-type: sub-generator
+    ``sub`` (T, J × J), exit rates ``exit`` (t = −T·1) and the phase ``start`` (α) every gap
+    begins in; ``idc`` = cv², the long-run variance / mean of counts."""
+
+    rate: float
+    sub: FloatArray
+    exit: FloatArray
+    start: FloatArray
+    idc: float
+
+    @property
+    def phases(self) -> int:
+        return int(self.exit.size)
+
+    @property
+    def to_next_s(self) -> FloatArray:
+        """Mean time to the next arrival from each phase, (−T)⁻¹·1."""
+        return np.asarray(np.linalg.solve(-self.sub, np.ones(self.phases)), dtype=float)
+
+    @property
+    def stationary(self) -> FloatArray:
+        """Phase at a random time: α(−T)⁻¹ / E[gap]."""
+        v = np.asarray(np.linalg.solve(-self.sub.T, self.start), dtype=float)
+        return np.asarray(v / v.sum(), dtype=float)
+
+
+@lru_cache(maxsize=64)
+def _mixture_of_exponentials(cv: float) -> tuple[tuple[float, ...], tuple[float, ...]]:
+    """Weights and mean gaps (in mean gaps) of the hyperexponential standing for a gamma gap
+    with shape k = 1/cv² < 1. Such a gamma is exactly a mixture of exponentials: its density
+    is ∫ s e^{−sx} w(s) ds with rates s = β e^y, β = k / mean, and weight
+    sin(πk)/π · (e^y − 1)^{−k} dy on y > 0 (its density is completely monotone: Bernstein;
+    Feller Vol. 2, XIII.4). Each bin of y in ``_BURST_BINS`` becomes one phase with the bin's
+    weight and mean 1/s; the means are then stretched to restore the first two moments."""
+    k = 1.0 / (cv * cv)
+    x, h = np.polynomial.legendre.leggauss(64)
+    u, hu = 0.5 * (x + 1.0), 0.5 * h
+    weights, means = [], []
+    for lo, hi in itertools.pairwise(_BURST_BINS):
+        if lo == 0.0:  # y = v^{1/(1−k)} absorbs the y^{−k} singularity
+            top = hi ** (1.0 - k)
+            v = u * top
+            y = v ** (1.0 / (1.0 - k))
+            dy = top / (1.0 - k)  # (e^y − 1)^{−k} dy = ((e^y − 1)/y)^{−k} dv/(1 − k)
+            f = (np.expm1(y) / np.maximum(y, 1e-300)) ** (-k) * dy
+        elif math.isinf(
+            hi
+        ):  # y = lo − ln(v)/k: (e^y − 1)^{−k} dy = (1 − e^{−y})^{−k} e^{−k·lo} dv/k
+            v = u
+            y = lo - np.log(np.maximum(v, 1e-300)) / k
+            f = (-np.expm1(-y)) ** (-k) * math.exp(-k * lo) / k
+        else:
+            y = lo + (hi - lo) * u
+            f = np.expm1(y) ** (-k) * (hi - lo)
+        mass = float(f @ hu)
+        weights.append(mass)
+        means.append(float((f * np.exp(-y)) @ hu) / mass / k)  # E[1/s] in mean gaps: 1/(β e^y)
+    w = np.asarray(weights) / sum(weights)
+    m = np.asarray(means)
+    # A bin's phase keeps its mean gap, not its spread, so E[X²] falls a little short: stretch
+    # the means as m^a (a ≥ 1, by bisection), rescaled to mean 1, so 2·Σ w m² = 1 + cv².
+    target = (1.0 + cv * cv) / 2.0
+    lo, hi = 1.0, 2.0
+    for _ in range(60):
+        a = 0.5 * (lo + hi)
+        ma = m**a
+        if float(w @ ma**2) / float(w @ ma) ** 2 < target:
+            lo = a
+        else:
+            hi = a
+    m = m**lo
+    m = m / float(w @ m)  # the mean gap exactly
+    return tuple(float(v) for v in w), tuple(float(v) for v in m)
+
+
+def _arrivals(rate: float, cv: float) -> _Arrivals:
+    """Phase-type renewal arrivals with mean gap 1/rate and coefficient of variation ``cv``:
+    Poisson at 1; above, the hyperexponential of a gamma gap (``_mixture_of_exponentials``);
+    below, the mixed Erlang E_{n−1,n} with the same mean and cv (Tijms, *A First Course in
+    Stochastic Models*, 2003, §2.3.1)."""
+    if not cv > 0:
+        raise ValueError(f"coefficient of variation must be > 0 (got {cv})")
+    c2 = cv * cv
+    if abs(cv - 1.0) < 1e-9:
+        return _Arrivals(rate, np.array([[-rate]]), np.array([rate]), np.array([1.0]), 1.0)
+    if cv > 1.0:
+        w, m = _mixture_of_exponentials(round(cv, 9))
+        s = rate / np.asarray(m)
+        return _Arrivals(rate, -np.diag(s), s, np.asarray(w), c2)
+    n = math.ceil(1.0 / c2)
+    if n > _MAX_ERLANG_PHASES:
+        raise ValueError(f"cv must be >= {1 / math.sqrt(_MAX_ERLANG_PHASES):.2f} (got {cv})")
+    p = (n * c2 - math.sqrt(n * (1.0 + c2) - n * n * c2)) / (1.0 + c2)
+    mu = (n - p) * rate
+    sub = -mu * np.eye(n) + mu * np.eye(n, k=1)
+    exit_ = np.zeros(n)
+    exit_[-1] = mu
+    start = np.zeros(n)
+    start[0] = 1.0 - p
+    if n > 1:
+        start[1] += p
+    else:
+        start[0] = 1.0
+    return _Arrivals(rate, sub, exit_, start, c2)
+
+
+@dataclass(frozen=True)
+class _Spectrum:
+    """Eigen-decomposition of T + z·tα (the generating matrix of counts) at z = r·e^{2πim/M},
+    m = 0..M−1: Φ(z, τ) = V diag(e^{λτ}) V⁻¹ = E[z^{arrivals in τ}; phase after | phase
+    before] (Neuts 1979; Lucantoni 1991). Counts are the inverse FFT, damped by r^{−a}."""
+
+    size: int
+    radius: float
+    lam: ComplexArray  # [m, J]
+    vec: ComplexArray  # [m, J, J]
+    inv: ComplexArray  # [m, J, J]
+
+
+def _spectrum(arr: _Arrivals, size: int, radius: float = 1.0) -> _Spectrum:
+    z = radius * np.exp(2j * np.pi * np.arange(size) / size)
+    gen = arr.sub[None, :, :] + z[:, None, None] * np.outer(arr.exit, arr.start)[None, :, :]
+    if arr.phases == 1:
+        lam = gen[:, :, 0].astype(complex)
+        one = np.ones((size, 1, 1), dtype=complex)
+        return _Spectrum(size, radius, lam, one, one)
+    lam, vec = np.linalg.eig(gen)
+    return _Spectrum(size, radius, lam, vec, np.linalg.inv(vec))
+
+
+def _invert(gf: ComplexArray, spec: _Spectrum, axis: int) -> FloatArray:
+    """Probabilities of counts 0..M−1 from generating-function values along ``axis``."""
+    pmf = np.fft.fft(gf, axis=axis).real / spec.size
+    if spec.radius != 1.0:
+        shape = [1] * pmf.ndim
+        shape[axis] = spec.size
+        pmf = pmf * (spec.radius ** -np.arange(spec.size, dtype=float)).reshape(shape)
+    return np.asarray(np.maximum(pmf, 0.0), dtype=float)
+
+
+def _counts(spec: _Spectrum, taus: FloatArray) -> FloatArray:
+    """P(a arrivals in τ, phase j after | phase i before): [τ, a, i, j]."""
+    e = np.exp(spec.lam[None, :, :] * np.asarray(taus, dtype=float)[:, None, None])
+    gf = np.einsum("mij,tmj,mjk->tmik", spec.vec, e, spec.inv)
+    return _invert(gf, spec, 1)
+
+
+def _counts_from(spec: _Spectrum, taus: FloatArray, left: FloatArray) -> FloatArray:
+    """P(a arrivals in τ) from the phase distribution ``left``: [τ, a]."""
+    e = np.exp(spec.lam[None, :, :] * np.asarray(taus, dtype=float)[:, None, None])
+    head = np.einsum("i,mij->mj", left.astype(complex), spec.vec)
+    tail = np.einsum("mjk->mj", spec.inv)
+    gf = np.einsum("mj,tmj,mj->tm", head, e, tail)
+    return _invert(gf, spec, 1)
+
+
+# ---------------------------------------------------------------------------------------------
+# The prompt-queue chain: (prompts waiting, arrival phase) at step boundaries
+# ---------------------------------------------------------------------------------------------
+
+
+class _Levels:
+    """The chain's transition matrix with its levels ≥ 1 (prompt steps: fixed at a rate)
+    reduced once, by Grassmann–Taksar–Heyman state reduction (1985) from the top; level 0
+    (nothing waits: a decode step or idle, which depend on the batch) is reduced per call with
+    the recorded eliminations. The chain moves down at most ``reach`` states a step, and that
+    survives each elimination, so each touches ``reach`` columns. Subtraction-free; no
+    LAPACK."""
+
+    def __init__(self, p: FloatArray, reach: int, phases: int) -> None:
+        a = p.copy()
+        n = a.shape[0]
+        self.down = np.zeros(n)
+        for s in range(n - 1, phases - 1, -1):
+            lo = max(0, s - reach)
+            out = float(a[s, lo:s].sum())
+            self.down[s] = out
+            if out > 0 and s > phases:
+                a[phases:s, lo:s] += np.multiply.outer(a[phases:s, s], a[s, lo:s] / out)
+        self.a = a
+        self.reach = reach
+        self.phases = phases
+
+    def stationary(self, row0: FloatArray) -> FloatArray:
+        """Stationary distribution with ``row0`` (phases × states) as the rows of level 0."""
+        a, j0, n = self.a, self.phases, self.a.shape[0]
+        r = row0.copy()
+        for s in range(n - 1, j0 - 1, -1):
+            out = self.down[s]
+            if out > 0:
+                lo = max(0, s - self.reach)
+                r[:, lo:s] += np.multiply.outer(r[:, s], a[s, lo:s] / out)
+        pi = np.zeros(n)
+        low = np.zeros(j0)
+        for s in range(j0 - 1, 0, -1):  # the phases of level 0 among themselves
+            low[s] = float(r[s, :s].sum())
+            if low[s] > 0:
+                r[:s, :s] += np.multiply.outer(r[:s, s], r[s, :s] / low[s])
+        pi[0] = 1.0
+        for s in range(1, j0):
+            pi[s] = float(pi[:s] @ r[:s, s]) / low[s] if low[s] > 0 else 0.0
+        for s in range(j0, n):
+            if self.down[s] > 0:
+                up = float(pi[:j0] @ r[:, s]) + float(pi[j0:s] @ a[j0:s, s])
+                pi[s] = up / self.down[s]
+        return np.asarray(pi / pi.sum(), dtype=float)
+
+
+@dataclass(frozen=True)
+class _Queue:
+    """What the chain needs at one rate: the step counts and the reduced levels ≥ 1."""
+
+    size: int  # levels (prompts waiting 0..size−1)
+    spec: _Spectrum
+    levels: _Levels
+
+
+def _queue(st: _Steps, arr: _Arrivals, least: int = 32) -> _Queue:
+    """The chain's prompt levels at one rate, with room for the arrivals of the longest step
+    (10 standard deviations) and for the queue a prompt load ρ builds (15·cv²·ρ/(1 − ρ)
+    prompts; ``_point`` doubles it while the stationary tail is not negligible), at least
+    ``least`` levels."""
+    kmax, ph = st.per_step, arr.phases
+    longest = max(float(st.prompt_s[kmax]), float(st.decode_s[st.slots]))
+    mean = arr.rate * longest
+    load = min(arr.rate * float(st.prompt_s[kmax]) / kmax, 0.995)
+    need = kmax + mean + 10.0 * math.sqrt(mean * max(arr.idc, 1.0) + 1.0) + 8.0
+    need += 15.0 * max(arr.idc, 1.0) * load / (1.0 - load)
+    size = least
+    while size < need:
+        size *= 2
+    spec = _spectrum(arr, size)
+    counts = _counts(spec, st.prompt_s[1:])  # [k − 1, a, i, j]
+    p = np.zeros((size * ph, size * ph))
+    for n in range(1, size):
+        k = min(n, kmax)
+        base = n - k
+        block = counts[k - 1, : size - base].transpose(1, 0, 2).reshape(ph, -1)
+        p[n * ph : (n + 1) * ph, base * ph :] = block
+    rows = p[ph:].sum(axis=1, keepdims=True)
+    p[ph:] /= np.maximum(rows, _EPS)  # the truncated mass stays in range
+    return _Queue(size, spec, _Levels(p, kmax * ph + ph - 1, ph))
+
+
+@dataclass(frozen=True)
+class _Chain:
+    pi: FloatArray  # [level, phase]: prompts waiting and arrival phase at step boundaries
+    idle_p: float  # P(no sequence runs | nothing waits)
+    decode_len_s: FloatArray  # decode step lengths (nodes) and their step probabilities
+    decode_p: FloatArray
+    cycle_s: float  # mean time between boundaries
+    prefill_share: float
+    idle_share: float
+    prompt_work_s: float  # w: prompt-step time per request
+    steps_per_prompt: float  # 1 / E[K]
+    step_var_s2: float  # Var over prompt steps of p(K) − w·K
+    marginal_s: float  # w_m: prompt-step time one more request adds, p(k) − p(k − 1) in its step
+
+
+def _chain(
+    st: _Steps,
+    arr: _Arrivals,
+    qu: _Queue,
+    decode_len_s: FloatArray,
+    decode_p: FloatArray,
+    idle_p: float,
+) -> _Chain:
+    kmax, ph, size = st.per_step, arr.phases, qu.size
+    dec = _counts(qu.spec, decode_len_s)  # [node, a, i, j]
+    move = np.einsum("l,laij->iaj", decode_p, dec).reshape(ph, -1) * (1.0 - idle_p)
+    move[:, ph : 2 * ph] += idle_p * arr.start[None, :]  # idle until an arrival: level 1
+    move /= np.maximum(move.sum(axis=1, keepdims=True), _EPS)
+    pi = qu.levels.stationary(move).reshape(size, ph)
+    level = pi.sum(axis=1)
+    k = np.minimum(np.arange(size), kmax)
+    dec_mean = float(decode_p @ decode_len_s)
+    t_idle = idle_p * float(pi[0] @ arr.to_next_s)
+    t_decode = level[0] * (1.0 - idle_p) * dec_mean
+    prompt_len = st.prompt_s[k]
+    t_prompt = float(level[1:] @ prompt_len[1:])
+    cycle = t_idle + t_decode + t_prompt
+    served = float(level[1:] @ k[1:])
+    w = t_prompt / max(served, _EPS)
+    share = level[1:] / max(float(level[1:].sum()), _EPS)
+    mean_k = float(share @ k[1:])
+    resid = prompt_len[1:] - w * k[1:]
+    var = float(share @ resid**2 - (share @ resid) ** 2)
+    seen = share * k[1:]  # the step a request is in: size-biased
+    extra = st.prompt_s[k[1:]] - st.prompt_s[k[1:] - 1]
+    marginal = float(seen @ extra) / max(float(seen.sum()), _EPS)
+    return _Chain(
+        pi,
+        idle_p,
+        decode_len_s,
+        decode_p,
+        cycle,
+        t_prompt / cycle,
+        t_idle / cycle,
+        w,
+        1.0 / max(mean_k, _EPS),
+        max(var, 0.0),
+        marginal,
+    )
+
+
+def _ttft_atoms(
+    st: _Steps, arr: _Arrivals, qu: _Queue, ch: _Chain
+) -> tuple[FloatArray, FloatArray]:
+    """TTFT at the engine (residual + full prompt steps ahead + own step) as atoms
+    (seconds, probabilities) of the exact mixture over the chain (module docstring).
+
+    An arrival comes at elapsed e of a step that began in (n waiting, phase i) after c others
+    in that step with intensity [Φ_c(e)·t]_i (arrivals do not see time averages unless
+    Poisson); those ahead of it are the carried n − k and the c; the gaps after it start in α.
+    """
+    kmax, size, ph = st.per_step, qu.size, arr.phases
+    pi = ch.pi
+    u, du = np.polynomial.legendre.leggauss(_POSITION_NODES)
+    u, du = 0.5 * (u + 1.0), 0.5 * du
+    # periods: decode nodes, prompt steps of k (the last: K, with a carried queue)
+    tau = np.concatenate([ch.decode_len_s, st.prompt_s[1:]])
+    start = np.zeros((tau.size, ph, size))  # [period, phase i, carried]
+    nd = ch.decode_len_s.size
+    start[:nd, :, 0] = pi[0][None, :] * ((1.0 - ch.idle_p) * ch.decode_p)[:, None]
+    for k in range(1, kmax):
+        start[nd + k - 1, :, 0] = pi[k]
+    start[-1, :, : size - kmax] = pi[kmax:].T
+    keep = start.sum(axis=(1, 2)) > 1e-14
+    tau, start = tau[keep], start[keep]
+    elapsed = (tau[:, None] * u[None, :]).ravel()  # [(period, node)]
+    resid = (tau[:, None] * (1.0 - u[None, :])).ravel()
+    dw = (tau[:, None] * du[None, :]).ravel()
+    # ahead: generating function of carried + c, weighted by the intensity of an arrival
+    carry = np.fft.ifft(start, axis=-1) * size  # [period, i, m]: Σ_n start z^n
+    e = np.exp(qu.spec.lam[None, :, :] * elapsed[:, None, None])  # [(period,node), m, j]
+    tail = np.einsum("mjk,k->mj", qu.spec.inv, arr.exit.astype(complex))
+    inten = np.einsum("mij,xmj,mj->xmi", qu.spec.vec, e, tail)  # [(p,n), m, i]
+    carry_x = np.repeat(carry, _POSITION_NODES, axis=0)  # [(p,n), i, m]
+    gf = np.einsum("xim,xmi->xm", carry_x, inten)
+    ahead = np.maximum(np.fft.fft(gf, axis=-1).real / size, 0.0) * dw[:, None]
+    # the request that ends an idle period waits for nothing: its own step alone
+    idle_w = ch.idle_p * float(pi[0].sum())
+    # ahead h: j = ⌊h/K⌋ full steps first, position h − jK + 1 in its own step
+    jn = (size + kmax - 1) // kmax
+    padded = np.zeros((ahead.shape[0], jn * kmax))
+    padded[:, :size] = ahead
+    by_j = padded.reshape(-1, jn, kmax)  # [entry, j, position − 1]
+    mass_j = by_j.sum(axis=2)
+    live = mass_j > 1e-13 * max(float(mass_j.max()), _EPS)
+    ent, jj = np.nonzero(live)
+    wait = resid[ent] + jj * st.prompt_s[kmax]
+    pos = by_j[ent, jj]  # [group, position − 1]
+    small = _spectrum(arr, max(16, 4 * kmax), 1e-10 ** (1.0 / max(16, 4 * kmax)))
+    behind = _counts_from(small, wait, arr.start)[:, :kmax]  # [group, b], b < K
+    tail_b = np.maximum(1.0 - np.cumsum(behind, axis=1), 0.0)  # P(behind > b)
+    # k_own = min(K, position + behind): P(k | position s) (s, k 1-based)
+    s_idx = np.arange(1, kmax + 1)[:, None]
+    k_idx = np.arange(1, kmax + 1)[None, :]
+    diff = k_idx - s_idx
+    exact = np.where((diff >= 0)[None], behind[:, np.clip(diff, 0, kmax - 1)], 0.0)
+    at_top = kmax - s_idx - 1  # P(behind ≥ K − s) = P(behind > K − s − 1)
+    top = np.where(at_top >= 0, tail_b[:, np.clip(at_top, 0, kmax - 1)], 1.0)
+    exact[:, :, -1] = top[:, :, 0]
+    own = np.einsum("gs,gsk->gk", pos, exact)  # [group, k]
+    # each position node stands for a cell of positions (its weight wide, centred on it, so
+    # the mean is kept): spread its atoms evenly over the residuals of that cell
+    width = dw[ent]  # τ·du: the residuals its position cell spans
+    spread = (np.arange(_SPREAD) + 0.5) / _SPREAD - 0.5
+    base = wait[:, None] + st.prompt_s[None, 1:]  # [group, k]
+    live_k = own > 0
+    grp, kk = np.nonzero(live_k)
+    values = (base[grp, kk][:, None] + width[grp][:, None] * spread[None, :]).ravel()
+    probs = np.repeat(own[grp, kk] / _SPREAD, _SPREAD)
+    values = np.concatenate([values, st.prompt_s[1:2]])
+    probs = np.concatenate([probs, [idle_w]])
+    return values, probs / probs.sum()
+
+
+# ---------------------------------------------------------------------------------------------
+# The running sequences
+# ---------------------------------------------------------------------------------------------
+
+
+def _batch_pmf(mean: Any, idc: float, slots: int) -> FloatArray:
+    """P(B = b) for b = 0..``slots`` (rows: one per ``mean``): negative binomial with that
+    mean and variance mean·``idc`` (Poisson at idc = 1), the mass above ``slots`` lumped at
+    ``slots`` (the KV slots are full; the rest wait for one)."""
+    from scipy.special import gammaln
+
+    mu = np.atleast_1d(np.asarray(mean, dtype=float))[:, None]
+    b = np.arange(slots + 1, dtype=float)[None, :]
+    safe = np.maximum(mu, 1e-300)
+    if idc <= 1.0 + 1e-9:
+        logp = b * np.log(safe) - safe - gammaln(b + 1.0)
+    else:
+        p = 1.0 / idc
+        r = safe / (idc - 1.0)
+        logp = gammaln(b + r) - gammaln(r) - gammaln(b + 1.0) + r * math.log(p)
+        logp = logp + b * math.log1p(-p)
+    pmf = np.exp(np.asarray(logp, dtype=float))
+    pmf[:, -1] = np.maximum(0.0, 1.0 - pmf[:, :-1].sum(axis=1))
+    pmf[mu[:, 0] <= 0] = np.eye(1, slots + 1)[0]
+    return np.asarray(pmf, dtype=float)
+
+
+def _feedback(beta: float) -> tuple[float, float, float, float]:
+    """Integrals of the decode-life window h(θ) = (1 − e^{−iθ})/(iθ) against the batch's
+    feedback 1/(1 − βh) (module docstring; closed forms checked by quadrature in the tests):
+
+    J = (1/π)∫₀^∞ |h|²/|1 − βh|² dθ = 1/(1 − β);
+    J₁ = (1/π)∫₀^∞ |h|² Re[1/(1 − βh)] dθ = (e^β − 1)/β;
+    I₁ = (1/π)∫₀^∞ |h|² Re[h/(1 − βh)] dθ = (J₁ − 1)/β = (e^β − 1 − β)/β²;
+    I₂ = (1/π)∫₀^∞ |h|⁴/|1 − βh|² dθ = (J − 2J₁ + 1)/β²."""
+    j = 1.0 / (1.0 - beta)
+    if beta < 1e-4:  # series
+        return j, 1.0 + beta / 2.0, 0.5 + beta / 6.0, 2.0 / 3.0 + 11.0 * beta / 12.0
+    j1 = math.expm1(beta) / beta
+    return j, j1, (j1 - 1.0) / beta, (j - 2.0 * j1 + 1.0) / (beta * beta)
+
+
+def _compress(values: FloatArray, probs: FloatArray, nodes: int) -> tuple[FloatArray, FloatArray]:
+    """At most ``nodes`` points: equal-probability bins of a sorted discrete distribution, each
+    at its conditional mean (keeps the mean exactly)."""
+    if values.size <= nodes:
+        return values, probs
+    order = np.argsort(values)
+    v, p = values[order], probs[order]
+    cum = np.cumsum(p) / p.sum()
+    edge = np.minimum((cum * nodes).astype(int), nodes - 1)
+    w = np.bincount(edge, weights=p, minlength=nodes)
+    m = np.bincount(edge, weights=p * v, minlength=nodes)
+    keep = w > 0
+    return np.asarray(m[keep] / w[keep], dtype=float), np.asarray(w[keep], dtype=float)
+
+
+@dataclass(frozen=True)
+class _Decode:
+    """The running sequences at a rate: their distribution (b = 0..c), the decode life and
+    the parameters of its fluctuations."""
+
+    pmf: FloatArray
+    life_s: float
+    beta: float  # E[B]·d′/d as a request sees it: how much a longer batch slows itself
+    gamma: float  # 1/(1 − ρ_p): how much a prompt step stretches the lives it interrupts
+    level: float  # share of a request's step time that grows with the batch
+    beta_seen: float  # E[B]·d′/d over the batch a request sees (size-biased)
+
+    @property
+    def full(self) -> float:
+        """P(the KV slots are full)."""
+        return float(self.pmf[-1])
+
+
+def _decode(
+    st: _Steps,
+    rate: float,
+    prefill_share: float,
+    idc: float,
+    burst: float,
+    damping: float = 1.0,
+    gamma: float | None = None,
+) -> _Decode | None:
+    """Solve the token balance (1 − ρ_p) · E[B/d(B)] = λ(OSL − 1) for the batch in decode
+    time, B negative binomial with variance/mean ``idc``; None when no batch keeps up
+    (saturated). The decode life L = E[B]/λ (Little) counts the prompt steps too, during which
+    the batch is larger by (γ − 1)·γ·``burst``, burst = (cv² − 1)/2. ``damping``: how much of
+    a longer decode step's slowing survives the prompt steps it shortens, 1 + ∂ρ_p/∂ln D /
+    (1 − ρ_p); ``gamma``: 1 + λ·w_m/(1 − ρ_p), the life one more arrival adds, per life /
+    λ (both from the chain; module docstring)."""
+    b = np.arange(st.slots + 1, dtype=float)
+    per_s = np.zeros_like(b)
+    per_s[1:] = b[1:] / st.decode_s[1:]
+    need = rate * (st.osl - 1.0) / max(1.0 - prefill_share, 1e-12)
+
+    # bracket on a geometric grid of means, then three rounds of a 16-point grid inside it
+    grid = max(need * float(st.decode_s[1]), 1e-3) * 4.0 ** np.arange(-2, 21, dtype=float)
+    supply = _batch_pmf(grid, idc, st.slots) @ per_s
+    hit = int(np.argmax(supply >= need))
+    if supply[hit] < need:
+        return None
+    lo, hi = (grid[hit - 1], grid[hit]) if hit > 0 else (0.0, grid[0])
+    for _ in range(3):
+        mus = np.linspace(lo, hi, 17)
+        supply = _batch_pmf(mus, idc, st.slots) @ per_s
+        i = min(max(int(np.argmax(supply >= need)), 1), 16)
+        lo, hi = float(mus[i - 1]), float(mus[i])
+        s_lo, s_hi = float(supply[i - 1]), float(supply[i])
+    mu = lo + (hi - lo) * (need - s_lo) / (s_hi - s_lo) if s_hi > s_lo else hi
+    pmf = _batch_pmf(mu, idc, st.slots)[0]
+    mean_b = float(pmf @ b)
+    # The regression slope of d(B) on B (B ≥ 1), relative to the mean step, over two views:
+    # the batch in time (its feedback on itself, linearised about its mean) and the batch a
+    # request sees (size-biased, b·π(b): it is in it).
+    per_seq = []
+    for weight in (pmf[1:], pmf[1:] * b[1:]):
+        mass = float(weight.sum())
+        if mass <= 0 or st.slots < 2:
+            per_seq.append((0.0, 1.0))
+            continue
+        wt = weight / mass
+        mb = float(wt @ b[1:])
+        md = float(wt @ st.decode_s[1:])
+        var_b = float(wt @ (b[1:] - mb) ** 2)
+        if var_b > 1e-9:
+            slope = float(wt @ ((b[1:] - mb) * (st.decode_s[1:] - md))) / var_b
+        else:  # the batch barely moves: the local slope
+            slope = float(st.decode(mb + 1.0) - st.decode(mb - 1.0)) / 2.0
+        per_seq.append((max(slope, 0.0) / md, mb))
+    beta = min(mean_b * per_seq[0][0] * damping, 0.95)
+    beta_seen = min(mean_b * per_seq[1][0] * damping, 0.95)
+    level = min(per_seq[1][1] * per_seq[1][0], 1.0)
+    if gamma is None:
+        gamma = 1.0 / (1.0 - prefill_share)
+    overall = mean_b + (gamma - 1.0) * gamma * burst
+    overall = min(max(overall, 0.0), float(st.slots))
+    return _Decode(pmf, overall / rate, beta, gamma, level, beta_seen)
+
+
+# ---------------------------------------------------------------------------------------------
+# Distributions: atoms and normal mixtures
+# ---------------------------------------------------------------------------------------------
+
+
+def _compact(
+    values: FloatArray, probs: FloatArray, cells: int = 16384
+) -> tuple[FloatArray, FloatArray]:
+    """Atoms merged on a grid of ``cells`` cells over their range (each at its mean), sorted."""
+    lo, hi = float(values.min()), float(values.max())
+    if hi <= lo:
+        return np.array([lo]), np.array([float(probs.sum())])
+    idx = np.minimum(((values - lo) / (hi - lo) * cells).astype(np.int64), cells - 1)
+    w = np.bincount(idx, weights=probs, minlength=cells)
+    m = np.bincount(idx, weights=probs * values, minlength=cells)
+    keep = w > 0
+    return np.asarray(m[keep] / w[keep], dtype=float), np.asarray(w[keep], dtype=float)
+
+
+def _quantiles_of_atoms(
+    values: FloatArray, probs: FloatArray, qs: tuple[float, ...]
+) -> list[float]:
+    order = np.argsort(values, kind="stable")
+    v, c = values[order], np.cumsum(probs[order])
+    c /= c[-1]
+    out = []
+    for qq in qs:
+        i = int(np.searchsorted(c, qq, side="left"))
+        out.append(float(v[min(i, v.size - 1)]))
+    return out
+
+
+def _equal_mass(values: FloatArray, probs: FloatArray, nodes: int) -> FloatArray:
+    """``nodes`` equal-probability atoms (the quantiles at (i + ½)/nodes)."""
+    order = np.argsort(values, kind="stable")
+    v, c = values[order], np.cumsum(probs[order])
+    c /= c[-1]
+    at = (np.arange(nodes) + 0.5) / nodes
+    idx = np.minimum(np.searchsorted(c, at, side="left"), v.size - 1)
+    return v[idx]
+
+
+@dataclass(frozen=True)
+class _Mixture:
+    """Σ_i w_i · (shift_i + Gamma with mean gmean_i and variance var_i)."""
+
+    shift: FloatArray
+    gmean: FloatArray
+    var: FloatArray
+    w: FloatArray
+    cap: float = math.inf  # no value above it (the mass beyond sits at it)
+
+    @property
+    def mean(self) -> FloatArray:
+        return np.asarray(self.shift + self.gmean, dtype=float)
+
+    def cdf(self, x: FloatArray) -> FloatArray:
+        from scipy.special import gammainc
+
+        shape = self.gmean**2 / self.var
+        scale = self.var / self.gmean
+        y = np.maximum(x[:, None] - self.shift[None, :], 0.0) / scale[None, :]
+        cdf = np.asarray(gammainc(shape[None, :], y) @ self.w, dtype=float)
+        return np.where(x >= self.cap, 1.0, cdf)
+
+    def bounds(self) -> tuple[float, float]:
+        sd = np.sqrt(self.var)
+        hi = float(np.max(self.mean + 12.0 * sd + 2.0 * self.gmean))
+        lo = float(np.min(self.shift))
+        return min(lo, self.cap), min(hi, max(self.cap, lo))
+
+    def quantiles(self, qs: tuple[float, ...]) -> list[float]:
+        """Quantiles: the CDF on a grid, then bisection in the cell that holds each."""
+        lo, hi = self.bounds()
+        grid = np.linspace(lo, hi, 129)
+        values = self.cdf(grid)
+        target = np.asarray(qs, dtype=float)
+        cell = np.clip(np.searchsorted(values, target, side="left"), 1, grid.size - 1)
+        a, b = grid[cell - 1], grid[cell]
+        for _ in range(30):
+            mid = 0.5 * (a + b)
+            below = self.cdf(mid) < target
+            a, b = np.where(below, mid, a), np.where(below, b, mid)
+        return [float(v) for v in 0.5 * (a + b)]
+
+
+def _mixture(
+    mean: FloatArray, var: FloatArray, level: float, w: FloatArray, cap: float = math.inf
+) -> _Mixture:
+    """Components with ``mean`` and ``var`` whose random part is a gamma with mean ``level``
+    (the part of the value that scales with the batch: positive), at least exponential
+    (shape ≥ 1: where the level is small next to the spread, the spread is not the batch's)."""
+    var = np.maximum(var, (1e-9 * np.abs(mean)) ** 2 + 1e-30)
+    shape = np.maximum(level * level / var, 1.0)
+    gmean = np.sqrt(shape * var)
+    return _Mixture(mean - gmean, gmean, var, w, cap)
+
+
+def _merge(mix: _Mixture, nodes: int) -> _Mixture:
+    """At most ``nodes`` components: consecutive ones (by mean) merged in equal-probability
+    groups with the same mean, variance and mean gamma part."""
+    if mix.w.size <= nodes:
+        return mix
+    mean = mix.mean
+    order = np.argsort(mean, kind="stable")
+    mu, v, gm, w = mean[order], mix.var[order], mix.gmean[order], mix.w[order]
+    group = np.minimum((np.cumsum(w) / w.sum() * nodes).astype(int), nodes - 1)
+    gw = np.asarray(np.bincount(group, weights=w, minlength=nodes), dtype=float)
+    keep = gw > 0
+    gw = gw[keep]
+    m1 = np.bincount(group, weights=w * mu, minlength=nodes)[keep] / gw
+    m2 = np.bincount(group, weights=w * (v + mu**2), minlength=nodes)[keep] / gw
+    level = np.bincount(group, weights=w * gm, minlength=nodes)[keep] / gw
+    var = np.maximum(m2 - m1**2, 1e-30)
+    shape = np.maximum(level**2 / var, 1.0)
+    g = np.sqrt(shape * var)
+    return _Mixture(m1 - g, g, var, gw, mix.cap)
+
+
+def _sum_quantiles(
+    atoms: FloatArray, mix: _Mixture, scale: float, qs: tuple[float, ...]
+) -> list[float]:
+    """Quantiles of X + scale·Y, X equal-mass ``atoms``, Y ~ ``mix``, independent: the CDF on
+    a grid, then bisection inside the grid cell that holds each quantile."""
+    small = _merge(mix, 32)
+
+    def cdf(x: FloatArray) -> FloatArray:
+        y = (x[:, None] - atoms[None, :]) / scale
+        return np.asarray(small.cdf(y.ravel()).reshape(y.shape).mean(axis=1), dtype=float)
+
+    b_lo, b_hi = small.bounds()
+    lo = float(atoms.min() + scale * b_lo)
+    hi = float(atoms.max() + scale * b_hi)
+    grid = np.linspace(lo, hi, 65)
+    values = cdf(grid)
+    target = np.asarray(qs, dtype=float)
+    cell = np.clip(np.searchsorted(values, target, side="left"), 1, grid.size - 1)
+    a, b = grid[cell - 1], grid[cell]
+    for _ in range(24):
+        mid = 0.5 * (a + b)
+        below = cdf(mid) < target
+        a, b = np.where(below, mid, a), np.where(below, b, mid)
+    return [float(v) for v in 0.5 * (a + b)]
+
+
+# ---------------------------------------------------------------------------------------------
+# The point
+# ---------------------------------------------------------------------------------------------
+
+
+def _unstable(st: _Steps, rate: float, qs: tuple[float, ...]) -> OpenLoopPoint:
+    inf = math.inf
+    table = dict.fromkeys(qs, inf)
+    top = st.max_rate_rps
+    k = st.saturated_prompts
+    prefill = min(rate, top) * float(st.prompt_s[k]) / k
+    return OpenLoopPoint(
+        rate, rate / top, False, float(st.slots), inf, inf, inf, table, table, table, top,
+        float(st.slots), prefill, 1.0, inf, inf,
+    )  # fmt: skip
+
+
+def _point(st: _Steps, rate: float, cv: float, qs: tuple[float, ...]) -> OpenLoopPoint:
+    if not rate > 0:
+        raise ValueError(f"rate must be > 0 requests/s (got {rate})")
+    arr = _arrivals(rate, cv)
+    top = st.max_rate_rps
+    if rate >= top:
+        return _unstable(st, rate, qs)
+    idc_a = arr.idc
+    steps = st.osl - 1.0
+    k_sat = st.saturated_prompts
+    w_sat = float(st.prompt_s[k_sat]) / k_sat
+    qu = _queue(st, arr)
+    # warm starts: P(idle | nothing waits), batch variance/mean, damping, gamma
+    state = [1.0, max(idc_a, 1.0), 1.0, 0.0]
+
+    def evaluate(w: float) -> tuple[float, _Decode | None, _Chain]:
+        """F(w): prompt-step time per request that the chain gives when it is w now (the
+        batch, hence the decode steps and the prompts each prompt step gathers, follow)."""
+        dec: _Decode | None = None
+        ch: _Chain | None = None
+        if state[3] <= 0:
+            state[3] = 1.0 / (1.0 - rate * w)
+        for _ in range(12):
+            idle_p, idc, damping, gamma = state
+            idle_target = 1.0
+            lens, probs = st.prompt_s[1:2], np.ones(1)
+            if steps > 0:
+                dec = _decode(st, rate, rate * w, idc, (idc_a - 1.0) / 2.0, damping, gamma)
+                view = dec
+                if view is None:  # no batch keeps up at this prompt share: slots full
+                    pmf = np.zeros(st.slots + 1)
+                    pmf[-1] = 1.0
+                    view = _Decode(pmf, st.slots / rate, 0.0, gamma, 0.0, 0.0)
+                lens = st.decode_s[1:]
+                probs = view.pmf[1:] / lens  # time-average → per decode step
+                if probs.sum() <= 0:
+                    lens, probs = st.decode_s[1:2], np.ones(1)
+                lens, probs = _compress(lens, probs / probs.sum(), _BATCH_NODES)
+                idle_target = (1.0 - rate * w) * float(view.pmf[0])
+                state[1] = max(idc_a * view.gamma**2 * _feedback(view.beta)[0], 1.0)
+            probs = probs / probs.sum()
+            ch = _chain(st, arr, qu, lens, probs, idle_p)
+            if steps > 0:  # idle share of time = the target: P(idle | nothing waits), π held
+                wait0 = float(ch.pi[0] @ arr.to_next_s)
+                dec0 = float(ch.pi[0].sum()) * float(ch.decode_p @ ch.decode_len_s)
+                other = ch.cycle_s - idle_p * wait0 - (1.0 - idle_p) * dec0
+                num = idle_target * (dec0 + other)
+                den = wait0 * (1.0 - idle_target) + idle_target * dec0
+                state[0] = min(max(num / max(den, _EPS), 0.0), 1.0)
+                # the prompt share's response to longer decode steps (more prompts gather)
+                longer = _chain(st, arr, qu, lens * 1.02, probs, idle_p)
+                slope = (longer.prefill_share - ch.prefill_share) / math.log(1.02)
+                busy = max(1.0 - ch.idle_share - ch.prefill_share, _EPS)
+                state[2] = min(max(1.0 + slope / busy, 0.0), 1.0)
+                state[3] = 1.0 + rate * ch.marginal_s / (1.0 - ch.prefill_share)
+            if (
+                abs(state[0] - idle_p) < 1e-4
+                and abs(state[1] - idc) <= 1e-3 * idc
+                and abs(state[2] - damping) < 1e-3
+                and abs(state[3] - gamma) < 1e-3 * gamma
+            ):
+                break
+        assert ch is not None
+        full = 1.0 if (steps > 0 and dec is None) else (dec.full if dec is not None else 0.0)
+        return (1.0 - full) * ch.prompt_work_s + full * w_sat, dec, ch
+
+    # w = F(w): F falls as w rises (more prompt time → larger batch → longer decode steps →
+    # more prompts per prompt step), so the root is unique; Illinois-corrected regula falsi.
+    per_prompt = st.prompt_s[1:] / np.arange(1, st.per_step + 1)
+    lo, hi = float(per_prompt.min()), float(per_prompt.max())
+    f_lo, dec, ch = evaluate(lo)
+    g_lo = f_lo - lo
+    if g_lo > 0 and hi > lo:
+        f_hi, dec, ch = evaluate(hi)
+        g_hi = f_hi - hi
+        side = 0
+        for _ in range(40):
+            if g_hi >= 0 or hi - lo <= 1e-6 * hi:
+                break
+            w = hi - g_hi * (hi - lo) / (g_hi - g_lo)
+            f_w, dec, ch = evaluate(w)
+            g = f_w - w
+            if abs(g) <= 1e-6 * w:
+                break
+            if g > 0:
+                lo, g_lo = w, g
+                if side > 0:
+                    g_hi *= 0.5
+                side = 1
+            else:
+                hi, g_hi = w, g
+                if side < 0:
+                    g_lo *= 0.5
+                side = -1
+    if steps > 0 and dec is None:
+        return _unstable(st, rate, qs)
+    while float(ch.pi[3 * qu.size // 4 :].sum()) > 1e-9 and qu.size < 4096:
+        # the queue outgrew the chain: again with room for it, at the solution found
+        qu = _queue(st, arr, 2 * qu.size)
+        _, dec, ch = evaluate(ch.prompt_work_s)
+        if steps > 0 and dec is None:
+            return _unstable(st, rate, qs)
+    # TTFT at the engine, then the KV slot wait and the hand-off
+    tv, tp = _compact(*_ttft_atoms(st, arr, qu, ch))
+    kv_mean = 0.0
+    itl: _Mixture | None = None
+    if dec is not None:
+        full_itl = st.slots / (top * steps)  # Little at saturation: every slot held
+        itl = _itl_mixture(st, arr, ch, dec, max(full_itl, dec.life_s / steps))
+    if dec is not None and itl is not None and dec.full > 1e-9:
+        # slots full: GI/G/c in heavy traffic (Allen–Cunneen), the c slots draining at λ_max:
+        # W = P(full)·(c_a² + c_s²)/(2(λ_max − λ)), c_s the coefficient of variation of a
+        # request's life (completions of many nearly constant lives are smooth)
+        m1 = float(itl.w @ itl.mean)
+        cs2 = float(itl.w @ (itl.var + itl.mean**2)) / (m1 * m1) - 1.0
+        kv_mean = dec.full * (idc_a + max(cs2, 0.0)) / (2.0 * (top - rate))
+        x, h = np.polynomial.laguerre.laggauss(24)
+        cond = kv_mean / dec.full
+        tv = np.concatenate([tv, (tv[:, None] + cond * x[None, :]).ravel()])
+        tp = np.concatenate([tp * (1.0 - dec.full), (tp[:, None] * dec.full * h[None, :]).ravel()])
+        tv, tp = _compact(tv, tp)
+    tv = tv + st.handoff_s
+    ttft_mean = float(tv @ tp)
+    ttft_table = dict(zip(qs, _quantiles_of_atoms(tv, tp, qs), strict=True))
+    alone = float(st.prompt_s[1]) + st.handoff_s
+    if dec is None:  # one-token answers: no decode
+        nan = math.nan
+        return OpenLoopPoint(
+            rate, rate / top, True, rate * ttft_mean, ttft_mean, nan, ttft_mean,
+            ttft_table, dict.fromkeys(qs, nan), ttft_table, top, 0.0, ch.prefill_share,
+            1.0 - ch.idle_share, kv_mean, ttft_mean - alone,
+        )  # fmt: skip
+    assert itl is not None
+    itl_mean = dec.life_s / steps
+    e2e_q = _sum_quantiles(_equal_mass(tv, tp, 128), itl, steps, qs)
+    b = np.arange(st.slots + 1, dtype=float)
+    return OpenLoopPoint(
+        rate_rps=rate,
+        utilisation=rate / top,
+        stable=True,
+        in_flight=float(dec.pmf @ b) + rate * float(st.prompt_s[1]),
+        ttft_s=ttft_mean,
+        itl_s=itl_mean,
+        e2e_s=ttft_mean + steps * itl_mean,
+        ttft_q=ttft_table,
+        itl_q=dict(zip(qs, itl.quantiles(qs), strict=True)),
+        e2e_q=dict(zip(qs, e2e_q, strict=True)),
+        max_rate_rps=top,
+        decode_batch=float(dec.pmf[1:] @ b[1:]) / max(float(dec.pmf[1:].sum()), _EPS),
+        prefill_share=ch.prefill_share,
+        busy_share=1.0 - ch.idle_share,
+        kv_wait_s=kv_mean,
+        ttft_wait_s=ttft_mean - alone,
+    )
+
+
+def _itl_mixture(st: _Steps, arr: _Arrivals, ch: _Chain, dec: _Decode, cap_s: float) -> _Mixture:
+    """Per-request ITL (module docstring): the decode life as a busy period of prompt
+    interruptions (each arrival during it adds w_e of life) started by decode work D, plus the
+    batch's part, gamma-shaped, and no more than ``cap_s`` (the ITL with the slots full)."""
+    steps = st.osl - 1.0
+    rate, idc_a = arr.rate, arr.idc
+    life = dec.life_s
+    _, _, i1, i2 = _feedback(dec.beta)
+    g, bt = dec.gamma, dec.beta_seen
+    rho = 1.0 - 1.0 / g
+    per_arrival = g * (rho + bt * i1) / rate  # s: life per arrival in a window of one life
+    resid = life * idc_a / rate * g * g * bt * bt * max(i2 - i1 * i1, 0.0)
+    # busy period: L = D + A·w_e, w_e/(1 − λw_e) = s, E[L] = D/(1 − λw_e) = L
+    w_e = per_arrival / (1.0 + rate * per_arrival)
+    work = life / (1.0 + rate * per_arrival)
+    mean_a = rate * life
+    if mean_a * idc_a < 300.0:
+        # Takács (1962): P(A = n) = D/(D + n·w_e) · P(n arrivals in D + n·w_e), counted from
+        # an arrival (Borel–Tanner for Poisson arrivals)
+        n_max = int(mean_a + 14.0 * math.sqrt(mean_a * idc_a * g * g + 1.0) * g + 16)
+        n = np.arange(n_max + 1, dtype=float)
+        span = work + n * w_e
+        top_count = rate * float(span[-1])
+        need = max(n_max + 1.0, top_count + 12.0 * math.sqrt(top_count * idc_a + 1.0) + 16.0)
+        size = 32
+        while size < need:
+            size *= 2
+        counts = _counts_from(_spectrum(arr, size), span, arr.start)  # [n, count]
+        pa = work / span * counts[np.arange(n_max + 1), np.arange(n_max + 1)]
+        lives = span
+    else:  # many arrivals: the busy period is inverse Gaussian (first passage with drift)
+        var = mean_a * idc_a * per_arrival**2
+        shape = life**3 / var
+        sd = math.sqrt(var)
+        lives = life + sd * np.linspace(-7.0, 14.0, 211)
+        lives = lives[lives > 0]
+        pa = np.sqrt(shape / (2 * np.pi * lives**3)) * np.exp(
+            -shape * (lives - life) ** 2 / (2 * life**2 * lives)
+        )
+    keep = pa > 1e-14 * pa.max()
+    lives, pa = lives[keep], pa[keep] / pa[keep].sum()
+    lives = lives * life / float(pa @ lives)  # the mean life exactly (Little)
+    batching = (lives - work) / max(w_e, _EPS) * ch.steps_per_prompt * ch.step_var_s2 * g * g
+    return _mixture(
+        lives / steps, (resid + np.maximum(batching, 0.0)) / steps**2,
+        dec.level * life / steps, pa, cap_s,
+    )  # fmt: skip
+
+
+# ---------------------------------------------------------------------------------------------
+# Public API
+# ---------------------------------------------------------------------------------------------
+
+
+def open_loop(
+    dep: Deployment,
+    isl: float,
+    osl: float,
+    rate_rps: float,
+    *,
+    cv: float = 1.0,
+    max_in_flight: int,
+    step_tokens: int = STEP_TOKENS,
+    quantiles: tuple[float, ...] = QUANTILES,
+) -> OpenLoopPoint:
+    """One in-flight-batching instance of ``dep`` under arrivals at ``rate_rps`` requests/s
+    (gamma inter-arrival times with coefficient of variation ``cv``; 1 = Poisson) of ISL / OSL
+    tokens, with ``max_in_flight`` KV slots (``Resolved.max_concurrency``) and prompt steps of
+    up to ``step_tokens`` prompt tokens (module docstring). Seconds and requests/s."""
+    st = _steps(dep, isl, osl, max_in_flight, step_tokens)
+    return _point(st, float(rate_rps), cv, tuple(_fraction(q) for q in quantiles))
+
+
+def max_rate_rps(
+    dep: Deployment, isl: float, osl: float, *, max_in_flight: int, step_tokens: int = STEP_TOKENS
+) -> float:
+    """The sustainable rate λ_max (requests/s) of one instance (module docstring)."""
+    return _steps(dep, isl, osl, max_in_flight, step_tokens).max_rate_rps
+
+
+def max_rate_within(
+    dep: Deployment,
+    isl: float,
+    osl: float,
+    limits: Mapping[str, tuple[str | float, float]],
+    cv: float = 1.0,
+    max_in_flight: int = 1,
+    *,
+    step_tokens: int = STEP_TOKENS,
+    rel_tol: float = 1e-3,
+) -> float:
+    """The highest rate (requests/s) at which every ``limits`` entry holds: metric ("ttft",
+    "itl", "e2e"; a ``_s`` suffix is accepted) → (statistic: "mean", a fraction or "pNN";
+    limit in seconds). Every statistic grows with the rate, so bisection on (0, λ_max) to
+    ``rel_tol``; 0 when even a vanishing rate misses."""
+    st = _steps(dep, isl, osl, max_in_flight, step_tokens)
+    wanted: list[tuple[Metric, str | float, float]] = []
+    qs = set(QUANTILES)
+    for name, (stat, limit) in limits.items():
+        metric = name.removesuffix("_s")
+        if metric == "ttft" or metric == "itl" or metric == "e2e":
+            if stat != "mean":
+                qs.add(_fraction(stat))
+            wanted.append((cast(Metric, metric), stat, float(limit)))
+        else:
+            raise ValueError(f"unknown metric {name!r}; expected ttft, itl or e2e")
+    quantiles = tuple(sorted(qs))
+    top = st.max_rate_rps
+
+    def meets(rate: float) -> bool:
+        p = _point(st, rate, cv, quantiles)
+        return p.stable and all(p.statistic(mt, s) <= lim for mt, s, lim in wanted)
+
+    lo, hi = top * 1e-6, top
+    if not meets(lo):
+        return 0.0
+    while hi - lo > rel_tol * hi:
+        mid = 0.5 * (lo + hi)
+        if meets(mid):
+            lo = mid
+        else:
+            hi = mid
+    return lo

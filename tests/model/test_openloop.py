@@ -1,0 +1,326 @@
+"""The open-loop model of one in-flight instance (openloop.py): hand-checked limits, classical
+queues it reduces to, its closed forms against quadrature, monotonicity, and the simulator."""
+
+from __future__ import annotations
+
+import itertools
+import math
+from functools import cache
+
+import numpy as np
+import pytest
+from scipy import stats
+from shipped import catalog, estimator
+
+from inferencesize import openloop as ol
+from inferencesize.estimate import Candidate, Resolved
+from inferencesize.latency import per_token_decode_s, prefill, step_time
+from inferencesize.openloop import QUANTILES, max_rate_rps, max_rate_within, open_loop
+from inferencesize.parallelism import Parallelism
+from inferencesize.simulate import (
+    BatchingConfig,
+    Workload,
+    per_request,
+    poisson_arrivals,
+    simulate_llm,
+)
+from inferencesize.simulate.stats import measured_mask
+
+ISL, OSL = 2000, 200
+
+
+@cache
+def _resolved(model: str, hardware: str, tp: int, isl: int, osl: int) -> Resolved:
+    gpu, system = catalog().hardware(hardware)
+    cand = Candidate(catalog().model(model), gpu, system, "fp8", "fp8", Parallelism(tp))
+    res = estimator().resolve(cand, isl + osl)
+    assert res.deployment is not None and res.reason is None
+    return res
+
+
+def _case() -> Resolved:
+    return _resolved("llama-3-8b", "h100-sxm", 1, ISL, OSL)
+
+
+# ---------------------------------------------------------------------------------------------
+# Limits by hand
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("model", "tp"), [("llama-3-8b", 1), ("mixtral-8x7b", 2)], ids=["one-gpu", "tp2-handoff"]
+)
+def test_vanishing_load_is_one_prefill_alone_then_decode_alone(model: str, tp: int) -> None:
+    res = _resolved(model, "h100-sxm", tp, ISL, OSL)
+    dep = res.deployment
+    assert dep is not None
+    c = res.max_concurrency
+    # a request alone: its prompt step p(1), the hand-off on more than one GPU, then decode
+    # steps of one sequence at the mean context ISL + OSL/2 = 2100 tokens
+    p1 = float(prefill(dep, 1, ISL).total_s)
+    d1 = float(per_token_decode_s(dep, 1, ISL + OSL / 2))
+    assert (dep.handoff_s > 0) == (tp > 1)
+    rate = 1e-5 * max_rate_rps(dep, ISL, OSL, max_in_flight=c)
+    p = open_loop(dep, ISL, OSL, rate, max_in_flight=c)
+    assert p.stable
+    assert p.ttft_s == pytest.approx(p1 + dep.handoff_s, rel=1e-3)
+    assert p.itl_s == pytest.approx(d1, rel=1e-3)
+    assert p.e2e_s == pytest.approx(p1 + dep.handoff_s + (OSL - 1) * d1, rel=1e-3)
+    assert p.ttft_q[0.5] == pytest.approx(p1 + dep.handoff_s, rel=1e-3)
+
+
+def test_sustainable_rate_by_hand_and_instability_past_it() -> None:
+    res = _case()
+    dep = res.deployment
+    assert dep is not None
+    c = res.max_concurrency
+    # saturated: c sequences decode; prompt steps hold K = ⌊8192 / 2000⌋ = 4 prompts
+    k = 8192 // ISL
+    assert k == 4
+    p4 = float(step_time(dep, 0, 0, 4, ISL).total_s)
+    dc = float(per_token_decode_s(dep, c, ISL + OSL / 2))
+    want = 1.0 / (p4 / 4 + (OSL - 1) * dc / c)
+    top = max_rate_rps(dep, ISL, OSL, max_in_flight=c)
+    assert top == pytest.approx(want, rel=1e-12)
+    below = open_loop(dep, ISL, OSL, 0.5 * top, max_in_flight=c)
+    assert below.stable and below.utilisation == pytest.approx(0.5)
+    assert below.max_rate_rps == pytest.approx(top)
+    for f in (1.0, 1.5):
+        p = open_loop(dep, ISL, OSL, f * top, max_in_flight=c)
+        assert not p.stable and p.utilisation == pytest.approx(f)
+        assert math.isinf(p.ttft_s) and math.isinf(p.e2e_q[0.99])
+
+
+def _md1_wait_cdf(t: float, lam: float, d: float) -> float:
+    """P(W ≤ t) in M/D/1 (Erlang 1909): (1 − ρ) Σ_{k=0}^{⌊t/D⌋} (λ(kD − t))^k / k! · e^{λ(t − kD)}."""
+    rho = lam * d
+    return (1 - rho) * sum(
+        (lam * (k * d - t)) ** k / math.factorial(k) * math.exp(lam * (t - k * d))
+        for k in range(int(t // d) + 1)
+    )
+
+
+@pytest.mark.parametrize("rho", [0.3, 0.6, 0.9])
+def test_one_prompt_per_step_and_one_token_answers_is_md1(rho: float) -> None:
+    """K = 1 (step_tokens below the prompt) and OSL = 1 (no decode): the prompt steps are an
+    M/D/1 queue with service S = p(1): W = ρS/(2(1 − ρ)) (Pollaczek–Khinchine)."""
+    res = _case()
+    dep = res.deployment
+    assert dep is not None
+    s = float(prefill(dep, 1, ISL).total_s)
+    assert max_rate_rps(dep, ISL, 1, max_in_flight=64, step_tokens=1) == pytest.approx(1 / s)
+    lam = rho / s
+    p = open_loop(dep, ISL, 1, lam, max_in_flight=64, step_tokens=1)
+    # e.g. ρ = 0.6: W = 0.6 S / (2 · 0.4) = 0.75 S, TTFT = 1.75 S
+    assert p.ttft_s == pytest.approx(s + rho * s / (2 * (1 - rho)), rel=1e-6)
+    assert p.e2e_s == p.ttft_s and math.isnan(p.itl_s)
+    # the waiting time's p90 from Erlang's exact M/D/1 distribution, by bisection
+    lo, hi = 0.0, 40 * s
+    for _ in range(60):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if _md1_wait_cdf(mid, lam, s) < 0.9 else (lo, mid)
+    assert p.ttft_q[0.9] == pytest.approx(s + hi, rel=5e-3)  # 16-cell position quadrature
+
+
+@pytest.mark.parametrize("rho", [0.3, 0.8, 0.95])
+def test_decode_steps_are_vacations_fuhrmann_cooper(rho: float) -> None:
+    """Prompt steps of S = 50 ms one at a time; when no prompt waits the server takes a decode
+    step of 20 or 60 ms (even odds): M/D/1 with multiple vacations, W = ρS/(2(1 − ρ)) +
+    E[V²]/(2E[V]) = ρS/(2(1 − ρ)) + (0.0004 + 0.0036)/2 / (2 · 0.04) = … + 25 ms."""
+    s = 0.05
+    st = ol._Steps(float(ISL), 1.0, 1, 8, np.array([0.0, s]), np.full(9, 0.01), 0.0)
+    arr = ol._arrivals(rho / s, 1.0)
+    qu = ol._queue(st, arr)
+    lens, probs = np.array([0.02, 0.06]), np.array([0.5, 0.5])
+    values, weights = ol._ttft_atoms(st, arr, qu, ol._chain(st, arr, qu, lens, probs, 0.0))
+    want = rho * s / (2 * (1 - rho)) + 0.025
+    assert float(values @ weights) - s == pytest.approx(want, rel=1e-6)
+    # exponential-like vacations are not special: the residual of the one in progress is
+    # E[V²]/(2E[V]); with the server idle instead (no vacations) it is Pollaczek–Khinchine
+    values, weights = ol._ttft_atoms(st, arr, qu, ol._chain(st, arr, qu, lens, probs, 1.0))
+    assert float(values @ weights) - s == pytest.approx(rho * s / (2 * (1 - rho)), rel=1e-6)
+
+
+def test_poisson_counts_are_poisson() -> None:
+    # λ = 5/s over τ = 0.4 s: Poisson with mean 2, P(k) = e^{−2} 2^k / k!
+    arr = ol._arrivals(5.0, 1.0)
+    pmf = ol._counts_from(ol._spectrum(arr, 64), np.array([0.4]), np.array([1.0]))[0]
+    want = [math.exp(-2) * 2**k / math.factorial(k) for k in range(12)]
+    assert pmf[:12] == pytest.approx(want, abs=1e-12)
+
+
+@pytest.mark.parametrize("cv", [1.5, 2.0, 3.0])
+def test_gamma_gaps_as_a_mixture_of_exponentials(cv: float) -> None:
+    """The phases keep the mean gap and cv² exactly, and the gap distribution at the scales
+    that batch prompts (1 % to 3 mean gaps) within 0.03."""
+    rate = 4.0
+    arr = ol._arrivals(rate, cv)
+    mean = 1.0 / arr.exit  # hyperexponential: phase j is exponential with mean 1/s_j
+    assert float(arr.start @ mean) == pytest.approx(1 / rate, rel=1e-9)
+    second = 2 * float(arr.start @ mean**2)
+    assert second * rate**2 - 1 == pytest.approx(cv * cv, rel=1e-6)
+    k = 1 / cv**2
+    for x in (0.01, 0.03, 0.1, 0.3, 1.0, 3.0):
+        t = x / rate
+        fit = float(arr.start @ (1 - np.exp(-t / mean)))
+        assert fit == pytest.approx(stats.gamma.cdf(t, k, scale=1 / (k * rate)), abs=0.03)
+    # smoother: a mixed Erlang with the same two moments (Tijms)
+    smooth = ol._arrivals(rate, 0.5)
+    gaps = np.linalg.inv(-smooth.sub)
+    m1 = float(smooth.start @ gaps @ np.ones(smooth.phases))
+    m2 = 2 * float(smooth.start @ gaps @ gaps @ np.ones(smooth.phases))
+    assert m1 == pytest.approx(1 / rate) and m2 / m1**2 - 1 == pytest.approx(0.25)
+
+
+def test_feedback_integrals_closed_forms_match_quadrature() -> None:
+    theta = np.linspace(1e-7, 3000.0, 1_500_001)
+    h = (1 - np.exp(-1j * theta)) / (1j * theta)
+    h2 = np.abs(h) ** 2
+    for beta in (0.05, 0.3, 0.7, 0.9):
+        j, j1, i1, i2 = ol._feedback(beta)
+        fb = 1 / (1 - beta * h)
+        tail = 2 / 3000 / math.pi  # ∫_Θ^∞ 2(1 − cos θ)/θ² ≈ 2/Θ
+        assert j == pytest.approx(np.trapezoid(h2 * np.abs(fb) ** 2, theta) / np.pi + tail, 1e-3)
+        assert j1 == pytest.approx(np.trapezoid(h2 * fb.real, theta) / np.pi + tail, 1e-3)
+        assert i1 == pytest.approx(np.trapezoid(h2 * (h * fb).real, theta) / np.pi, 1e-3)
+        assert i2 == pytest.approx(np.trapezoid(h2 * h2 * np.abs(fb) ** 2, theta) / np.pi, 1e-3)
+    # β → 0: no feedback, J = J₁ = 1, and the window's own integrals ½ and ⅔
+    assert ol._feedback(0.0) == pytest.approx((1.0, 1.0, 0.5, 2 / 3))
+
+
+def test_state_reduction_matches_a_linear_solve() -> None:
+    rng = np.random.default_rng(3)
+    n, reach, phases = 60, 9, 3
+    p = rng.random((n, n))
+    for i in range(n):
+        p[i, : max(0, i - reach)] = 0.0
+    p /= p.sum(axis=1, keepdims=True)
+    a = p.T - np.eye(n)
+    a[-1] = 1.0
+    rhs = np.zeros(n)
+    rhs[-1] = 1.0
+    want = np.linalg.solve(a, rhs)
+    got = ol._Levels(p, reach, phases).stationary(p[:phases].copy())
+    assert got == pytest.approx(want, abs=1e-12)
+
+
+# ---------------------------------------------------------------------------------------------
+# Shape of the answers
+# ---------------------------------------------------------------------------------------------
+
+
+@cache
+def _sweep(cv: float) -> list[ol.OpenLoopPoint]:
+    res = _case()
+    dep = res.deployment
+    assert dep is not None
+    top = max_rate_rps(dep, ISL, OSL, max_in_flight=res.max_concurrency)
+    return [
+        open_loop(dep, ISL, OSL, f * top, cv=cv, max_in_flight=res.max_concurrency)
+        for f in (0.05, 0.2, 0.4, 0.6, 0.8, 0.9)
+    ]
+
+
+@pytest.mark.parametrize("cv", [1.0, 2.0])
+def test_more_rate_never_lowers_a_mean_or_percentile(cv: float) -> None:
+    points = _sweep(cv)
+    for a, b in itertools.pairwise(points):
+        assert b.rate_rps > a.rate_rps
+        for metric in ("ttft", "itl", "e2e"):
+            assert b.statistic(metric, "mean") >= a.statistic(metric, "mean") * (1 - 1e-9)
+            for q in QUANTILES:
+                assert b.statistic(metric, q) >= a.statistic(metric, q) * (1 - 1e-9)
+        assert b.in_flight >= a.in_flight and b.prefill_share >= a.prefill_share
+
+
+@pytest.mark.parametrize("cv", [1.0, 2.0])
+def test_higher_percentiles_are_longer(cv: float) -> None:
+    for p in _sweep(cv):
+        for metric in ("ttft", "itl", "e2e"):
+            values = [p.statistic(metric, q) for q in QUANTILES]
+            assert values == sorted(values)
+            assert p.statistic(metric, "p50") == p.statistic(metric, 0.5)
+
+
+def test_burstier_traffic_waits_longer() -> None:
+    for poisson, bursty in zip(_sweep(1.0), _sweep(2.0), strict=True):
+        assert bursty.ttft_wait_s > poisson.ttft_wait_s
+        assert bursty.ttft_s > poisson.ttft_s
+        for q in (0.9, 0.95, 0.99):
+            assert bursty.ttft_q[q] >= poisson.ttft_q[q]
+            assert bursty.e2e_q[q] >= poisson.e2e_q[q]
+        # the same work per request: the sustainable rate does not depend on burstiness
+        assert bursty.max_rate_rps == poisson.max_rate_rps
+
+
+def test_max_rate_within_limits() -> None:
+    res = _case()
+    dep = res.deployment
+    assert dep is not None
+    c = res.max_concurrency
+    top = max_rate_rps(dep, ISL, OSL, max_in_flight=c)
+    at_half = open_loop(dep, ISL, OSL, 0.5 * top, max_in_flight=c)
+    # the mean grows strictly with the rate: the limit set at half the rate gives it back
+    limit = {"ttft": ("mean", at_half.ttft_s)}
+    rate = max_rate_within(dep, ISL, OSL, limit, max_in_flight=c)
+    assert rate == pytest.approx(0.5 * top, rel=2e-3)
+    # a percentile: the rate found meets it, 1 % more does not
+    tail = {"e2e": ("p99", at_half.e2e_q[0.99])}
+    found = max_rate_within(dep, ISL, OSL, tail, max_in_flight=c)
+    assert open_loop(dep, ISL, OSL, found, max_in_flight=c).e2e_q[0.99] <= at_half.e2e_q[0.99]
+    assert open_loop(dep, ISL, OSL, 1.01 * found, max_in_flight=c).e2e_q[0.99] > at_half.e2e_q[0.99]
+    # a looser limit never lowers the rate; a second limit that holds changes nothing
+    looser = max_rate_within(
+        dep, ISL, OSL, {"ttft": ("mean", 1.2 * at_half.ttft_s)}, max_in_flight=c
+    )
+    assert looser > rate
+    both = {**limit, "itl_s": ("mean", 10.0)}
+    assert max_rate_within(dep, ISL, OSL, both, max_in_flight=c) == pytest.approx(rate)
+    # a TTFT limit below one prompt step alone is never met
+    p1 = float(prefill(dep, 1, ISL).total_s)
+    assert max_rate_within(dep, ISL, OSL, {"ttft": ("mean", 0.9 * p1)}, max_in_flight=c) == 0
+    # bursty traffic meets the same limit at a lower rate
+    assert max_rate_within(dep, ISL, OSL, limit, cv=2.0, max_in_flight=c) < rate
+    with pytest.raises(ValueError, match="unknown metric"):
+        max_rate_within(dep, ISL, OSL, {"tpot": ("mean", 1.0)}, max_in_flight=c)
+
+
+def test_bad_input_is_refused() -> None:
+    res = _case()
+    dep = res.deployment
+    assert dep is not None
+    with pytest.raises(ValueError, match="rate"):
+        open_loop(dep, ISL, OSL, 0.0, max_in_flight=8)
+    with pytest.raises(ValueError, match="coefficient of variation"):
+        open_loop(dep, ISL, OSL, 1.0, cv=0.0, max_in_flight=8)
+    with pytest.raises(ValueError, match="max_in_flight"):
+        open_loop(dep, ISL, OSL, 1.0, max_in_flight=0)
+    with pytest.raises(ValueError, match="statistic"):
+        _sweep(1.0)[0].statistic("ttft", "median")
+
+
+# ---------------------------------------------------------------------------------------------
+# Against the simulator
+# ---------------------------------------------------------------------------------------------
+
+
+def test_agrees_with_the_simulator() -> None:
+    """Poisson at half the sustainable rate, 20 000 requests: the means within 3 %, the p95s
+    within 6 % (benchmarks/openloop_vs_sim.py runs the whole grid)."""
+    res = _case()
+    dep = res.deployment
+    assert dep is not None
+    c = res.max_concurrency
+    rate = 0.5 * max_rate_rps(dep, ISL, OSL, max_in_flight=c)
+    n = 20_000
+    rng = np.random.default_rng(11)
+    wl = Workload(np.full(n, ISL), np.full(n, OSL), poisson_arrivals(rng, n, rate))
+    gpu, _ = catalog().hardware("h100-sxm")
+    sim = simulate_llm(dep, gpu.memory_bytes, wl, BatchingConfig("inflight", c))
+    keep = measured_mask(sim, 0.1)
+    pr = per_request(sim)
+    p = open_loop(dep, ISL, OSL, rate, max_in_flight=c)
+    for metric in ("ttft", "itl", "e2e"):
+        values = getattr(pr, f"{metric}_s")[keep]
+        assert p.statistic(metric, "mean") == pytest.approx(values.mean(), rel=0.03)
+        assert p.statistic(metric, 0.95) == pytest.approx(np.percentile(values, 95), rel=0.06)
