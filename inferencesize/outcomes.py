@@ -215,7 +215,8 @@ class LatencyMiss(_Worded):
     value_s: float
     limit_s: float
     at: int
-    unit: Literal["concurrency", "batch size"] = "concurrency"
+    unit: Literal["concurrency", "batch size", "request rate"] = "concurrency"
+    statistic: str = "mean"  # the statistic over requests the limit holds ("mean", "p99" …)
 
     @property
     def kind(self) -> RejectKind:
@@ -227,16 +228,25 @@ class LatencyMiss(_Worded):
         return self.value_s / self.limit_s
 
     @property
+    def _name(self) -> str:
+        name = METRIC_NAMES[self.metric]
+        return name if self.statistic == "mean" else f"{self.statistic} {name}"
+
+    @property
     def message(self) -> str:
+        where = (
+            "even at a light request rate"
+            if self.unit == "request rate"
+            else f"at {self.unit} {self.at}"
+        )
         return (
-            f"{METRIC_NAMES[self.metric]} {fmt_seconds(self.value_s)} > limit"
-            f" {fmt_seconds(self.limit_s)} at {self.unit} {self.at}"
+            f"{self._name} {fmt_seconds(self.value_s)} > limit {fmt_seconds(self.limit_s)} {where}"
         )
 
     def best_message(self, candidate: str) -> str:
         """The nearest-miss sentence: the best this candidate does against the limit."""
         return (
-            f"best {METRIC_NAMES[self.metric]} is {fmt_seconds(self.value_s)} on {candidate}"
+            f"best {self._name} is {fmt_seconds(self.value_s)} on {candidate}"
             f" > limit {fmt_seconds(self.limit_s)}"
         )
 

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol
 
 import numpy as np
@@ -73,12 +73,15 @@ Binding = Literal["ttft", "itl", "e2e", "memory"]
 
 @dataclass(frozen=True)
 class Limits:
-    """Latency limits in seconds (None = no limit)."""
+    """Latency limits in seconds (None = no limit), each held at a statistic over requests
+    (``stats``: TTFT, ITL, E2E; "mean" or "p50" … "p99"). The closed-loop model predicts
+    means only; percentiles need the open-loop model (:mod:`inferencesize.openloop`)."""
 
     ttft_s: float | None = None
     itl_s: float | None = None
     e2e_s: float | None = None
     mode: Mode = "streaming"
+    stats: tuple[str, str, str] = ("mean", "mean", "mean")
 
     @classmethod
     def from_ms(
@@ -93,8 +96,16 @@ class Limits:
 
     @classmethod
     def of(cls, scenario: ScenarioSpec) -> Limits:
-        """A scenario's limits."""
-        return cls.from_ms(scenario.ttft_ms, scenario.itl_ms, scenario.e2e_ms, scenario.mode)
+        """A scenario's limits, at their statistics."""
+        plain = cls.from_ms(scenario.ttft_ms, scenario.itl_ms, scenario.e2e_ms, scenario.mode)
+        return replace(plain, stats=scenario.statistics)
+
+    def statistic(self, name: Metric) -> str:
+        return self.stats[("ttft", "itl", "e2e").index(name)]
+
+    def open_loop_limits(self) -> dict[str, tuple[str, float]]:
+        """metric -> (statistic, seconds) of the active limits (``openloop.max_rate_within``)."""
+        return {name: (self.statistic(name), limit) for name, limit in self.active()}
 
     def active(self) -> list[tuple[Metric, float]]:
         """The (name, limit) pairs that apply in this mode."""
@@ -483,6 +494,78 @@ def _origin(grids: list[_Grid], flat: int) -> tuple[_Grid, int]:
     raise IndexError(flat)
 
 
+#: The lightest load an open-loop candidate is judged at when even it misses (a rate this far
+#: below the instance's sustainable rate is alone in the engine for practical purposes).
+LIGHT_LOAD_SHARE = 1e-3
+
+
+def search_rate(
+    res: Resolved, isl: float, osl: float, limits: Limits, cv: float = 1.0
+) -> tuple[OperatingPoint, Binding] | tuple[None, RejectReason]:
+    """Open loop: the highest request rate one in-flight instance serves with every limit met
+    at its statistic (:func:`inferencesize.openloop.max_rate_within`, gamma arrivals with
+    coefficient of variation ``cv``), as an operating point (means, with the percentiles),
+    and the limit that binds it (the one nearest its limit there).
+
+    Returns (None, reason) when the candidate cannot run, or when even a vanishing rate misses
+    a limit (:class:`~inferencesize.outcomes.LatencyMiss` at the lightest load)."""
+    from inferencesize.openloop import max_rate_rps, max_rate_within, open_loop
+
+    top = res.max_concurrency
+    if top < 1 or res.deployment is None:
+        why = unrunnable(res, isl + osl)
+        assert why is not None
+        return None, why
+    dep = res.deployment
+    wanted = limits.open_loop_limits()
+    rate = max_rate_within(dep, isl, osl, wanted, cv, top) if wanted else 0.0
+    if not wanted:
+        rate = max_rate_rps(dep, isl, osl, max_in_flight=top)
+    if rate <= 0.0:
+        light = LIGHT_LOAD_SHARE * max_rate_rps(dep, isl, osl, max_in_flight=top)
+        pt = open_loop(dep, isl, osl, light, cv=cv, max_in_flight=top)
+        name, value, limit = max(
+            ((n, _at_statistic(pt, n, limits.statistic(n)), lim) for n, lim in limits.active()),
+            key=lambda t: t[1] / t[2],
+        )
+        return None, LatencyMiss(
+            name, value, limit, at=0, unit="request rate", statistic=limits.statistic(name)
+        )
+    pt = open_loop(dep, isl, osl, rate, cv=cv, max_in_flight=top)
+    op = OperatingPoint(
+        concurrency=pt.in_flight,
+        in_flight=pt.in_flight,
+        ttft_s=pt.ttft_s,
+        itl_s=pt.itl_s,
+        e2e_s=pt.e2e_s,
+        requests_per_s=rate,
+        output_tokens_per_s=rate * osl,
+        queue_wait_s=pt.kv_wait_s,
+        prefill_wait_s=pt.ttft_wait_s,
+        prefill_bound=None,
+        decode_bound=None,
+        ttft_q=dict(pt.ttft_q),
+        itl_q=dict(pt.itl_q),
+        e2e_q=dict(pt.e2e_q),
+    )
+    binding: Binding = "memory"
+    if wanted:
+        binding = max(
+            limits.active(),
+            key=lambda nl: _at_statistic(pt, nl[0], limits.statistic(nl[0])) / nl[1],
+        )[0]
+    return op, binding
+
+
+def _at_statistic(pt: Any, name: Metric, statistic: str) -> float:
+    """``pt``'s ``name`` latency at ``statistic`` ("mean" or "pNN"), seconds."""
+    if statistic == "mean":
+        return float(getattr(pt, f"{name}_s"))
+    q = float(statistic.removeprefix("p")) / 100.0
+    table: Any = getattr(pt, f"{name}_q")
+    return float(table[q])
+
+
 def _latency_miss(
     res: Resolved,
     isl: float,
@@ -630,6 +713,8 @@ def plan(
     dps: Sequence[int] | None = None,
     span_nvlink_domain: bool = False,
     batch_sizes: Sequence[int] | None = None,
+    arrivals: Literal["poisson", "closed-loop"] = "closed-loop",
+    cv: float = 1.0,
 ) -> PlanResult:
     """Size a deployment: every candidate, its best operating point, ranked plans.
 
@@ -640,9 +725,19 @@ def plan(
     (:mod:`inferencesize.economics`). ``dps`` lists attention data-parallel degrees (None: 1
     only); ``span_nvlink_domain`` lets the single-node pass use a rack's whole NVLink domain.
     ``batch_sizes`` restricts static batches to those sizes (:func:`search_point`).
+
+    ``arrivals``: ``"closed-loop"`` sizes each instance at the load a GenAI-Perf concurrency
+    benchmark would run it at (:func:`search_point`, mean limits); ``"poisson"`` at the highest
+    request rate whose latencies meet the limits at their statistics under arrivals at a rate
+    with coefficient of variation ``cv`` (:func:`search_rate`; in-flight batching: static
+    batching keeps the closed-loop batch model). The peak is split evenly over the instances
+    (a least-loaded balancer), so N instances serve it when peak / N is within one's rate.
     """
     if peak_rps <= 0:
         raise ValueError(f"peak_rps must be > 0 (got {peak_rps})")
+    open_loop = arrivals == "poisson" and batching != "static"
+    if not open_loop and any(stat != "mean" for stat in limits.stats):
+        raise ValueError("percentile limits need open-loop (poisson) arrivals")
     options = [HardwareOption(g, s) for g, s in hardware]
     feasible: list[Plan] = []
     rejected: list[Rejected] = []
@@ -693,7 +788,10 @@ def plan(
         except TypeError:  # an unhashable deployment detail: no sharing
             key, found = None, None
         if found is None:
-            found = search_point(res, isl, osl, limits, batching, batch_sizes)
+            if open_loop:
+                found = search_rate(res, isl, osl, limits, cv)
+            else:
+                found = search_point(res, isl, osl, limits, batching, batch_sizes)
             if key is not None:
                 searched[key] = found
         op, why = found
@@ -702,7 +800,9 @@ def plan(
             return
         assert not isinstance(why, str)
         nearest = None
-        if isinstance(why, LatencyMiss):  # the limit missed by the largest factor there
+        if isinstance(why, LatencyMiss) and why.unit == "request rate":
+            nearest = why  # already the limit missed by the largest factor at light load
+        elif isinstance(why, LatencyMiss):  # the limit missed by the largest factor there
             at = _point(res, isl, osl, why.at, batching)
             assert at is not None
             name, value, limit, _ = limits.worst_ratio(at)
@@ -804,5 +904,7 @@ def plan_scenario(
         eps=None if s.ep == "auto" else s.ep,
         batching=s.batching,
         batch_sizes=s.batch_sizes,
+        arrivals=s.arrivals,
+        cv=s.cv,
         **options,
     )

@@ -46,7 +46,8 @@ them together, and the operating points the commands report.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 import numpy as np
@@ -99,6 +100,10 @@ class OperatingPoint:
     prefill_wait_s: float  # waiting behind other prefills (part of TTFT)
     prefill_bound: str | None  # what bounds each phase (None: not computed, e.g. planning)
     decode_bound: str | None
+    #: Open-loop points: percentiles over requests, {fraction: seconds} (empty: means only).
+    ttft_q: Mapping[float, float] = field(default_factory=dict)
+    itl_q: Mapping[float, float] = field(default_factory=dict)
+    e2e_q: Mapping[float, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -113,9 +113,10 @@ class ScenarioSpec(Spec):
     itl_ms: Positive | None = None
     e2e_ms: Positive | None = None
     arrivals: Arrivals = Field(
-        default="poisson",
-        description="poisson: requests at a rate (cv: their burstiness); closed-loop: the"
-        " GenAI-Perf concurrency benchmark (clients resend when their answer ends)",
+        default="closed-loop",
+        description="closed-loop: the GenAI-Perf concurrency benchmark (clients resend when"
+        " their answer ends), sized at mean limits; poisson: requests at a rate (cv: their"
+        " burstiness), sized at each limit's statistic with the open-loop model",
     )
     cv: Annotated[float, Field(gt=0, le=10)] = Field(
         default=1.0,
