@@ -104,7 +104,9 @@ def _number(text: str) -> int | float:
         return float(text)
 
 
-def _range(name: str, text: str) -> list[int | float]:
+def _range_spec(name: str, text: str) -> tuple[int | float, int | float, int | float, int]:
+    """``START:STOP[:STEP]`` -> (start, stop, step, number of values), counted without building
+    them; at most :data:`MAX_POINTS` values."""
     parts = text.split(":")
     if len(parts) not in (2, 3):
         raise InputError(f"--vary {name}={text}: a range is START:STOP or START:STOP:STEP")
@@ -120,9 +122,17 @@ def _range(name: str, text: str) -> list[int | float]:
         raise InputError(f"--vary {name}={text}: empty range (step must be > 0)")
     if start > stop:
         raise InputError(f"--vary {name}={text}: empty range (start {start} > stop {stop})")
-    count = math.floor((stop - start) / step + 1e-9) + 1
+    span = (stop - start) / step
+    if not math.isfinite(span):  # e.g. 0:1e300:1e-300
+        raise InputError(f"--vary {name}={text}: too many values (at most {MAX_POINTS:,})")
+    count = math.floor(span + 1e-9) + 1
     if count > MAX_POINTS:
         raise InputError(f"--vary {name}={text}: {count:,} values (at most {MAX_POINTS:,})")
+    return start, stop, step, count
+
+
+def _range(name: str, text: str) -> list[int | float]:
+    start, stop, step, count = _range_spec(name, text)
     integral = all(isinstance(v, int) for v in (start, stop, step))
     return [start + i * step if integral else round(start + i * step, 12) for i in range(count)]
 
@@ -211,6 +221,28 @@ def parse_axis(text: str) -> Axis:
         if not raw:
             raise InputError(f"--vary {name}={spec}: no values")
     return Axis(name, tuple(check_value(name, v) for v in raw))
+
+
+def _axis_name(text: str) -> tuple[str, str]:
+    name, _, spec = text.partition("=")
+    return name.strip().replace("-", "_"), spec.strip()
+
+
+def planned_size(texts: Sequence[str]) -> int:
+    """The number of grid points the ``--vary`` texts describe, counted arithmetically (no
+    axis is expanded, no value validated; a range's count as :func:`parse_axis` would make
+    it). Malformed texts count one value each: :func:`parse_axis` reports them."""
+    total = 1
+    fields = set(variable_fields())
+    for text in texts:
+        name, spec = _axis_name(text)
+        if name not in fields or not spec:
+            continue
+        if ":" in spec and name not in LIST_FIELDS:
+            total *= _range_spec(name, spec)[3]
+        else:
+            total *= max(1, sum(1 for t in spec.split(",") if t.strip()))
+    return total
 
 
 def grid_size(axes: Sequence[Axis]) -> int:
