@@ -4,15 +4,33 @@ The cyclic garbage collector is off while the libraries and the command's module
 imported (their ~10^5 new objects would trigger collections that find nothing to free; ~30 ms
 of a 0.5 s plan), then those objects are frozen out of later collections and the collector
 runs again for the command itself (:func:`inferencesize.cli.main`).
+
+Ctrl-C while the libraries load (the first half second) ends the process with status 130 and
+one line, "interrupted", like Ctrl-C at any later moment (no traceback).
 """
 
 from __future__ import annotations
 
+import contextlib
 import gc
+import os
+import signal
+from typing import NoReturn
 
 
 def main() -> None:
-    gc.disable()
-    from inferencesize.cli import main as run
-
+    try:
+        gc.disable()
+        from inferencesize.cli import main as run
+    except KeyboardInterrupt:
+        _interrupted()
     run()
+
+
+def _interrupted() -> NoReturn:
+    """Ctrl-C before the command line is loaded: one line, status 130, nothing else (a second
+    Ctrl-C is ignored meanwhile)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    with contextlib.suppress(OSError):
+        os.write(2, b"interrupted\n")
+    os._exit(130)

@@ -7,7 +7,7 @@ the points (:mod:`inferencesize.frontier`).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -16,18 +16,25 @@ import numpy as np
 
 from inferencesize.errors import InputError
 from inferencesize.frontier import Curve, Frontier
+from inferencesize.io_write import Input, atomic_file, check_target
 
 PLOT_SUFFIXES = (".png", ".svg")
 INSTALL_HINT = "pip install 'infersize[plot]'"
 
 
-def check_plot_path(path: Path, flag: str = "--plot") -> None:
-    """The plot file must be .png or .svg in an existing directory."""
+def check_plot_path(path: Path, flag: str = "--plot", inputs: Iterable[Input] = ()) -> None:
+    """The plot file must be .png or .svg in an existing directory, and a file the writer may
+    replace (:func:`inferencesize.io_write.check_target`)."""
     if path.suffix.lower() not in PLOT_SUFFIXES:
         raise InputError(f"{flag} {path}: expected a .png or .svg file name")
-    folder = path.parent if str(path.parent) else Path(".")
-    if not folder.is_dir():
-        raise InputError(f"{flag} {path}: directory {folder} does not exist")
+    check_target(path, flag, inputs=inputs)
+
+
+def _save(fig: Any, path: Path, inputs: Iterable[Input]) -> None:
+    """The figure to ``path`` atomically: drawn into a temporary file in the same folder,
+    renamed when complete (an existing plot is replaced, never left half-written)."""
+    with atomic_file(path, "--plot", binary=True, inputs=inputs) as fh:
+        fig.savefig(fh, format=path.suffix.lower().lstrip("."))
 
 
 def pyplot() -> Any:
@@ -42,10 +49,10 @@ def pyplot() -> Any:
     return plt
 
 
-def save_frontier(path: Path, fr: Frontier, title: str) -> None:
+def save_frontier(path: Path, fr: Frontier, title: str, inputs: Iterable[Input] = ()) -> None:
     """Tokens/s per GPU against tokens/s per user: every point, the frontier, the points
     meeting the limits, and the two ends marked."""
-    check_plot_path(path)
+    check_plot_path(path, inputs=inputs)
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(8, 5.5), dpi=120)
     x, y = fr.tokens_per_s_per_user, fr.tokens_per_s_per_gpu
@@ -80,8 +87,10 @@ def save_frontier(path: Path, fr: Frontier, title: str) -> None:
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=7, loc="upper right")
     fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
+    try:
+        _save(fig, path, inputs)
+    finally:
+        plt.close(fig)
 
 
 @dataclass(frozen=True)
@@ -97,10 +106,11 @@ def save_rate_vs_ttft(
     ttft_limit_s: float | None,
     chosen: tuple[float, float, str] | None,
     title: str,
+    inputs: Iterable[Input] = (),
 ) -> None:
     """Requests/s per instance against TTFT for each candidate, the TTFT limit as a vertical
     line and the chosen operating point (ttft_s, requests/s, label) as a star."""
-    check_plot_path(path)
+    check_plot_path(path, inputs=inputs)
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(8, 5.5), dpi=120)
     for lc in curves:
@@ -131,8 +141,10 @@ def save_rate_vs_ttft(
     ax.grid(True, alpha=0.3, which="both")
     ax.legend(fontsize=7, loc="upper left")
     fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
+    try:
+        _save(fig, path, inputs)
+    finally:
+        plt.close(fig)
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,7 @@ plotting code); ``app`` (every command, for ``--help`` and the tests) is built o
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import importlib
 import os
@@ -17,7 +18,18 @@ from typing import Annotated, Any
 import typer
 
 from inferencesize import __version__
-from inferencesize.cli.common import EXIT_BROKEN_PIPE, State, handle_errors, silence_stdout
+from inferencesize.cli.common import (
+    EXIT_BROKEN_PIPE,
+    EXIT_INTERRUPTED,
+    State,
+    fit_streams,
+    handle_errors,
+    ignore_ctrl_c,
+    interrupted,
+    os_error_text,
+    say,
+    silence_stdout,
+)
 from inferencesize.cli.help import Command, Group
 
 #: command name -> (module under inferencesize.cli, function; None: the module's Typer ``app``
@@ -112,27 +124,70 @@ def __getattr__(name: str) -> Any:
 def main() -> None:
     """Console-script entry point: builds only the command being run (all for help/errors).
 
+    Whatever happens, one exit status and at most one line on stderr: Ctrl-C at any moment
+    is 130 with "interrupted"; a reader that went away (``| head -1``, ``| true``) or a
+    stdout the process was started without is 141, quietly; a stdout that cannot be written
+    (``> /dev/full``) is 1 with the system's reason.
+
     The process then ends without the interpreter's teardown (freeing numpy's and pydantic's
-    module state took ~60 ms of a ~0.6 s plan): the command has closed every file it wrote,
-    and the standard streams are flushed here first.
+    module state took ~60 ms of a ~0.6 s plan; nothing is left for the interpreter to print
+    about at exit): the command has closed every file it wrote, and the standard streams are
+    flushed here first.
     """
+    try:
+        code = _run()
+        ignore_ctrl_c()
+    except KeyboardInterrupt:
+        ignore_ctrl_c()
+        interrupted()
+        code = EXIT_INTERRUPTED
+    os._exit(code)
+
+
+def _run() -> int:
+    fit_streams()
     name = command_of(sys.argv[1:])
-    cli = build_app([name] if name else COMMANDS)
-    if not gc.isenabled():  # the console entry paused it for the imports (console.py)
-        gc.freeze()
-        gc.enable()
+    code = 0
+    before = _identity(1)
     try:
-        cli()
-        code = 0
-    except SystemExit as done:
-        code = exit_code(done.code)
-    try:
+        cli = build_app([name] if name else COMMANDS)
+        if not gc.isenabled():  # the console entry paused it for the imports (console.py)
+            gc.freeze()
+            gc.enable()
+        try:
+            cli()
+        except SystemExit as done:
+            code = exit_code(done.code)
+        if code and _identity(1) != before and _identity(1) == _identity_of(os.devnull):
+            code = EXIT_BROKEN_PIPE  # a library met a closed pipe (rich: help) and muted stdout
         sys.stdout.flush()
     except BrokenPipeError:  # the reader went away after the last write
         silence_stdout()
         code = code or EXIT_BROKEN_PIPE
-    sys.stderr.flush()
-    os._exit(code)
+    except OSError as err:  # the last write to stdout failed (a full disk)
+        if State.debug:
+            raise
+        say(f"error: {os_error_text(err)}")
+        code = code or 1
+    with contextlib.suppress(OSError, ValueError):
+        sys.stderr.flush()
+    return code
+
+
+def _identity(fd: int) -> tuple[int, int] | None:
+    try:
+        info = os.fstat(fd)
+    except OSError:
+        return None
+    return info.st_dev, info.st_ino
+
+
+def _identity_of(path: str) -> tuple[int, int] | None:
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    return info.st_dev, info.st_ino
 
 
 def exit_code(value: object) -> int:
@@ -141,5 +196,5 @@ def exit_code(value: object) -> int:
         return 0
     if isinstance(value, int):
         return value
-    sys.stderr.write(f"{value}\n")
+    say(str(value))
     return 1

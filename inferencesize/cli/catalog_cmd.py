@@ -23,13 +23,14 @@ from inferencesize.cli.common import (
     emit_data,
     format_option,
     handle_errors,
+    input_files,
     open_catalog,
     stdout,
-    write_new_file,
 )
 from inferencesize.cli.help import Command, Group
 from inferencesize.cli.options import CatalogOpt
 from inferencesize.errors import CatalogError, UnknownIdError
+from inferencesize.io_write import check_target, write_atomic
 from inferencesize.specs import EfficiencySet, GpuSpec, ModelSpec, ScenarioSpec, SystemSpec
 from inferencesize.transformer import active_params, kv_bytes_per_token, total_params
 from inferencesize.units import GB, GIB, TB, TERA
@@ -291,9 +292,13 @@ def import_hf_cmd(
         typer.Option(
             "--out",
             metavar="FILE",
-            help="Write the YAML here (never overwrites; creates missing folders).",
+            help="Write the YAML here (creates missing folders; an existing file only with"
+            " --force).",
         ),
     ] = None,
+    force: Annotated[
+        bool, typer.Option("--force", help="Replace --out if it exists (atomically).")
+    ] = False,
     name: Annotated[
         str | None, typer.Option("--name", metavar="NAME", help="Display name.")
     ] = None,
@@ -314,9 +319,12 @@ def import_hf_cmd(
     """
     from inferencesize.io_hf import import_hf_yaml
 
+    inputs = input_files(config=config)
+    if out_file is not None:
+        check_target(out_file, "--out", inputs=inputs, overwrite=force, make_folders=True)
     text = import_hf_yaml(config, ident, name=name, source=source)
     if out_file is None:
         report.emit(stdout(), text)
         return
-    write_new_file(out_file, text)
+    write_atomic(out_file, text, "--out", inputs=inputs, overwrite=force, make_folders=True)
     typer.echo(f"wrote {out_file}", err=True)

@@ -10,7 +10,7 @@ import numpy as np
 import typer
 
 from inferencesize import report
-from inferencesize.cli.common import check_format, emit_data, format_option
+from inferencesize.cli.common import check_format, emit_data, format_option, input_files
 from inferencesize.cli.options import (
     ScenarioArg,
     engine_options,
@@ -43,7 +43,8 @@ def frontier_command(
         typer.Option(
             "--plot",
             metavar="FILE",
-            help="Also draw the frontier to FILE.png or FILE.svg (matplotlib).",
+            help="Also draw the frontier to FILE.png or FILE.svg (matplotlib; replaces an"
+            " existing file, atomically).",
         ),
     ] = None,
     terminal: Annotated[
@@ -80,8 +81,9 @@ def frontier_command(
       infersize frontier --model llama-3-70b --hardware h100-sxm --isl 2000 --osl 200 --ttft-ms 1000 --itl-ms 40 --plot frontier.png
     """
     check_format(fmt, FORMATS)
+    inputs = input_files(scenario=scenario, calibration=flags.get("calibration"))
     if plot is not None:
-        check_plot_path(plot)
+        check_plot_path(plot, inputs=inputs)
     study = study_from(scenario, flags, traffic=False)
     spec, model = study.spec, study.model
     if model is None:
@@ -100,7 +102,7 @@ def frontier_command(
     )
     chosen = render.order(fr, np.ones(fr.size, dtype=bool) if all_points else fr.on_frontier)
     if plot is not None:
-        save_frontier(plot, fr, f"{heading}\n{study.engine}")
+        save_frontier(plot, fr, f"{heading}\n{study.engine}", inputs=inputs)
     points = [render.point_record(fr, i, marks) for i in chosen]
     rec = {
         "model": model.id,

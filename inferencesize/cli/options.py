@@ -12,7 +12,6 @@ List options take repeated and comma-separated values alike: ``--tp 2 --tp 4`` i
 from __future__ import annotations
 
 import inspect
-import math
 from collections.abc import Callable, Mapping
 from enum import StrEnum
 from pathlib import Path
@@ -20,7 +19,7 @@ from typing import Annotated, Any, TypeVar, get_type_hints
 
 import typer
 
-from inferencesize.cli.common import open_catalog
+from inferencesize.cli.common import MAX_USD, finite, flag_name, open_catalog
 from inferencesize.errors import InputError
 from inferencesize.specs.scenario import MAX_RPS
 from inferencesize.study import Study, nest, resolve
@@ -490,18 +489,6 @@ def _same(value: Any, flag: str) -> Any:
     return value.value if isinstance(value, StrEnum) else value
 
 
-def finite(value: float, flag: str, low: float | None = None, high: float | None = None) -> float:
-    """A number option's value: finite (not inf or nan) and within [low, high]; else a
-    one-line input error naming the flag (exit 1)."""
-    if not math.isfinite(value):
-        raise InputError(f"{flag}: expected a finite number (got {value})")
-    if low is not None and value < low:
-        raise InputError(f"{flag}: must be >= {low:g} (got {value:g})")
-    if high is not None and value > high:
-        raise InputError(f"{flag}: must be <= {high:g} (got {value:g})")
-    return value
-
-
 def _real(low: float | None = None, high: float | None = None) -> Callable[[Any, str], Any]:
     return lambda value, flag: finite(float(value), flag, low, high)
 
@@ -509,8 +496,6 @@ def _real(low: float | None = None, high: float | None = None) -> Callable[[Any,
 _NON_NEGATIVE = _real(0.0)
 _SHARE = _real(0.0, 1.0)
 _RATE = _real(0.0, MAX_RPS)
-#: Prices above this (USD) are typing errors; larger ones overflow the cost of a fleet.
-MAX_USD = 1e12
 _MONEY = _real(0.0, MAX_USD)
 
 
@@ -575,10 +560,6 @@ FLAGS: dict[str, tuple[str, Callable[[Any, str], Any]]] = {
     "kv_sink_tokens": ("kv_cap.sink_tokens", _same),
     "prefill_cp": ("disaggregated.prefill.cp", _ints_no_auto),
 }
-
-
-def flag_name(param: str) -> str:
-    return "--" + param.replace("_", "-")
 
 
 def overrides(params: Mapping[str, Any]) -> dict[str, Any]:

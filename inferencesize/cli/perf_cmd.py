@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import csv
-import io
 import time
 from collections import Counter, defaultdict
 from dataclasses import asdict, replace
@@ -20,9 +18,9 @@ from inferencesize.cli.common import (
     check_format,
     emit_data,
     format_option,
+    input_files,
     open_catalog,
     stdout,
-    write_new_file,
 )
 from inferencesize.cli.options import (
     CalibrationOpt,
@@ -49,8 +47,11 @@ from inferencesize.io_measurements import (
     Measurement,
     dedupe,
     map_measurements,
+    point_int,
     read_measurements,
+    read_points,
 )
+from inferencesize.io_write import check_target, write_atomic
 from inferencesize.render.plan_table import techniques_text
 from inferencesize.repeats import repeat_spreads
 from inferencesize.study import candidate, efficiency_set, resolve_point
@@ -234,16 +235,7 @@ def _human_pairs(rec: dict[str, Any]) -> list[tuple[str, Any]]:
 
 
 def _batch(catalog: Catalog, est: Estimator, path: Path, fmt: str) -> None:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as err:
-        raise InputError(f"{path}: cannot be read ({err.strerror})") from None
-    reader = csv.DictReader(io.StringIO(text))
-    header = reader.fieldnames or []
-    missing = [c for c in ("model", "hardware", "isl", "osl", "concurrency") if c not in header]
-    if missing:
-        raise InputError(f"{path}: missing column(s) {', '.join(missing)}")
-    rows = list(reader)
+    header, rows = read_points(path)  # every read, decoding and CSV error names the file
     records: list[dict[str, Any] | None] = [None] * len(rows)
     groups: dict[tuple[Any, ...], list[tuple[int, int, int, int]]] = defaultdict(list)
     cands: dict[tuple[Any, ...], Candidate] = {}
@@ -341,18 +333,7 @@ def _parse_point(
     catalog: Catalog, row: dict[str, str], line: int
 ) -> tuple[tuple[Any, ...], Candidate, int, int, int, Any]:
     def num(name: str, default: int | None = None) -> int:
-        text = (row.get(name) or "").strip()
-        if not text:
-            if default is None:
-                raise InputError(f"row {line}: {name}: required")
-            return default
-        try:
-            value = int(float(text))
-        except ValueError:
-            raise InputError(f"row {line}: {name}: not a number ({text!r})") from None
-        if value < 1:
-            raise InputError(f"row {line}: {name}: must be at least 1 (got {value})")
-        return value
+        return point_int(row, name, line, default)  # finite, >= 1, under the column's ceiling
 
     text = (row.get("batching") or Batching.INFLIGHT).strip()
     if text not in tuple(Batching):
@@ -557,26 +538,35 @@ def calibrate(
     ],
     out_file: Annotated[
         Path,
-        typer.Option("--out", metavar="FILE", help="Where to write the fitted set (YAML, new)."),
+        typer.Option(
+            "--out",
+            metavar="FILE",
+            help="Where to write the fitted set (YAML); an existing file only with --force.",
+        ),
     ],
     model: Annotated[
         str | None,
         typer.Option(metavar="ID", help="Catalog model id (GenAI-Perf exports: overrides theirs)."),
     ] = None,
     tp: Annotated[
-        int | None, typer.Option(metavar="N", help="TP of the runs (for GenAI-Perf exports).")
+        int | None,
+        typer.Option(min=1, metavar="N", help="TP of the runs (for GenAI-Perf exports)."),
     ] = None,
     isl: Annotated[
-        int | None, typer.Option(metavar="TOKENS", help="ISL (for GenAI-Perf exports).")
+        int | None, typer.Option(min=1, metavar="TOKENS", help="ISL (for GenAI-Perf exports).")
     ] = None,
     osl: Annotated[
-        int | None, typer.Option(metavar="TOKENS", help="OSL (for GenAI-Perf exports).")
+        int | None, typer.Option(min=1, metavar="TOKENS", help="OSL (for GenAI-Perf exports).")
     ] = None,
     concurrency: Annotated[
-        int | None, typer.Option(metavar="N", help="Concurrency (for GenAI-Perf exports).")
+        int | None,
+        typer.Option(min=1, metavar="N", help="Concurrency (for GenAI-Perf exports)."),
     ] = None,
     overheads: Annotated[
         bool, typer.Option("--overheads", help="Also refit the set-wide overheads.")
+    ] = False,
+    force: Annotated[
+        bool, typer.Option("--force", help="Replace --out if it exists (atomically).")
     ] = False,
     fmt: Annotated[str, format_option(report.FORMATS)] = "table",
     engine: EngineOpt = None,
@@ -584,7 +574,8 @@ def calibrate(
 ) -> None:
     """Fit efficiency parameters to your measurements (compute, memory, overheads).
 
-    Writes the fitted efficiency set to --out (never over an existing file); use it with
+    Writes the fitted efficiency set to --out (an existing file only with --force; never
+    over a --data file); use it with
     --calibration FILE on estimate, plan and the other commands. Prints the fitted values and
     the error before and after, per metric (CSV: one row per metric).
 
@@ -593,6 +584,8 @@ def calibrate(
       infersize estimate --model llama-3-8b --hardware h100-sxm --calibration calibration.yaml
     """
     check_format(fmt, report.FORMATS)
+    inputs = input_files(data=data)
+    check_target(out_file, "--out", inputs=inputs, overwrite=force)
     # scipy.optimize is imported here, not at start-up, so every other command stays fast.
     from inferencesize.calibration import PER_GPU_PARAMS, fit, precision_class
 
@@ -618,7 +611,13 @@ def calibrate(
             f" {gpu.id} {precision}); starting from {base.id}",
         }
     )
-    write_new_file(out_file, yaml.safe_dump(fitted.model_dump(exclude_none=True), sort_keys=False))
+    write_atomic(
+        out_file,
+        yaml.safe_dump(fitted.model_dump(exclude_none=True), sort_keys=False),
+        "--out",
+        inputs=inputs,
+        overwrite=force,
+    )
     entry = next(
         e
         for e in fitted.entries

@@ -9,12 +9,11 @@ from typing import Annotated, Any
 import typer
 
 from inferencesize import report
-from inferencesize.cli.common import check_format, emit_data, format_option, stdout
+from inferencesize.cli.common import check_format, emit_data, format_option, input_files, stdout
 from inferencesize.cli.options import (
     QUESTION,
     ScenarioArg,
     engine_options,
-    finite,
     study_from,
     with_options,
 )
@@ -109,7 +108,10 @@ def plan_command(
     plot: Annotated[
         Path | None,
         typer.Option(
-            "--plot", metavar="FILE", help="Draw req/s per instance vs TTFT to FILE.png/.svg."
+            "--plot",
+            metavar="FILE",
+            help="Draw req/s per instance vs TTFT to FILE.png/.svg (replaces an existing file,"
+            " atomically).",
         ),
     ] = None,
     verify: Annotated[
@@ -138,6 +140,11 @@ def plan_command(
       infersize plan seed-nemo-43b --explain --format csv
     """
     check_format(fmt, FORMATS)
+    inputs = input_files(scenario=scenario, calibration=flags.get("calibration"))
+    if plot is not None:
+        from inferencesize.plotting import check_plot_path
+
+        check_plot_path(plot, inputs=inputs)
     study = study_from(scenario, flags)
     rec, result = solve(study, top)
     single = not rec.get("pipeline")
@@ -151,7 +158,7 @@ def plan_command(
     if plot is not None and single:
         from inferencesize.cli import plan_extras
 
-        plan_extras.draw_plan(plot, study, result)
+        plan_extras.draw_plan(plot, study, result, inputs)
     if not _feasible(rec):
         raise InfeasibleError(f"no feasible plan: {_miss(rec, result)}")
 
@@ -213,15 +220,7 @@ def check_command(
       infersize check default --max-servers 3
       infersize check default --max-gpus 24 --format json
     """
-    check_format(fmt, CHECK_FORMATS)
-    for value, flag in (
-        (max_cost_per_hour, "--max-cost-per-hour"),
-        (max_power_kw, "--max-power-kw"),
-    ):
-        if value is not None:
-            finite(value, flag)
-    if max_cost_per_hour is not None and not max_cost_per_hour > 0:
-        raise InputError("--max-cost-per-hour: must be > 0")
+    check_format(fmt, CHECK_FORMATS)  # the budget flags: finite, in range (cli.common.BOUNDS)
     study = study_from(scenario, flags)
     budget = study.spec.budget
     stated = {

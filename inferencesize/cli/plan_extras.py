@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from inferencesize.cli.common import Progress
+from inferencesize.io_write import Input
 from inferencesize.plotting import check_plot_path, save_rate_vs_ttft
 from inferencesize.render.plan import limits_record, verify_record
 from inferencesize.report import format_load
@@ -25,10 +26,10 @@ def add_verification(study: Study, rec: dict[str, Any], result: Any) -> None:
     rec["verify"] = verify_record(p, v, limits_record(study), servers)
 
 
-def draw_plan(path: Path, study: Study, result: Any) -> None:
+def draw_plan(path: Path, study: Study, result: Any, inputs: list[Input]) -> None:
     """Req/s per instance against TTFT on the chosen hardware; the TTFT limit and the chosen
-    operating point marked."""
-    check_plot_path(path)
+    operating point marked (``inputs``: the command's input files, never overwritten)."""
+    check_plot_path(path, inputs=inputs)
     chosen = result.chosen
     if chosen is None:
         sys.stderr.write(f"no plot: no feasible plan ({path} not written)\n")
@@ -46,5 +47,6 @@ def draw_plan(path: Path, study: Study, result: Any) -> None:
         ),
         f"{s.model} · ISL {study.isl} · OSL {study.osl} · {s.batching} · "
         f"{chosen.candidate.hardware_id} · binding {chosen.binding}",
+        inputs=inputs,
     )
     sys.stderr.write(f"wrote {path}\n")

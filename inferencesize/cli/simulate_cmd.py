@@ -11,10 +11,13 @@ import typer
 
 from inferencesize import report
 from inferencesize.cli.common import (
+    MAX_INSTANCES,
+    MAX_REQUESTS,
     Progress,
     check_format,
     emit_data,
     format_option,
+    input_files,
     open_catalog,
     stdout,
 )
@@ -29,12 +32,12 @@ from inferencesize.cli.options import (
     PpOpt,
     TpOpt,
     engine_options,
-    finite,
     with_options,
 )
 from inferencesize.errors import InputError, UsageError
 from inferencesize.estimate import Candidate
 from inferencesize.io_trace import read_trace, requests_csv
+from inferencesize.io_write import check_target, write_atomic
 from inferencesize.simulate import (
     BALANCERS,
     POLICIES,
@@ -51,7 +54,6 @@ from inferencesize.simulate import (
     simulate_llm,
     summarize,
 )
-from inferencesize.specs.scenario import MAX_RPS
 from inferencesize.study import candidate, resolve_point
 
 FORMATS = report.FORMATS
@@ -84,12 +86,7 @@ def _workload(
     osl_a = lengths(rng, requests, osl, osl_stddev)
     if concurrency is not None:
         return Workload(isl_a, osl_a, None, concurrency), f"closed loop, {concurrency} clients"
-    assert rate is not None
-    finite(rate, "--rate", high=MAX_RPS)
-    if rate <= 0:
-        raise InputError(f"--rate: must be > 0 requests/s (got {rate})")
-    if finite(cv, "--cv") <= 0:
-        raise InputError(f"--cv: must be > 0 (got {cv})")
+    assert rate is not None  # finite and in range: cli.common.BOUNDS
     if cv == 1.0:
         return Workload(isl_a, osl_a, poisson_arrivals(rng, requests, rate)), (
             f"Poisson {rate:g} req/s"
@@ -264,7 +261,12 @@ def simulate_command(
         typer.Option(metavar="FILE", help="CSV trace with columns arrival_s, isl, osl."),
     ] = None,
     requests: Annotated[
-        int, typer.Option(min=1, metavar="N", help="Requests to simulate (not with --trace).")
+        int,
+        typer.Option(
+            min=1,
+            metavar="N",
+            help=f"Requests to simulate (not with --trace; at most {MAX_REQUESTS:,}).",
+        ),
     ] = 2000,
     batching: Annotated[
         str, typer.Option(metavar="[" + "|".join(POLICIES) + "]", help="Batching policy.")
@@ -303,7 +305,10 @@ def simulate_command(
         ),
     ] = None,
     instances: Annotated[
-        int, typer.Option(min=1, metavar="N", help="Instances behind the balancer.")
+        int,
+        typer.Option(
+            min=1, metavar="N", help=f"Instances behind the balancer (at most {MAX_INSTANCES:,})."
+        ),
     ] = 1,
     balancer: Annotated[
         str, typer.Option(metavar="[" + "|".join(BALANCERS) + "]", help="Load balancer.")
@@ -319,7 +324,12 @@ def simulate_command(
     ] = 0.1,
     requests_out: Annotated[
         Path | None,
-        typer.Option("--requests-out", metavar="FILE", help="Write per-request times to this CSV."),
+        typer.Option(
+            "--requests-out",
+            metavar="FILE",
+            help="Write per-request times to this CSV (replaces an existing file, atomically;"
+            " never the --trace read).",
+        ),
     ] = None,
     fmt: Annotated[str, format_option(FORMATS)] = "table",
     **flags: Any,
@@ -350,6 +360,9 @@ def simulate_command(
     names = _policies(compare, batching)
     if requests_out is not None and len(names) > 1:
         raise UsageError("--requests-out works with one batching policy, not --compare")
+    inputs = input_files(trace=trace, calibration=flags.get("calibration"))
+    if requests_out is not None:
+        check_target(requests_out, "--requests-out", inputs=inputs)
     wl, arrivals = _workload(
         rate, cv, concurrency, trace, requests, isl, osl, isl_stddev, osl_stddev, seed
     )
@@ -383,7 +396,7 @@ def simulate_command(
             )
             progress.advance()
     if requests_out is not None and last is not None:
-        _write(requests_out, requests_csv(last))
+        write_atomic(requests_out, requests_csv(last), "--requests-out", inputs=inputs)
     emit_data(fmt, records[0] if len(records) == 1 else records, records, lambda _: _print(records))
     if fmt == "table":
         for r in records:
@@ -398,10 +411,3 @@ def overload_text(r: dict[str, Any]) -> str:
         f" {r['arrival_rps']:,.3g} arrivals/s; the queue grows through the run, so the"
         " latencies depend on its length (no steady state)"
     )
-
-
-def _write(path: Path, text: str) -> None:
-    try:
-        path.write_text(text, encoding="utf-8")
-    except OSError as err:
-        raise InputError(f"{path}: cannot write ({err.strerror})") from None

@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import os
-import signal
 import sys
-import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -15,7 +12,13 @@ import typer
 
 from inferencesize import report
 from inferencesize.catalog import Catalog
-from inferencesize.cli.common import Progress, check_format, emit_data, format_option
+from inferencesize.cli.common import (
+    Progress,
+    check_format,
+    emit_data,
+    format_option,
+    input_files,
+)
 from inferencesize.cli.options import (
     QUESTION,
     ScenarioArg,
@@ -24,12 +27,14 @@ from inferencesize.cli.options import (
     with_options,
 )
 from inferencesize.errors import InputError, UnknownIdError, UsageError
+from inferencesize.io_write import Input, atomic_file, check_target
 from inferencesize.render.sweep import columns_for, record
 from inferencesize.sweep import (
     MAX_POINTS,
     Axis,
     grid_size,
     parse_axis,
+    planned_size,
     unsupported_options,
     variable_fields,
 )
@@ -85,55 +90,17 @@ def _writer(fmt: str, columns: list[str], fh: IO[str]) -> Callable[[dict[str, An
     return write_csv
 
 
-#: Signals that end a sweep writing --out: the temporary file is removed first (the default
-#: action of SIGTERM and SIGHUP would end the process without it).
-STOP_SIGNALS = ("SIGTERM", "SIGHUP")
-
-
-def _stop(signum: int, frame: object) -> None:
-    raise SystemExit(128 + signum)
-
-
 @contextmanager
-def _stopping_cleanly() -> Iterator[None]:
-    """While the body runs, SIGTERM and SIGHUP raise SystemExit(128 + signal) in the main
-    thread, so ``finally`` clauses run (and the exit status is the shell's for that signal)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = {}
-    for name in STOP_SIGNALS:
-        number = getattr(signal, name, None)
-        if number is not None:
-            previous[number] = signal.signal(number, _stop)
-    try:
-        yield
-    finally:
-        for number, handler in previous.items():
-            signal.signal(number, handler)
-
-
-@contextmanager
-def _output(out: Path | None) -> Iterator[IO[str]]:
-    """stdout, or ``out`` written atomically: a temporary file next to it, renamed when
-    complete; removed on any error, Ctrl-C, SIGTERM or SIGHUP (never left behind)."""
+def _output(out: Path | None, inputs: list[Input]) -> Iterator[IO[str]]:
+    """stdout, or ``out`` written atomically (:func:`inferencesize.io_write.atomic_file`):
+    complete or untouched, the temporary file removed on any error, Ctrl-C, SIGTERM or
+    SIGHUP."""
     if out is None:
         yield sys.stdout
         sys.stdout.flush()
         return
-    folder = out.parent if str(out.parent) else Path(".")
-    if not folder.is_dir():
-        raise InputError(f"--out {out}: directory {folder} does not exist")
-    if out.is_dir():
-        raise InputError(f"--out {out}: is a directory, expected a file name")
-    tmp = folder / f".{out.name}.{os.getpid()}.tmp"
-    with _stopping_cleanly():
-        try:
-            with tmp.open("w", encoding="utf-8", newline="") as fh:
-                yield fh
-            os.replace(tmp, out)
-        finally:
-            tmp.unlink(missing_ok=True)
+    with atomic_file(out, "--out", inputs=inputs) as fh:
+        yield fh
 
 
 VARY_HELP = (
@@ -164,7 +131,8 @@ def sweep_command(
             "--out",
             "-o",
             metavar="FILE",
-            help="Write to FILE (atomically: complete or untouched), not stdout.",
+            help="Write to FILE, not stdout: replaces an existing file, atomically (complete or"
+            " untouched); never one of the command's inputs.",
         ),
     ] = None,
     **flags: Any,
@@ -181,14 +149,21 @@ def sweep_command(
       infersize sweep --vary isl=500,1000,2000 --vary mean_rps=10:90:10 --vary hardware=h100-sxm,h200-sxm,b200 --out sweep.csv
     """
     check_format(fmt, FORMATS)
+    if fmt == "table" and out is not None:
+        raise UsageError("--out writes csv, jsonl, json or yaml, not a table")
+    inputs = input_files(scenario=scenario, calibration=flags.get("calibration"))
+    if out is not None:
+        check_target(out, "--out", inputs=inputs)
+    # counted from the --vary text, before any axis is expanded
+    planned = planned_size(vary or [])
+    if planned > MAX_POINTS:
+        raise InputError(f"--vary: {planned:,} points (at most {MAX_POINTS:,})")
     axes = [parse_axis(v) for v in vary or []]
     names = [a.field for a in axes]
     dup = {n for n in names if names.count(n) > 1}
     if dup:
         raise InputError(f"--vary {sorted(dup)[0]}: given twice; list all its values once")
     total = grid_size(axes)
-    if total > MAX_POINTS:
-        raise InputError(f"--vary: {total:,} points (at most {MAX_POINTS:,})")
     study = study_from(scenario, flags)
     catalog = study.catalog
     _check_ids(catalog, axes)
@@ -200,13 +175,11 @@ def sweep_command(
         )
     base = study.base()
     columns = columns_for(axes)
-    if fmt == "table" and out is not None:
-        raise UsageError("--out writes csv, jsonl, json or yaml, not a table")
     if fmt == "table":
         rows = [record(row, base, study.engine) for row in _planned(study, axes, total)]
         emit_data(fmt, rows, table=lambda con: con.print(_grid_table(rows, columns)))
         return
-    with _output(out) as fh:
+    with _output(out, inputs) as fh:
         if fmt in STREAMED:
             write = _writer(fmt, columns, fh)
             for row in _planned(study, axes, total):

@@ -521,7 +521,7 @@ def test_batch_file_without_required_columns(tmp_path: Path, text: str, message:
 
 def test_batch_usage_errors(tmp_path: Path) -> None:
     assert_one_line_error(
-        invoke("estimate", "--points", tmp_path / "missing.csv"), 1, "missing.csv: cannot be read"
+        invoke("estimate", "--points", tmp_path / "missing.csv"), 1, "missing.csv: file not found"
     )
     result = invoke("estimate", "--points", POINTS, "--format", "xml")
     assert result.exit_code == 2
