@@ -548,12 +548,12 @@ def search_rate(
         itl_q=dict(pt.itl_q),
         e2e_q=dict(pt.e2e_q),
     )
+    # the limit nearest its bound there; none near (within 1 %): the instance's sustainable
+    # rate binds (its KV slots and step throughput), reported as "memory"
     binding: Binding = "memory"
-    if wanted:
-        binding = max(
-            limits.active(),
-            key=lambda nl: _at_statistic(pt, nl[0], limits.statistic(nl[0])) / nl[1],
-        )[0]
+    ratios = [(_at_statistic(pt, n, limits.statistic(n)) / lim, n) for n, lim in limits.active()]
+    if ratios and max(ratios)[0] >= 0.99:
+        binding = max(ratios)[1]
     return op, binding
 
 

@@ -70,3 +70,22 @@ def test_an_impossible_percentile_names_the_statistic() -> None:
 def test_parallelism_of_the_open_loop_plan_is_the_one_asked() -> None:
     p = _plan(LIMITS).chosen
     assert p is not None and p.candidate.par == Parallelism(1, 1, 1)
+
+
+def test_the_flags_reach_the_open_loop_planner() -> None:
+    import json
+
+    from typer.testing import CliRunner
+
+    from inferencesize.cli import app
+
+    args = ["plan", "--model", "llama-3.1-8b", "--hardware", "h100-sxm", "--tp", "1", "--pp"]
+    args += ["1", "--precision", "fp8", "--isl", "1000", "--osl", "200", "--peak-rps", "20"]
+    args += ["--ttft-ms", "1000", "--itl-ms", "50", "--arrivals", "poisson"]
+    args += ["--latency-stat", "p99", "-f", "json"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.stderr
+    rec = json.loads(result.stdout)
+    assert rec["arrivals"] == "poisson" and rec["statistics"]["ttft"] == "p99"
+    op = rec["plan"]["per_instance"]
+    assert op["ttft_ms_p99"] <= 1000 * (1 + 1e-3) and op["itl_ms_p99"] <= 50 * (1 + 1e-3)

@@ -40,6 +40,19 @@ class Objective(StrEnum):
     power = "power"
 
 
+class Arrivals(StrEnum):
+    closed_loop = "closed-loop"
+    poisson = "poisson"
+
+
+class Statistic(StrEnum):
+    mean = "mean"
+    p50 = "p50"
+    p90 = "p90"
+    p95 = "p95"
+    p99 = "p99"
+
+
 class CostBasis(StrEnum):
     auto = "auto"
     cloud = "cloud"
@@ -129,6 +142,25 @@ def traffic_options(
     percentile: Annotated[
         float | None,
         typer.Option(metavar="Q", help="Peak percentile of --mean-rps, 0–1 (default 0.95)."),
+    ] = None,
+    arrivals: Annotated[
+        Arrivals | None,
+        typer.Option(
+            help="closed-loop (default): the GenAI-Perf concurrency benchmark, mean limits;"
+            " poisson: requests at a rate, limits at --latency-stat (slower: seconds per"
+            " candidate)."
+        ),
+    ] = None,
+    cv: Annotated[
+        float | None,
+        typer.Option(
+            metavar="CV",
+            help="Poisson arrivals: coefficient of variation of the gaps (1 Poisson, >1 burstier).",
+        ),
+    ] = None,
+    latency_stat: Annotated[
+        Statistic | None,
+        typer.Option(help="Statistic the latency limits hold (poisson arrivals; default mean)."),
     ] = None,
     batch_sizes: Annotated[
         list[str] | None,
@@ -531,6 +563,9 @@ FLAGS: dict[str, tuple[str, Callable[[Any, str], Any]]] = {
     "mean_rps": ("mean_rps", _RATE),
     "peak_rps": ("peak_rps", _RATE),
     "percentile": ("percentile", _SHARE),
+    "arrivals": ("arrivals", _same),
+    "cv": ("cv", _real(0.0, 10.0)),
+    "latency_stat": ("latency_stat", _same),
     "batch_sizes": ("batch_sizes", _batch_sizes),
     "prefix_tokens": ("techniques.prefix_tokens", _same),
     "prefix_hit_rate": ("techniques.prefix_hit_rate", _SHARE),

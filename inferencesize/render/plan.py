@@ -57,13 +57,17 @@ def kw(watts: float | None) -> float | None:
 
 def point_record(op: OperatingPoint) -> dict[str, Any]:
     """A per-instance operating point."""
-    return {
+    out: dict[str, Any] = {
         "concurrency": op.concurrency,
         "requests_per_s": op.requests_per_s,
         "ttft_ms": op.ttft_s * 1e3,
         "itl_ms": op.itl_s * 1e3,
         "e2e_ms": op.e2e_s * 1e3,
     }
+    for name, table in (("ttft", op.ttft_q), ("itl", op.itl_q), ("e2e", op.e2e_q)):
+        for q, seconds in sorted(table.items()):  # open-loop points: percentiles too
+            out[f"{name}_ms_p{q * 100:g}"] = seconds * 1e3
+    return out
 
 
 def rejected_record(r: Rejected) -> dict[str, Any]:
@@ -198,6 +202,9 @@ def question_record(study: Study) -> dict[str, Any]:
         "percentile": s.percentile if s.mean_rps is not None or s.daily is not None else None,
         "engine": study.engine,
         "objective": s.objective,
+        "arrivals": s.arrivals,
+        "cv": s.cv if s.arrivals == "poisson" else None,
+        "statistics": dict(zip(("ttft", "itl", "e2e"), s.statistics, strict=True)),
         "origins": dict(study.origins),
     }
 

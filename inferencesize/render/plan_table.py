@@ -121,6 +121,22 @@ def title(rec: dict[str, Any]) -> str:
     )
 
 
+def _stated_latency(rec: dict[str, Any], op: dict[str, Any]) -> list[tuple[str, str]]:
+    """A row of the latencies at each percentile a limit is stated at (open loop)."""
+    rows = []
+    for stat in dict.fromkeys((rec.get("statistics") or {}).values()):
+        if stat == "mean" or f"ttft_ms_{stat}" not in op:
+            continue
+        rows.append(
+            (
+                f"latency ({stat})",
+                f"TTFT {op[f'ttft_ms_{stat}']:,.1f} ms · ITL {op[f'itl_ms_{stat}']:,.2f} ms · "
+                f"E2E {op[f'e2e_ms_{stat}']:,.0f} ms",
+            )
+        )
+    return rows
+
+
 def plan_table(rec: dict[str, Any]) -> Any:
     """The chosen plan as key/value rows."""
     p = rec["plan"]
@@ -154,6 +170,7 @@ def plan_table(rec: dict[str, Any]) -> Any:
             "latency (mean)",
             f"TTFT {op['ttft_ms']:,.1f} ms · ITL {op['itl_ms']:,.2f} ms · E2E {op['e2e_ms']:,.0f} ms",
         ),
+        *_stated_latency(rec, op),
         (
             "capacity",
             f"{p['capacity_rps']:,.1f} req/s · headroom {p['headroom']:+.1%} at "

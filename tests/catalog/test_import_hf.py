@@ -335,7 +335,8 @@ def test_import_never_overwrites(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     )
     assert result.exit_code == 1
     assert result.stderr == (
-        "error: existing.yaml: already exists; choose another --out or remove it first\n"
+        "error: --out existing.yaml: already exists; pass --force to replace it, or choose"
+        " another name\n"
     )
     assert out.read_text(encoding="utf-8") == "keep me\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["existing.yaml"]

@@ -802,11 +802,6 @@ def test_points_reader(tmp_path: Path) -> None:
         point_int(rows[0], "tp", 2)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="estimate --points reads with its own CSV code: switch cli/perf_cmd.py to"
-    " io_measurements.read_points and point_int",
-)
 @pytest.mark.parametrize(
     ("name", "expect"),
     [
@@ -823,23 +818,11 @@ def test_points_cli(name: str, expect: str, monkeypatch: pytest.MonkeyPatch) -> 
 
 # --------------------------------------------------------------------------- locale
 
-LOCALE_REASON = (
-    "a non-UTF-8 stdout encodes strictly: '·', '≤', '│' raise UnicodeEncodeError (exit 70);"
-    " the output layer must reconfigure stdout/stderr with errors='replace' (or print ASCII)"
-)
 LOCALE_COMMANDS = [
     pytest.param(["catalog", "show", "h100-sxm"], id="catalog-show-gpu"),
     pytest.param(["catalog", "show", "llama-3.1-70b"], id="catalog-show-model"),
-    pytest.param(
-        ["plan", "default"],
-        id="plan",
-        marks=pytest.mark.xfail(strict=True, reason=LOCALE_REASON),
-    ),
-    pytest.param(
-        ["frontier", "default"],
-        id="frontier",
-        marks=pytest.mark.xfail(strict=True, reason=LOCALE_REASON),
-    ),
+    pytest.param(["plan", "default"], id="plan"),
+    pytest.param(["frontier", "default"], id="frontier"),
 ]
 
 
