@@ -401,33 +401,42 @@ class _Levels:
     """The chain's transition matrix with its levels ≥ 1 (prompt steps: fixed at a rate)
     reduced once, by Grassmann–Taksar–Heyman state reduction (1985) from the top; level 0
     (nothing waits: a decode step or idle, which depend on the batch) is reduced per call with
-    the recorded eliminations. The chain moves down at most ``reach`` states a step, and that
-    survives each elimination, so each touches ``reach`` columns. Subtraction-free; no
-    LAPACK."""
+    the recorded eliminations, composed once into one linear map (``fold``), and the levels
+    above by one triangular solve. The chain moves down at most ``reach`` states a step, and
+    that survives each elimination, so each touches ``reach`` columns. Subtraction-free."""
 
     def __init__(self, p: FloatArray, reach: int, phases: int) -> None:
         a = p.copy()
         n = a.shape[0]
         self.down = np.zeros(n)
+        # fold: the eliminations as one linear map on the rows of level 0 (row0 @ fold),
+        # recorded on the identity as they are made
+        fold = np.eye(n)
         for s in range(n - 1, phases - 1, -1):
             lo = max(0, s - reach)
             out = float(a[s, lo:s].sum())
             self.down[s] = out
-            if out > 0 and s > phases:
-                a[phases:s, lo:s] += np.multiply.outer(a[phases:s, s], a[s, lo:s] / out)
+            if out > 0:
+                frac = a[s, lo:s] / out
+                fold[s:, lo:s] += np.multiply.outer(fold[s:, s], frac)
+                if s > phases:
+                    a[phases:s, lo:s] += np.multiply.outer(a[phases:s, s], frac)
         self.a = a
+        self.fold = fold
         self.reach = reach
         self.phases = phases
+        # levels ≥ 1 from level 0 by substitution: π_s·down_s = (π_0 r)_s + Σ_{t<s} π_t a_ts,
+        # a unit-free triangular system (states that never leave downwards hold nothing)
+        upper = np.triu(a[phases:, phases:], 1)
+        leaves = self.down[phases:] > 0
+        upper[:, ~leaves] = 0.0
+        self.solve_t = (np.diag(np.where(leaves, self.down[phases:], 1.0)) - upper).T
+        self.leaves = leaves
 
     def stationary(self, row0: FloatArray) -> FloatArray:
         """Stationary distribution with ``row0`` (phases × states) as the rows of level 0."""
-        a, j0, n = self.a, self.phases, self.a.shape[0]
-        r = row0.copy()
-        for s in range(n - 1, j0 - 1, -1):
-            out = self.down[s]
-            if out > 0:
-                lo = max(0, s - self.reach)
-                r[:, lo:s] += np.multiply.outer(r[:, s], a[s, lo:s] / out)
+        j0, n = self.phases, self.a.shape[0]
+        r = row0 @ self.fold
         pi = np.zeros(n)
         low = np.zeros(j0)
         for s in range(j0 - 1, 0, -1):  # the phases of level 0 among themselves
@@ -437,10 +446,10 @@ class _Levels:
         pi[0] = 1.0
         for s in range(1, j0):
             pi[s] = float(pi[:s] @ r[:s, s]) / low[s] if low[s] > 0 else 0.0
-        for s in range(j0, n):
-            if self.down[s] > 0:
-                up = float(pi[:j0] @ r[:, s]) + float(pi[j0:s] @ a[j0:s, s])
-                pi[s] = up / self.down[s]
+        from scipy.linalg import solve_triangular
+
+        rhs = np.where(self.leaves, pi[:j0] @ r[:, j0:], 0.0)
+        pi[j0:] = np.maximum(solve_triangular(self.solve_t, rhs, lower=True), 0.0)
         return np.asarray(pi / pi.sum(), dtype=float)
 
 
@@ -916,7 +925,15 @@ def _unstable(st: _Steps, rate: float, qs: tuple[float, ...]) -> OpenLoopPoint:
     )  # fmt: skip
 
 
-def _point(st: _Steps, rate: float, cv: float, qs: tuple[float, ...]) -> OpenLoopPoint:
+def _point(
+    st: _Steps,
+    rate: float,
+    cv: float,
+    qs: tuple[float, ...],
+    tables: frozenset[Metric] = frozenset(("ttft", "itl", "e2e")),
+) -> OpenLoopPoint:
+    """The point at ``rate``; percentiles only for the metrics in ``tables`` (NaN for the
+    others: a search that only needs some of them skips the rest)."""
     if not rate > 0:
         raise ValueError(f"rate must be > 0 requests/s (got {rate})")
     arr = _arrivals(rate, cv)
@@ -1039,10 +1056,14 @@ def _point(st: _Steps, rate: float, cv: float, qs: tuple[float, ...]) -> OpenLoo
         tv, tp = _compact(tv, tp)
     tv = tv + st.handoff_s
     ttft_mean = float(tv @ tp)
-    ttft_table = dict(zip(qs, _quantiles_of_atoms(tv, tp, qs), strict=True))
+    nan = math.nan
+    ttft_table = (
+        dict(zip(qs, _quantiles_of_atoms(tv, tp, qs), strict=True))
+        if "ttft" in tables or ("e2e" in tables and dec is None)
+        else dict.fromkeys(qs, nan)
+    )
     alone = float(st.prompt_s[1]) + st.handoff_s
     if dec is None:  # one-token answers: no decode
-        nan = math.nan
         return OpenLoopPoint(
             rate, rate / top, True, rate * ttft_mean, ttft_mean, nan, ttft_mean,
             ttft_table, dict.fromkeys(qs, nan), ttft_table, top, 0.0, ch.prefill_share,
@@ -1050,7 +1071,12 @@ def _point(st: _Steps, rate: float, cv: float, qs: tuple[float, ...]) -> OpenLoo
         )  # fmt: skip
     assert itl is not None
     itl_mean = dec.life_s / steps
-    e2e_q = _sum_quantiles(_equal_mass(tv, tp, 128), itl, steps, qs)
+    e2e_q = (
+        _sum_quantiles(_equal_mass(tv, tp, 128), itl, steps, qs)
+        if "e2e" in tables
+        else [nan] * len(qs)
+    )
+    itl_q = itl.quantiles(qs) if "itl" in tables else [nan] * len(qs)
     b = np.arange(st.slots + 1, dtype=float)
     return OpenLoopPoint(
         rate_rps=rate,
@@ -1061,7 +1087,7 @@ def _point(st: _Steps, rate: float, cv: float, qs: tuple[float, ...]) -> OpenLoo
         itl_s=itl_mean,
         e2e_s=ttft_mean + steps * itl_mean,
         ttft_q=ttft_table,
-        itl_q=dict(zip(qs, itl.quantiles(qs), strict=True)),
+        itl_q=dict(zip(qs, itl_q, strict=True)),
         e2e_q=dict(zip(qs, e2e_q, strict=True)),
         max_rate_rps=top,
         decode_batch=float(dec.pmf[1:] @ b[1:]) / max(float(dec.pmf[1:].sum()), _EPS),
@@ -1169,20 +1195,23 @@ def max_rate_within(
     ``rel_tol``; 0 when even a vanishing rate misses."""
     st = _steps(dep, isl, osl, max_in_flight, step_tokens)
     wanted: list[tuple[Metric, str | float, float]] = []
-    qs = set(QUANTILES)
+    qs: set[float] = set()
+    tables: set[Metric] = set()
     for name, (stat, limit) in limits.items():
         metric = name.removesuffix("_s")
         if metric == "ttft" or metric == "itl" or metric == "e2e":
-            if stat != "mean":
+            if stat != "mean":  # only the percentiles asked for, of the metrics asked for
                 qs.add(_fraction(stat))
+                tables.add(cast(Metric, metric))
             wanted.append((cast(Metric, metric), stat, float(limit)))
         else:
             raise ValueError(f"unknown metric {name!r}; expected ttft, itl or e2e")
     quantiles = tuple(sorted(qs))
+    only = frozenset(tables)
     top = st.max_rate_rps
 
     def meets(rate: float) -> bool:
-        p = _point(st, rate, cv, quantiles)
+        p = _point(st, rate, cv, quantiles, only)
         return p.stable and all(p.statistic(mt, s) <= lim for mt, s, lim in wanted)
 
     lo, hi = top * 1e-6, top

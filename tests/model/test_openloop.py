@@ -324,3 +324,17 @@ def test_agrees_with_the_simulator() -> None:
         values = getattr(pr, f"{metric}_s")[keep]
         assert p.statistic(metric, "mean") == pytest.approx(values.mean(), rel=0.03)
         assert p.statistic(metric, 0.95) == pytest.approx(np.percentile(values, 95), rel=0.06)
+
+
+def test_a_search_computes_only_the_tables_it_needs_and_the_same_values() -> None:
+    res = _case()
+    dep = res.deployment
+    assert dep is not None
+    st = ol._steps(dep, ISL, OSL, res.max_concurrency, ol.STEP_TOKENS)
+    rate = 0.6 * st.max_rate_rps
+    for cv in (1.0, 2.0):
+        full = ol._point(st, rate, cv, QUANTILES)
+        only = ol._point(st, rate, cv, (0.99,), frozenset({"ttft"}))
+        assert only.ttft_q[0.99] == full.ttft_q[0.99]
+        assert (only.ttft_s, only.itl_s, only.e2e_s) == (full.ttft_s, full.itl_s, full.e2e_s)
+        assert math.isnan(only.itl_q[0.99]) and math.isnan(only.e2e_q[0.99])
