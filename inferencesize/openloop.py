@@ -1191,8 +1191,8 @@ def max_rate_within(
 ) -> float:
     """The highest rate (requests/s) at which every ``limits`` entry holds: metric ("ttft",
     "itl", "e2e"; a ``_s`` suffix is accepted) → (statistic: "mean", a fraction or "pNN";
-    limit in seconds). Every statistic grows with the rate, so bisection on (0, λ_max) to
-    ``rel_tol``; 0 when even a vanishing rate misses."""
+    limit in seconds). Every statistic grows with the rate, so a bracketed search on
+    (0, λ_max) to ``rel_tol``; 0 when even a vanishing rate misses."""
     st = _steps(dep, isl, osl, max_in_flight, step_tokens)
     wanted: list[tuple[Metric, str | float, float]] = []
     qs: set[float] = set()
@@ -1210,17 +1210,48 @@ def max_rate_within(
     only = frozenset(tables)
     top = st.max_rate_rps
 
-    def meets(rate: float) -> bool:
+    def score(rate: float) -> float:
+        """max over the limits of log(statistic / limit): ≤ 0 where all hold, +∞ unstable."""
         p = _point(st, rate, cv, quantiles, only)
-        return p.stable and all(p.statistic(mt, s) <= lim for mt, s, lim in wanted)
+        if not p.stable:
+            return math.inf
+        worst = -math.inf
+        for mt, stat, lim in wanted:
+            value = p.statistic(mt, stat)
+            if not (lim > 0 and value > 0 and math.isfinite(value)):
+                if value <= lim:  # a vanishing statistic within a limit ≥ 0
+                    continue
+                return math.inf
+            worst = max(worst, math.log(value / lim))
+        return max(worst, -50.0)
 
     lo, hi = top * 1e-6, top
-    if not meets(lo):
+    s_lo, s_hi = score(lo), math.inf
+    if s_lo > 0:
         return 0.0
+    # Every statistic grows with the rate: a bracket [lo meets, hi misses] shrunk to rel_tol
+    # by Illinois-corrected regula falsi on the score (bisection while the miss is unstable,
+    # or where a step did not halve the bracket), so the answer is the bisection's.
+    side = 0
+    widths = [hi - lo]
     while hi - lo > rel_tol * hi:
-        mid = 0.5 * (lo + hi)
-        if meets(mid):
-            lo = mid
+        if math.isinf(s_hi) or (len(widths) >= 3 and widths[-1] > 0.5 * widths[-3]):
+            x = 0.5 * (lo + hi)
+            widths.clear()
         else:
-            hi = mid
+            x = hi - s_hi * (hi - lo) / (s_hi - s_lo)
+            margin = 0.25 * rel_tol * hi
+            x = min(max(x, lo + margin), hi - margin)
+        sx = score(x)
+        if sx <= 0:
+            lo, s_lo = x, sx
+            if side < 0 and math.isfinite(s_hi):
+                s_hi *= 0.5
+            side = -1
+        else:
+            hi, s_hi = x, sx
+            if side > 0:
+                s_lo *= 0.5
+            side = 1
+        widths.append(hi - lo)
     return lo

@@ -338,3 +338,38 @@ def test_a_search_computes_only_the_tables_it_needs_and_the_same_values() -> Non
         assert only.ttft_q[0.99] == full.ttft_q[0.99]
         assert (only.ttft_s, only.itl_s, only.e2e_s) == (full.ttft_s, full.itl_s, full.e2e_s)
         assert math.isnan(only.itl_q[0.99]) and math.isnan(only.e2e_q[0.99])
+
+
+@pytest.mark.parametrize(
+    ("model", "tp", "isl", "osl", "limits", "cv", "bisected"),
+    [
+        ("llama-3-8b", 1, 2000, 200, {"ttft": ("mean", 1.0), "itl": ("mean", 0.05)}, 1.0, 13.22869),
+        ("llama-3-8b", 1, 2000, 200, {"ttft": ("p99", 2.0)}, 2.0, 13.33624),
+        ("mixtral-8x7b", 2, 500, 1000, {"e2e": ("p90", 20.0)}, 1.0, 3.51666),
+        (
+            "mixtral-8x7b",
+            2,
+            500,
+            1000,
+            {"ttft": ("mean", 1.0), "itl": ("mean", 0.05)},
+            2.0,
+            9.26779,
+        ),
+    ],
+)
+def test_max_rate_within_agrees_with_plain_bisection(
+    model: str,
+    tp: int,
+    isl: int,
+    osl: int,
+    limits: dict[str, tuple[str, float]],
+    cv: float,
+    bisected: float,
+) -> None:
+    # the rates a plain bisection on (0, λ_max) to 1e-3 found for these searches
+    res = _resolved(model, "h100-sxm", tp, isl, osl)
+    assert res.deployment is not None
+    rate = max_rate_within(
+        res.deployment, isl, osl, limits, cv=cv, max_in_flight=res.max_concurrency
+    )
+    assert rate == pytest.approx(bisected, rel=5e-3)
