@@ -1039,7 +1039,8 @@ def _point(
     tv, tp = _compact(*_ttft_atoms(st, arr, qu, ch))
     kv_mean = 0.0
     itl: _Mixture | None = None
-    if dec is not None:
+    if dec is not None and (dec.full > 1e-9 or "itl" in tables or "e2e" in tables):
+        # (the per-request ITL distribution: for its tables and for the KV slot wait)
         full_itl = st.slots / (top * steps)  # Little at saturation: every slot held
         itl = _itl_mixture(st, arr, ch, dec, max(full_itl, dec.life_s / steps))
     if dec is not None and itl is not None and dec.full > 1e-9:
@@ -1069,14 +1070,13 @@ def _point(
             ttft_table, dict.fromkeys(qs, nan), ttft_table, top, 0.0, ch.prefill_share,
             1.0 - ch.idle_share, kv_mean, ttft_mean - alone,
         )  # fmt: skip
-    assert itl is not None
     itl_mean = dec.life_s / steps
     e2e_q = (
         _sum_quantiles(_equal_mass(tv, tp, 128), itl, steps, qs)
-        if "e2e" in tables
+        if itl is not None and "e2e" in tables
         else [nan] * len(qs)
     )
-    itl_q = itl.quantiles(qs) if "itl" in tables else [nan] * len(qs)
+    itl_q = itl.quantiles(qs) if itl is not None and "itl" in tables else [nan] * len(qs)
     b = np.arange(st.slots + 1, dtype=float)
     return OpenLoopPoint(
         rate_rps=rate,
