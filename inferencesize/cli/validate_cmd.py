@@ -1,0 +1,395 @@
+"""`infersize validate` and `calibrate`: the performance model against measurements."""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from dataclasses import asdict, replace
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+import yaml
+
+from inferencesize import report
+from inferencesize.cli.common import (
+    Progress,
+    check_format,
+    emit_data,
+    format_option,
+    input_files,
+    open_catalog,
+    stdout,
+)
+from inferencesize.cli.options import (
+    CalibrationOpt,
+    CatalogOpt,
+    EngineOpt,
+)
+from inferencesize.errors import InputError
+from inferencesize.estimate import Estimator
+from inferencesize.io_measurements import (
+    GENAI_SOURCE,
+    Measurement,
+    dedupe,
+    map_measurements,
+    read_measurements,
+)
+from inferencesize.io_write import check_target, write_atomic
+from inferencesize.repeats import repeat_spreads
+from inferencesize.study import efficiency_set
+from inferencesize.units import PRECISIONS
+from inferencesize.validation import (
+    STEADY_TOLERANCE,
+    Prediction,
+    SteadyCheck,
+    estimator_chooser,
+    point_key,
+    predict_all,
+    steady_checks,
+    summary_table,
+)
+
+
+def _load_rows(data: list[Path]) -> list[Measurement]:
+    return dedupe([m for path in data for m in read_measurements(path)])
+
+
+def _summary_rows(preds: list[Prediction], by: Any) -> list[dict[str, Any]]:
+    return [
+        {
+            "group": k,
+            "n": s.n,
+            "median_ape": s.median_ape,
+            "p90_ape": s.p90_ape,
+            "within_10": s.within_10,
+            "within_25": s.within_25,
+        }
+        for k, s in summary_table(preds, by).items()
+    ]
+
+
+DataOpt = Annotated[
+    list[Path],
+    typer.Option(
+        "--data",
+        metavar="FILE",
+        help="Measurements CSV (columns as data/calibration/README.md) or GenAI-Perf export"
+        " (profile_export_genai_perf.json/.csv); repeatable.",
+    ),
+]
+
+
+def validate(
+    data: DataOpt,
+    fmt: Annotated[str, format_option(report.FORMATS)] = "table",
+    engine: EngineOpt = None,
+    calibration: CalibrationOpt = None,
+    catalog_dirs: CatalogOpt = None,
+) -> None:
+    """Compare predictions with every usable row of measurement files.
+
+    Prints median and p90 absolute percentage error (APE) and the share within 10 % / 25 %,
+    per metric and per source. Each row is predicted with the efficiency set of its engine
+    (unless --engine or --calibration fixes one). Rows that cannot be mapped are counted and
+    listed, never dropped silently. Also checks each serving point against Little's law, and
+    shows how far points measured more than once differ between runs (the data's own floor).
+    CSV: one row per accuracy group (table: by_metric, by_source, steady_by_metric).
+
+    Examples:
+      infersize validate --data measurements.csv
+      infersize validate --data measurements.csv --engine nim-2024 --format json
+    """
+    check_format(fmt, report.FORMATS)
+    catalog = open_catalog(catalog_dirs)
+    fixed = efficiency_set(catalog, engine, calibration) if (engine or calibration) else None
+    rows = _load_rows(data)
+    mapped, skipped = map_measurements(catalog, rows)
+    pick = estimator_chooser(catalog, fixed)
+    t0 = time.perf_counter()
+    with Progress(f"predicting {len(mapped):,} measured points"):
+        preds = predict_all(pick, mapped)
+    elapsed = time.perf_counter() - t0
+    used = Counter((r.m.engine, r.m.engine_version, pick(r.m).efficiency.id) for r in mapped)
+    sets_used = [
+        {"engine": e, "engine_version": v, "efficiency": ident, "rows": n}
+        for (e, v, ident), n in sorted(used.items())
+    ]
+    by_metric = _summary_rows(preds, lambda p: p.mapped.m.metric)
+    by_source = _summary_rows(preds, lambda p: f"{p.mapped.m.source} · {p.mapped.m.metric}")
+    checks = steady_checks(mapped)
+    off = [c for c in checks if not c.steady]
+    off_points = {c.point for c in off}
+    by_metric_steady = _summary_rows(
+        [p for p in preds if point_key(p.mapped) not in off_points], lambda p: p.mapped.m.metric
+    )
+    repeats = [asdict(r) for r in repeat_spreads(rows)]
+    unmapped = [
+        {
+            "row": m.row,
+            "source": m.source,
+            "model": m.model,
+            "gpu": m.gpu,
+            "metric": m.metric,
+            "reason": why,
+        }
+        for m, why in skipped
+    ]
+    result = {
+        "rows": len(rows),
+        "predicted": len(preds),
+        "unmapped": unmapped,
+        "by_metric": by_metric,
+        "by_source": by_source,
+        "efficiency_sets": sets_used,
+        "steady_state": {
+            "checked": len(checks),
+            "tolerance": STEADY_TOLERANCE,
+            "off": [_off_point(c) for c in off],
+            "by_metric": by_metric_steady,
+        },
+        "repeat_runs": repeats,
+        "seconds": elapsed,
+    }
+    if fmt != "table":
+        groups = [("by_metric", by_metric), ("by_source", by_source)]
+        groups.append(("steady_by_metric", by_metric_steady))
+        emit_data(fmt, result, [{"table": name, **r} for name, rs in groups for r in rs])
+        return
+    out = stdout()
+    cols = ["group", "n", "median APE", "p90 APE", "≤10 %", "≤25 %"]
+
+    def fmt_rows(rs: list[dict[str, Any]]) -> list[list[Any]]:
+        return [
+            [
+                r["group"],
+                r["n"],
+                f"{r['median_ape']:.1%}",
+                f"{r['p90_ape']:.1%}",
+                f"{r['within_10']:.0%}",
+                f"{r['within_25']:.0%}",
+            ]
+            for r in rs
+        ]
+
+    out.print(report.table("accuracy by metric", cols, fmt_rows(by_metric)))
+    out.print(report.table("accuracy by source and metric", cols, fmt_rows(by_source)))
+    if off:
+        ratios = [c.ratio for c in off]
+        out.print(
+            f"Little's law: {len(off)} of {len(checks)} measured serving points are off steady"
+            f" state (clients / (req/s × E2E) = {min(ratios):.3f}–{max(ratios):.3f}, not 1 ±"
+            f" {STEADY_TOLERANCE:.0%}): the run ended before its queue settled, while the model"
+            " predicts steady state."
+        )
+        title = "accuracy by metric, steady-state points only"
+        out.print(report.table(title, cols, fmt_rows(by_metric_steady)))
+    elif checks:
+        out.print(f"Little's law: all {len(checks)} measured serving points are in steady state.")
+    if repeats:
+        title = "run-to-run difference, points measured more than once (|later / first − 1|)"
+        rep_cols = ["metric", "points", "pairs", "median", "p90", "max"]
+        rep_rows = [
+            [r["metric"], r["points"], r["pairs"]]
+            + [f"{r[k]:.1%}" for k in ("median", "p90", "max")]
+            for r in repeats
+        ]
+        out.print(report.table(title, rep_cols, rep_rows))
+    for u in sets_used:
+        label = f"{u['engine']} {u['engine_version']}".strip() or "(engine not stated)"
+        out.print(f"{label}: {u['rows']} rows predicted with efficiency set {u['efficiency']}")
+    out.print(
+        f"{len(rows)} rows read, {len(preds)} predicted in {elapsed:.2f} s, "
+        f"{len(unmapped)} not mappable"
+    )
+    for u in unmapped[:20]:
+        out.print(f"  row {u['row']} ({u['source']}, {u['model']}, {u['metric']}): {u['reason']}")
+
+
+def _off_point(c: SteadyCheck) -> dict[str, Any]:
+    m = c.m
+    return {
+        "source": m.source,
+        "model": m.model,
+        "gpu": m.gpu,
+        "precision": m.precision,
+        "tp": m.tp,
+        "isl": m.isl,
+        "osl": m.osl,
+        "concurrency": c.clients,
+        "ratio": c.ratio,
+    }
+
+
+def calibrate(
+    data: DataOpt,
+    hardware: Annotated[
+        str, typer.Option(metavar="ID", help="GPU or system id the data was measured on.")
+    ],
+    precision: Annotated[
+        str, typer.Option(metavar="[" + "|".join(PRECISIONS) + "]", help="Precision of the runs.")
+    ],
+    out_file: Annotated[
+        Path,
+        typer.Option(
+            "--out",
+            metavar="FILE",
+            help="Where to write the fitted set (YAML); an existing file only with --force.",
+        ),
+    ],
+    model: Annotated[
+        str | None,
+        typer.Option(metavar="ID", help="Catalog model id (GenAI-Perf exports: overrides theirs)."),
+    ] = None,
+    tp: Annotated[
+        int | None,
+        typer.Option(min=1, metavar="N", help="TP of the runs (for GenAI-Perf exports)."),
+    ] = None,
+    isl: Annotated[
+        int | None, typer.Option(min=1, metavar="TOKENS", help="ISL (for GenAI-Perf exports).")
+    ] = None,
+    osl: Annotated[
+        int | None, typer.Option(min=1, metavar="TOKENS", help="OSL (for GenAI-Perf exports).")
+    ] = None,
+    concurrency: Annotated[
+        int | None,
+        typer.Option(min=1, metavar="N", help="Concurrency (for GenAI-Perf exports)."),
+    ] = None,
+    overheads: Annotated[
+        bool, typer.Option("--overheads", help="Also refit the set-wide overheads.")
+    ] = False,
+    force: Annotated[
+        bool, typer.Option("--force", help="Replace --out if it exists (atomically).")
+    ] = False,
+    fmt: Annotated[str, format_option(report.FORMATS)] = "table",
+    engine: EngineOpt = None,
+    catalog_dirs: CatalogOpt = None,
+) -> None:
+    """Fit efficiency parameters to your measurements (compute, memory, overheads).
+
+    Writes the fitted efficiency set to --out (an existing file only with --force; never
+    over a --data file); use it with
+    --calibration FILE on estimate, plan and the other commands. Prints the fitted values and
+    the error before and after, per metric (CSV: one row per metric).
+
+    Examples:
+      infersize calibrate --data my-runs.csv --hardware h100-sxm --precision fp8 --out calibration.yaml
+      infersize estimate --model llama-3-8b --hardware h100-sxm --calibration calibration.yaml
+    """
+    check_format(fmt, report.FORMATS)
+    inputs = input_files(data=data)
+    check_target(out_file, "--out", inputs=inputs, overwrite=force)
+    # scipy.optimize is imported here, not at start-up, so every other command stays fast.
+    from inferencesize.calibration import PER_GPU_PARAMS, fit, precision_class
+
+    catalog = open_catalog(catalog_dirs)
+    base = catalog.efficiency_set(engine)
+    gpu, _ = catalog.hardware(hardware)
+    rows = _load_rows(data)
+    fill = {"model": model, "tp": tp, "isl": isl, "osl": osl, "concurrency": concurrency}
+    rows = [_fill(m, fill, gpu.id, precision) for m in rows]
+    mapped, skipped = map_measurements(catalog, rows, hardware=hardware, precision=precision)
+    if not mapped:
+        reasons = sorted({why for _, why in skipped})
+        raise InputError(f"{data[0]}: no usable rows ({'; '.join(reasons[:3]) or 'empty'})")
+    with Progress(f"fitting {gpu.id} {precision} to {len(mapped):,} measured points"):
+        before = predict_all(lambda _m: Estimator(base), mapped)
+        free = ["step_overhead_s", "layer_overhead_s", "gemm_m_half"] if overheads else []
+        result = fit(base, mapped, free)
+    fitted = result.efficiency.model_copy(
+        update={
+            "id": out_file.stem,
+            "default": False,
+            "source": f"infersize calibrate on {', '.join(str(d) for d in data)} ({len(mapped)} rows;"
+            f" {gpu.id} {precision}); starting from {base.id}",
+        }
+    )
+    write_atomic(
+        out_file,
+        yaml.safe_dump(fitted.model_dump(exclude_none=True), sort_keys=False),
+        "--out",
+        inputs=inputs,
+        overwrite=force,
+    )
+    entry = next(
+        e
+        for e in fitted.entries
+        if e.gpu == gpu.id and precision_class(e.precision or "") == precision_class(precision)
+    )
+    b = summary_table(before, lambda p: p.mapped.m.metric)
+    a = summary_table(result.predictions, lambda p: p.mapped.m.metric)
+    quality = [
+        {
+            "metric": k,
+            "n": a[k].n,
+            "median_ape_before": b[k].median_ape,
+            "median_ape_after": a[k].median_ape,
+            "p90_ape_before": b[k].p90_ape,
+            "p90_ape_after": a[k].p90_ape,
+        }
+        for k in a
+    ]
+    rec: dict[str, Any] = {
+        "out": str(out_file),
+        "id": fitted.id,
+        "hardware": gpu.id,
+        "precision": precision,
+        "fitted": {k: getattr(entry, k) for k in PER_GPU_PARAMS},
+        "rows_used": len(mapped),
+        "rows_not_used": len(skipped),
+        "not_used_example": skipped[0][1] if skipped else None,
+        "fit_quality": quality,
+    }
+    head = {k: rec[k] for k in ("id", "hardware", "precision")}
+    emit_data(
+        fmt,
+        rec,
+        [{**head, "fitted": rec["fitted"], **q} for q in quality],
+        lambda con: _calibrate_tables(con, rec),
+    )
+    typer.echo(f"wrote {out_file}", err=True)
+
+
+def _calibrate_tables(con: Any, rec: dict[str, Any]) -> None:
+    con.print(
+        f"fitted {rec['hardware']} {rec['precision']}: "
+        + ", ".join(f"{k} {v:.3f}" for k, v in rec["fitted"].items()),
+        highlight=False,
+    )
+    cols = ["metric", "n", "median APE before", "after", "p90 before", "after"]
+    rows = [
+        [
+            q["metric"],
+            q["n"],
+            f"{q['median_ape_before']:.1%}",
+            f"{q['median_ape_after']:.1%}",
+            f"{q['p90_ape_before']:.1%}",
+            f"{q['p90_ape_after']:.1%}",
+        ]
+        for q in rec["fit_quality"]
+    ]
+    con.print(report.table("fit quality", cols, rows))
+    if rec["rows_not_used"]:
+        con.print(f"{rec['rows_not_used']} rows not used (e.g. {rec['not_used_example']})")
+
+
+def _fill(m: Measurement, fill: dict[str, Any], gpu: str, precision: str) -> Measurement:
+    # A GenAI-Perf export names the served model (a deployment name, not a catalog id) and
+    # states no TP: the flags win there. A measurements CSV states each row: flags fill blanks.
+    export = m.source == GENAI_SOURCE
+    updates: dict[str, Any] = {}
+    if (export or not m.model) and fill["model"]:
+        updates["model"] = fill["model"]
+    if (export or m.tp is None) and fill["tp"]:
+        updates["tp"] = fill["tp"]
+    if (export or m.isl is None) and fill["isl"]:
+        updates["isl"] = float(fill["isl"])
+    if (export or m.osl is None) and fill["osl"]:
+        updates["osl"] = float(fill["osl"])
+    if (export or not m.concurrency) and fill["concurrency"]:
+        updates["concurrency"] = str(fill["concurrency"])
+    if not m.gpu:
+        updates["gpu"] = gpu
+    if not m.precision:
+        updates["precision"] = precision
+    return replace(m, **updates) if updates else m
