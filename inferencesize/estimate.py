@@ -6,6 +6,7 @@ validation, calibration and the planner can call it many times cheaply.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -255,3 +256,85 @@ def operating_points(
     the bound of each phase)."""
     assert res.deployment is not None
     return points(res.deployment, isl, osl, concurrency, max_in_flight, batching, arrays, bounds)
+
+
+#: Percentiles of an open-loop record (``rate_record``), as key suffixes ``_p50`` … ``_p99``.
+RATE_PERCENTILES = (50, 90, 95, 99)
+#: Every key of an open-loop record, in order.
+RATE_RECORD_KEYS = (
+    *("model", "hardware", "precision", "kv_precision", "tp", "pp", "ep", "dp", "isl", "osl"),
+    *("batching", "gpus", "arrivals", "cv", "rate_rps"),
+    *(
+        f"{name}_ms{suffix}"
+        for name in ("ttft", "itl", "e2e")
+        for suffix in ("", *(f"_p{q}" for q in RATE_PERCENTILES))
+    ),
+    *("utilisation", "stable", "max_requests_per_s", "requests_per_s", "output_tokens_per_s"),
+    *("in_flight", "kv_wait_ms", "max_concurrency", "memory", "feasible", "reason", "engine"),
+    *("efficiency", "techniques"),
+)
+
+
+def rate_record(
+    res: Resolved, isl: float, osl: float, rate_rps: float, cv: float, engine: str
+) -> dict[str, Any]:
+    """The JSON record of ``infersize estimate --rate``: one in-flight instance under
+    open-loop arrivals at ``rate_rps`` (gamma gaps with coefficient of variation ``cv``; 1 =
+    Poisson), from :func:`inferencesize.openloop.open_loop`. Means and percentiles of TTFT,
+    ITL and E2E in ms; at or past the sustainable rate ``stable`` is False and every latency
+    None (the queue grows without bound)."""
+    from inferencesize.openloop import open_loop
+
+    base = record(res, isl, osl, 0, units.Batching.INFLIGHT, None, engine)
+    out: dict[str, Any] = dict(base)
+    out.update(arrivals="poisson" if cv == 1.0 else "gamma", cv=cv, rate_rps=rate_rps)
+    for name in ("ttft", "itl", "e2e"):
+        out[f"{name}_ms"] = None
+        for q in RATE_PERCENTILES:
+            out[f"{name}_ms_p{q}"] = None
+    out.update(
+        utilisation=None,
+        stable=None,
+        max_requests_per_s=None,
+        in_flight=None,
+        kv_wait_ms=None,
+        feasible=False,
+    )
+    if res.deployment is None or res.reason is not None:
+        return {k: out[k] for k in RATE_RECORD_KEYS}
+    pt = open_loop(
+        res.deployment,
+        isl,
+        osl,
+        rate_rps,
+        cv=cv,
+        max_in_flight=res.max_concurrency,
+        quantiles=tuple(q / 100 for q in RATE_PERCENTILES),
+    )
+    out.update(
+        utilisation=float(pt.utilisation),
+        stable=bool(pt.stable),
+        max_requests_per_s=float(pt.max_rate_rps),
+        requests_per_s=rate_rps if pt.stable else float(pt.max_rate_rps),
+        output_tokens_per_s=(rate_rps if pt.stable else float(pt.max_rate_rps)) * osl,
+        feasible=True,
+    )
+    if pt.stable:
+        _rate_latencies(out, pt)
+    return {k: out[k] for k in RATE_RECORD_KEYS}
+
+
+def _rate_latencies(out: dict[str, Any], pt: Any) -> None:
+    """Means and percentiles of a stable open-loop point into ``out`` (ms; a statistic that
+    does not exist, such as the ITL of one-token answers, as None)."""
+
+    def ms(seconds: Any) -> float | None:
+        value = float(seconds)
+        return value * MS_PER_S if math.isfinite(value) else None
+
+    out.update(in_flight=float(pt.in_flight), kv_wait_ms=ms(pt.kv_wait_s))
+    for name in ("ttft", "itl", "e2e"):
+        out[f"{name}_ms"] = ms(getattr(pt, f"{name}_s"))
+        table = getattr(pt, f"{name}_q")
+        for q in RATE_PERCENTILES:
+            out[f"{name}_ms_p{q}"] = ms(table[q / 100])

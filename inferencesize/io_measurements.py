@@ -196,7 +196,9 @@ def read_measurements(path: Path) -> list[Measurement]:
 
 
 #: Columns every row of ``estimate --points`` states.
-POINT_REQUIRED = ("model", "hardware", "isl", "osl", "concurrency")
+POINT_REQUIRED = ("model", "hardware", "isl", "osl")
+#: A points file states each row's load: closed-loop clients or an open-loop rate (requests/s).
+POINT_LOAD = ("concurrency", "rate")
 #: Ceilings of the number columns of ``estimate --points`` (``specs.common``).
 POINT_CEILINGS: dict[str, int] = {
     "tp": MAX_PARALLEL,
@@ -213,6 +215,8 @@ def read_points(path: Path) -> tuple[list[str], list[dict[str, str]]]:
     ``csv.DictReader``); a file that cannot be read as one is an InputError naming it."""
     shown, header, table = read_csv_table(path, "a CSV of operating points")
     missing = [c for c in POINT_REQUIRED if c not in header]
+    if not any(c in header for c in POINT_LOAD):
+        missing.append("concurrency (or rate)")
     if missing:
         raise InputError(f"{shown}: missing column(s) {', '.join(missing)}")
     return header, [by_column(header, cells) for _, cells in table]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from pathlib import Path
 from typing import Annotated, Any
@@ -13,6 +14,7 @@ from inferencesize.catalog import Catalog
 from inferencesize.cli.common import (
     check_format,
     emit_data,
+    finite,
     format_option,
     open_catalog,
     stdout,
@@ -33,14 +35,24 @@ from inferencesize.cli.options import (
     with_options,
 )
 from inferencesize.errors import InputError, UnknownIdError, UsageError
-from inferencesize.estimate import Candidate, Estimator, longest_gaps, operating_points, record
-from inferencesize.io_measurements import (
-    point_int,
-    read_points,
+from inferencesize.estimate import (
+    RATE_PERCENTILES,
+    RATE_RECORD_KEYS,
+    Candidate,
+    Estimator,
+    longest_gaps,
+    operating_points,
+    rate_record,
+    record,
 )
+from inferencesize.io_measurements import point_int, read_points
 from inferencesize.render.plan_table import techniques_text
+from inferencesize.specs.common import MAX_RPS, brief
 from inferencesize.study import candidate, resolve_point
 from inferencesize.units import Batching
+
+#: Largest coefficient of variation of inter-arrival gaps (the scenario's ``cv`` ceiling).
+MAX_CV = 10.0
 
 POINT_COLUMNS = (
     "model",
@@ -54,6 +66,8 @@ POINT_COLUMNS = (
     "concurrency",
     "batching",
     "kv_precision",
+    "rate",
+    "cv",
 )
 RESULT_KEYS = (
     "gpus",
@@ -72,7 +86,7 @@ RESULT_KEYS = (
     "efficiency",
 )
 #: Every key of an estimate record (``estimate.record``).
-RECORD_KEYS = (*POINT_COLUMNS[:6], "dp", *POINT_COLUMNS[6:], *RESULT_KEYS, "techniques")
+RECORD_KEYS = (*POINT_COLUMNS[:6], "dp", *POINT_COLUMNS[6:11], *RESULT_KEYS, "techniques")
 #: Formats of ``estimate --points``: one record per input row.
 POINTS_FORMATS = ("csv", "jsonl", "json", "yaml")
 
@@ -91,9 +105,27 @@ def estimate(
     concurrency: Annotated[
         int,
         typer.Option(
-            min=1, metavar="N", help="Closed-loop clients (inflight) or batch size (static)."
+            min=1,
+            metavar="N",
+            help="Closed-loop clients (inflight) or batch size (static); default 1.",
         ),
     ] = 1,
+    rate: Annotated[
+        float | None,
+        typer.Option(
+            metavar="RPS",
+            help="Open loop instead: requests arrive at RPS per second (Poisson unless --cv);"
+            " means and p50/p90/p95/p99 of TTFT, ITL and E2E.",
+        ),
+    ] = None,
+    cv: Annotated[
+        float | None,
+        typer.Option(
+            metavar="CV",
+            help="With --rate: coefficient of variation of the gaps between arrivals (1 Poisson,"
+            " near 0 a steady rate, > 1 burstier gamma arrivals).",
+        ),
+    ] = None,
     kv_precision: PointKvPrecisionOpt = None,
     batching: Annotated[Batching, typer.Option(help="Batching of the engine.")] = Batching.INFLIGHT,
     points: Annotated[
@@ -111,15 +143,25 @@ def estimate(
 ) -> None:
     """Predict latency, throughput and memory of one instance at one operating point.
 
-    TTFT, ITL and E2E (mean), requests/s and output tokens/s, the KV-cache capacity and the
-    memory per GPU, with what bounds prefill and decode.
+    Closed loop (--concurrency N, the GenAI-Perf benchmark): TTFT, ITL and E2E (mean),
+    requests/s and output tokens/s, the KV-cache capacity and the memory per GPU, with what
+    bounds prefill and decode. Open loop (--rate R, requests arriving at a rate; --cv for
+    burstier gaps): the mean and p50/p90/p95/p99 of TTFT, ITL and E2E, the utilisation (rate /
+    the sustainable rate) and whether the instance keeps up (stable: false past capacity, with
+    no latencies).
+
+    TTFT: arrival to first token (queueing and prefill included). ITL: the mean gap between a
+    request's tokens after the first. TPOT = (E2E − TTFT) / (OSL − 1), the same mean per
+    request. E2E = TTFT + (OSL − 1) · ITL.
 
     Batch mode: --points FILE, a CSV with the columns model, hardware, precision, tp, pp, ep,
-    isl, osl, concurrency, batching, kv_precision (model, hardware, isl, osl and concurrency
-    required; the others take the flags' defaults); one output row per input row.
+    isl, osl, concurrency or rate (cv with rate), batching, kv_precision (model, hardware, isl,
+    osl and one of concurrency or rate per row required; the others take the flags'
+    defaults); one output row per input row.
 
     Examples:
       infersize estimate --model llama-3-8b --hardware h100-sxm --isl 2000 --osl 200 --concurrency 25
+      infersize estimate --model llama-3-8b --hardware h100-sxm --isl 2000 --osl 200 --rate 8
       infersize estimate --model llama-3.1-70b --hardware h100-sxm --tp 4 --draft llama-3.1-8b --draft-tokens 4 --acceptance 0.7
       infersize estimate --points points.csv --format csv
     """
@@ -144,6 +186,17 @@ def estimate(
     check_format(fmt, report.FORMATS)
     if model is None or hardware is None:
         raise UsageError("estimate needs --model and --hardware (or --points FILE)")
+    if rate is not None and _given(ctx, "concurrency"):
+        raise UsageError(
+            "--rate and --concurrency are exclusive: a rate is open-loop traffic, concurrency"
+            " closed-loop clients; give one"
+        )
+    if cv is not None and rate is None:
+        raise UsageError("--cv describes arrivals at a rate: use it with --rate")
+    if rate is not None and batching != Batching.INFLIGHT:
+        raise UsageError("--rate models in-flight batching: drop --batching static")
+    if cv is not None:
+        finite(cv, "--cv", 0.0, MAX_CV, above=True)
     cand = candidate(catalog, model, hardware, precision, kv_precision, tp, pp, ep)
     point = resolve_point(
         catalog,
@@ -155,6 +208,19 @@ def estimate(
     )
     est, eset = point.estimator, point.efficiency
     res = est.resolve(cand, isl + osl)
+    if rate is not None:
+        arrivals = "Poisson" if cv is None or cv == 1.0 else f"gamma cv {cv:g}"
+        rec = rate_record(res, isl, osl, rate, 1.0 if cv is None else cv, eset.engine)
+        title = (
+            f"{cand.model.id} on {cand.label()} · ISL {isl} · OSL {osl} · inflight · "
+            f"{arrivals} {rate:g} req/s"
+        )
+        emit_data(
+            fmt,
+            rec,
+            table=lambda out: out.print(report.key_value_table(title, _rate_pairs(rec))),
+        )
+        return
     op = est.point(res, isl, osl, concurrency, batching)
     rec = record(res, isl, osl, concurrency, batching, op, eset.engine)
     title = (
@@ -209,14 +275,70 @@ def _human_pairs(rec: dict[str, Any]) -> list[tuple[str, Any]]:
     return pairs
 
 
+def _rate_pairs(rec: dict[str, Any]) -> list[tuple[str, Any]]:
+    """The human table of an open-loop point (``estimate --rate``)."""
+
+    def line(name: str, digits: int) -> str:
+        mean = rec[f"{name}_ms"]
+        if mean is None:
+            return "—"
+        parts = [f"mean {mean:,.{digits}f}"]
+        for q in RATE_PERCENTILES:
+            v = rec[f"{name}_ms_p{q}"]
+            parts.append(f"p{q} " + ("—" if v is None else f"{v:,.{digits}f}"))
+        return " · ".join(parts)
+
+    if not rec["feasible"]:
+        return [("feasible", f"no: {rec['reason']}"), ("engine", rec["engine"])]
+    top = rec["max_requests_per_s"]
+    if rec["stable"]:
+        state = f"yes: utilisation {rec['utilisation']:.0%} of {top:,.3f} req/s sustainable"
+    else:
+        state = (
+            f"no: {rec['rate_rps']:,.3f} req/s ≥ the sustainable {top:,.3f} req/s; the queue"
+            " grows without bound (no latencies)"
+        )
+    pairs: list[tuple[str, Any]] = [
+        ("GPUs per instance", rec["gpus"]),
+        ("stable", state),
+        ("TTFT ms", line("ttft", 1)),
+        ("ITL ms", line("itl", 2)),
+        ("E2E ms", line("e2e", 0)),
+    ]
+    if rec["stable"]:
+        pairs += [
+            ("requests in flight (mean)", f"{rec['in_flight']:,.1f} of {rec['max_concurrency']}"),
+            (
+                "throughput",
+                f"{rec['requests_per_s']:,.3f} req/s · "
+                f"{rec['output_tokens_per_s']:,.0f} output tok/s",
+            ),
+        ]
+    if rec["techniques"]:
+        pairs.append(("techniques", techniques_text(rec["techniques"])))
+    pairs += [
+        ("precision / KV", f"{rec['precision']} / {rec['kv_precision']}"),
+        ("engine", rec["engine"]),
+        ("efficiency", rec["efficiency"]),
+    ]
+    return pairs
+
+
 def _batch(catalog: Catalog, est: Estimator, path: Path, fmt: str) -> None:
     header, rows = read_points(path)  # every read, decoding and CSV error names the file
+    eset_engine = est.efficiency.engine
     records: list[dict[str, Any] | None] = [None] * len(rows)
     groups: dict[tuple[Any, ...], list[tuple[int, int, int, int]]] = defaultdict(list)
     cands: dict[tuple[Any, ...], Candidate] = {}
     for i, row in enumerate(rows):
         try:
             key, cand, isl, osl, conc, batching = _parse_point(catalog, row, i + 2)
+            if conc is None:  # an open-loop row: rate (and cv), one point at a time
+                rate, cv = _rate_of(row, i + 2, batching)
+                res = est.resolve(cand, isl + osl)
+                rec = rate_record(res, isl, osl, rate, cv, eset_engine)
+                records[i] = {**rows[i], **rec, "rate": rate}
+                continue
         except (InputError, UnknownIdError, ValueError) as err:
             # the same keys as a computed row: the input as given (numbers as numbers)
             echoed = {k: _number_or_text(v) for k, v in row.items()}
@@ -267,7 +389,7 @@ def _batch(catalog: Catalog, est: Estimator, path: Path, fmt: str) -> None:
         return
     # CSV cells carry no nesting: the unit goes into the memory column names
     flat = [{**r, "memory": _gib_keys(r.get("memory"))} for r in final]
-    template = _template()
+    template = _template("rate" in header)
     template["memory"] = _gib_keys(template["memory"])
     columns = list(header) + [c for c in report.flatten(template) if c not in header]
     report.emit(out, report.csv_text(flat, columns))
@@ -294,19 +416,51 @@ def _number_or_text(text: str | None) -> Any:
     return int(value) if value.is_integer() and "." not in text else value
 
 
-def _template() -> dict[str, Any]:
+def _template(rates: bool) -> dict[str, Any]:
+    """The columns of a batch CSV after the input's (``rates``: open-loop keys too)."""
     mem = dict.fromkeys(("capacity", "weights", "kv_cache", "activations", "reserve", "free"))
-    return {
-        **dict.fromkeys(POINT_COLUMNS),
+    out = {
+        **dict.fromkeys(c for c in POINT_COLUMNS if c not in ("rate", "cv")),
         **dict.fromkeys(RESULT_KEYS),
         "memory": mem,
         "bound": {"prefill": None, "decode": None},
     }
+    if rates:
+        out.update(dict.fromkeys(k for k in RATE_RECORD_KEYS if k not in out))
+    return out
+
+
+def _rate_of(row: dict[str, str], line: int, batching: Batching) -> tuple[float, float]:
+    """(rate requests/s, cv) of an open-loop points row; an InputError naming the row else."""
+    if batching != Batching.INFLIGHT:
+        raise InputError(f"row {line}: rate: the open-loop model is in-flight batching only")
+
+    def number(name: str, default: float | None, high: float) -> float:
+        text = (row.get(name) or "").strip()
+        if not text:
+            if default is None:
+                raise InputError(f"row {line}: {name}: required")
+            return default
+        try:
+            value = float(text)
+        except ValueError:
+            raise InputError(f"row {line}: {name}: not a number ({brief(text)})") from None
+        if not (math.isfinite(value) and 0 < value <= high):
+            raise InputError(
+                f"row {line}: {name}: expected a number above 0 and at most {high:g}"
+                f" (got {brief(text)})"
+            )
+        return value
+
+    return number("rate", None, MAX_RPS), number("cv", 1.0, MAX_CV)
 
 
 def _parse_point(
     catalog: Catalog, row: dict[str, str], line: int
-) -> tuple[tuple[Any, ...], Candidate, int, int, int, Any]:
+) -> tuple[tuple[Any, ...], Candidate, int, int, int | None, Any]:
+    """A row's candidate, lengths and load: its concurrency, or None for an open-loop row
+    (a rate instead); exactly one of the two."""
+
     def num(name: str, default: int | None = None) -> int:
         return point_int(row, name, line, default)  # finite, >= 1, under the column's ceiling
 
@@ -327,4 +481,14 @@ def _parse_point(
         num("ep", 1),
     )
     key = (cand.model.id, cand.hardware_id, cand.precision, cand.kv_precision, cand.par, batching)
-    return key, cand, num("isl"), num("osl"), num("concurrency"), batching
+    has_conc = bool((row.get("concurrency") or "").strip())
+    has_rate = bool((row.get("rate") or "").strip())
+    if has_conc == has_rate:
+        raise InputError(
+            f"row {line}: give exactly one of concurrency (closed-loop clients) or rate"
+            " (open-loop requests/s)" + (" (both given)" if has_conc else " (neither given)")
+        )
+    if has_conc and (row.get("cv") or "").strip():
+        raise InputError(f"row {line}: cv: applies to a rate, not to concurrency")
+    conc = num("concurrency") if has_conc else None
+    return key, cand, num("isl"), num("osl"), conc, batching
