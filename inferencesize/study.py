@@ -42,7 +42,7 @@ from inferencesize.economics import Pricing
 from inferencesize.errors import CatalogError, InputError, UnknownIdError
 from inferencesize.estimate import Candidate, Estimator
 from inferencesize.parallelism import Parallelism
-from inferencesize.planner import Limits, PlanResult, pack_servers, plan_scenario
+from inferencesize.planner import Limits, PlanResult, plan_scenario
 from inferencesize.specs import EfficiencySet, GpuSpec, ModelSpec, SystemSpec
 from inferencesize.specs.scenario import DEFAULT_HARDWARE, Pool, ScenarioSpec
 from inferencesize.specs.techniques import TechniquesSpec
@@ -517,16 +517,16 @@ class Study:
             top=top,
         )
 
-    def verify(self, p: Plan) -> tuple[Verification, int]:
-        """The chosen plan simulated request by request at the peak, on this study's
-        deployment (engine set, techniques, KV cap); and the servers its instances need."""
+    def verify(self, p: Plan) -> Verification:
+        """The chosen plan's instance count searched again request by request at the peak
+        (both directions from the analytic count), on this study's deployment (engine set,
+        techniques, KV cap) and arrivals (``cv`` under ``arrivals: poisson``), each limit held
+        at its statistic."""
         from inferencesize.verify import verify_plan
 
         s = self.spec
-        v = verify_plan(
-            self.estimator, p, self.isl, self.osl, self.limits, s.percentile, s.batching
-        )
-        return v, pack_servers(v.instances, p.gpus_per_instance, p.gpus_per_node)
+        cv = s.cv if s.arrivals == "poisson" else 1.0
+        return verify_plan(self.estimator, p, self.isl, self.osl, self.limits, s.batching, cv)
 
     def rate_curves(self, result: PlanResult, max_curves: int = 6) -> list[LabelledCurve]:
         """Req/s per instance against TTFT of the chosen plan and the next-ranked candidates on

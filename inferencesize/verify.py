@@ -1,16 +1,24 @@
-"""``plan --verify``: check a plan request by request with the discrete-event simulator.
+"""``plan --verify``: the instance count searched again request by request with the
+discrete-event simulator.
 
-The chosen plan's instances get Poisson arrivals at the peak rate behind a least-loaded
-balancer; the simulated mean TTFT, ITL and E2E are held to the plan's limits (mean limits, the
-statistic the planner sizes for), and the scenario's percentile (e.g. p95) of each is reported
-beside them. When a mean misses, instances are added (doubling, then bisection on the count,
-with the same random arrivals for every count) until the means meet the limits.
-Pure: no I/O.
+The chosen plan's candidate gets the peak rate behind a least-loaded balancer: Poisson
+arrivals, or gamma gaps with the scenario's coefficient of variation ``cv``. Each latency limit
+is held to the simulated requests at its own statistic (the mean, or p50 … p99 of the measured
+requests under ``arrivals: poisson``), and a run whose instances do not keep up with the
+arrivals (``simulate.stats.keeps_up``) misses whatever its latencies say.
+
+The search runs in both directions from the analytic count N: when N meets the limits it
+gallops down (N − 1, N − 2, N − 4, …) until a count misses, when N misses it gallops up (N + 1,
+N + 2, N + 4, … up to :data:`MAX_FACTOR` · N) until one meets, then bisects the bracket (more
+instances never raise a latency, so the smallest count that meets is the answer). Every count
+is simulated on the same random requests and arrival times (one seed, one request count), so
+the counts differ only in the instances; a search simulates O(log N) counts. Pure: no I/O.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -19,51 +27,105 @@ from inferencesize.planner import Limits, Plan
 from inferencesize.simulate import (
     BatchingConfig,
     Workload,
+    gamma_arrivals,
     lengths,
     per_request,
     poisson_arrivals,
     simulate_llm,
 )
-from inferencesize.simulate.stats import measured_mask, percentile_of
+from inferencesize.simulate.stats import keeps_up, measured_mask, percentile_of
 from inferencesize.units import Batching, BatchingMode
 
-#: Requests simulated per instance (at least MIN_REQUESTS in all).
+#: Requests simulated per planned instance (at least MIN_REQUESTS in all), for every count.
 REQUESTS_PER_INSTANCE = 400
 MIN_REQUESTS = 4000
 #: Give up after this many times the planned instances.
 MAX_FACTOR = 8
+#: Share of the first requests left out as warm-up.
+WARMUP = 0.1
+#: Statistics every simulated count reports.
+STATISTICS = ("mean", "p50", "p90", "p95", "p99")
 
 
 @dataclass(frozen=True)
 class Latencies:
-    """TTFT, ITL and E2E of the simulated requests at one statistic, seconds."""
+    """TTFT, ITL and E2E of the simulated requests at one statistic each, seconds."""
 
     ttft_s: float
     itl_s: float
     e2e_s: float
 
-    def meets(self, limits: Limits) -> bool:
-        by_name = {"ttft": self.ttft_s, "itl": self.itl_s, "e2e": self.e2e_s}
-        return all(by_name[name] <= limit for name, limit in limits.active())
+    def by_name(self) -> dict[str, float]:
+        return {"ttft": self.ttft_s, "itl": self.itl_s, "e2e": self.e2e_s}
+
+
+@dataclass(frozen=True)
+class Run:
+    """One simulated instance count: every statistic of TTFT, ITL and E2E, the values the
+    limits are held to (each at its statistic), whether it kept up and meets them."""
+
+    instances: int
+    stats: Mapping[str, Latencies]
+    held: Latencies
+    overloaded: bool
+    meets: bool
 
 
 @dataclass(frozen=True)
 class Verification:
-    """Simulated latencies of a plan (the mean, which the limits are held to, and the
-    ``percentile``) and the instances it needed."""
+    """The analytic count's run, the smallest count that meets the limits by simulation (or
+    the largest tried, ``meets`` False) and its run, and what was simulated."""
 
-    percentile: float
+    statistics: tuple[str, str, str]
+    cv: float
     requests: int
     seed: int
-    planned_instances: int
-    instances: int
-    mean: Latencies
-    tail: Latencies
-    meets: bool
+    planned: Run
+    found: Run
+    searched: tuple[int, ...] = field(default_factory=tuple)
 
     @property
-    def added(self) -> int:
-        return self.instances - self.planned_instances
+    def planned_instances(self) -> int:
+        return self.planned.instances
+
+    @property
+    def instances(self) -> int:
+        return self.found.instances
+
+    @property
+    def meets(self) -> bool:
+        return self.found.meets
+
+    @property
+    def delta(self) -> int:
+        """Simulated minus analytic instances."""
+        return self.found.instances - self.planned.instances
+
+    @property
+    def agrees(self) -> bool:
+        """The two counts within one instance or 10 % of the analytic count (and the
+        simulated one meets the limits)."""
+        return self.meets and abs(self.delta) <= max(1.0, 0.1 * self.planned.instances)
+
+
+def statistic_of(values: np.ndarray, statistic: str) -> float:
+    """``statistic`` ("mean", "p50" … "p99") of the non-NaN ``values``."""
+    if statistic == "mean":
+        v = values[~np.isnan(values)]
+        return float(v.mean()) if v.size else float("nan")
+    return percentile_of(values, float(statistic[1:]) / 100.0)
+
+
+def workload(isl: int, osl: int, rate_rps: float, cv: float, requests: int, seed: int) -> Workload:
+    """The requests every count is simulated on: fixed lengths, arrivals at ``rate_rps``
+    (Poisson when ``cv`` is 1, else gamma gaps)."""
+    rng = np.random.default_rng(seed)
+    isl_a, osl_a = lengths(rng, requests, isl), lengths(rng, requests, osl)
+    if cv == 1.0:
+        times = poisson_arrivals(rng, requests, rate_rps)
+    else:
+        times = gamma_arrivals(rng, requests, rate_rps, cv)
+    return Workload(isl_a, osl_a, times)
 
 
 def _run(
@@ -72,35 +134,31 @@ def _run(
     isl: int,
     osl: int,
     batching: BatchingMode,
+    wl: Workload,
     instances: int,
-    requests: int,
-    seed: int,
-    q: float,
-) -> tuple[Latencies, Latencies]:
+    limits: Limits,
+) -> Run:
     res = est.resolve(p.candidate, isl + osl)
     assert res.deployment is not None
-    rng = np.random.default_rng(seed)
-    wl = Workload(
-        lengths(rng, requests, isl),
-        lengths(rng, requests, osl),
-        poisson_arrivals(rng, requests, p.peak_rps),
-    )
     if batching == Batching.STATIC:
         cfg = BatchingConfig("static", int(p.point.concurrency))  # a whole batch
     else:
         cfg = BatchingConfig("inflight", res.max_concurrency)
     sim = simulate_llm(res.deployment, p.candidate.gpu.memory_bytes, wl, cfg, instances)
-    keep = measured_mask(sim, 0.1)
+    keep = measured_mask(sim, WARMUP)
     pr = per_request(sim)
-    ttft, itl, e2e = pr.ttft_s[keep], pr.itl_s[keep], pr.e2e_s[keep]
-    mean = Latencies(*(float(np.nanmean(v)) for v in (ttft, itl, e2e)))
-    tail = Latencies(*(percentile_of(v, q) for v in (ttft, itl, e2e)))
-    return mean, tail
-
-
-def _meets(limits: Limits, values: tuple[Latencies, Latencies]) -> bool:
-    """The limits are mean limits (what the planner sizes for): held to the simulated means."""
-    return values[0].meets(limits)
+    values = {"ttft": pr.ttft_s[keep], "itl": pr.itl_s[keep], "e2e": pr.e2e_s[keep]}
+    stats = {
+        s: Latencies(*(statistic_of(values[n], s) for n in ("ttft", "itl", "e2e")))
+        for s in STATISTICS
+    }
+    held = Latencies(
+        *(statistic_of(values[n], limits.statistic(n)) for n in ("ttft", "itl", "e2e"))
+    )
+    overloaded = keeps_up(sim, keep)[2]
+    by_name = held.by_name()
+    meets = not overloaded and all(by_name[n] <= limit for n, limit in limits.active())
+    return Run(instances, stats, held, overloaded, meets)
 
 
 def verify_plan(
@@ -109,47 +167,49 @@ def verify_plan(
     isl: int,
     osl: int,
     limits: Limits,
-    percentile: float,
     batching: BatchingMode = Batching.INFLIGHT,
+    cv: float = 1.0,
     requests: int | None = None,
     seed: int = 0,
 ) -> Verification:
-    """Simulate ``p`` at its peak rate; add instances until the simulated mean latencies meet
-    ``limits`` (mean limits, as planned); report the ``percentile`` of each as well."""
-    if not 0 < percentile < 1:
-        raise ValueError(f"percentile must be in (0, 1) (got {percentile})")
+    """The smallest instance count of ``p``'s candidate whose simulation at the plan's peak
+    meets ``limits`` at their statistics, searched from the analytic count in both
+    directions (module docstring)."""
     planned = p.instances
+    count = requests or max(MIN_REQUESTS, REQUESTS_PER_INSTANCE * planned)
+    wl = workload(isl, osl, p.peak_rps, cv, count, seed)
+    cache: dict[int, Run] = {}
 
-    def count(inst: int) -> int:
-        return requests or max(MIN_REQUESTS, REQUESTS_PER_INSTANCE * inst)
+    def at(n: int) -> Run:
+        if n not in cache:
+            cache[n] = _run(est, p, isl, osl, batching, wl, n, limits)
+        return cache[n]
 
-    cache: dict[int, tuple[Latencies, Latencies]] = {}
+    def done(n: int) -> Verification:
+        return Verification(limits.stats, cv, count, seed, at(planned), at(n), tuple(sorted(cache)))
 
-    def at(inst: int) -> tuple[Latencies, Latencies]:
-        if inst not in cache:
-            cache[inst] = _run(est, p, isl, osl, batching, inst, count(inst), seed, percentile)
-        return cache[inst]
-
-    def result(inst: int, ok: bool) -> Verification:
-        mean, tail = at(inst)
-        return Verification(percentile, count(inst), seed, planned, inst, mean, tail, ok)
-
-    if _meets(limits, at(planned)):
-        return result(planned, True)
-    lo, hi = planned, 0  # lo misses; hi meets once found
-    step = 1
-    while planned + step <= planned * MAX_FACTOR:
-        if _meets(limits, at(planned + step)):
-            hi = planned + step
-            break
-        lo = planned + step
-        step *= 2
-    if hi == 0:
-        return result(lo, False)
+    if at(planned).meets:
+        lo, hi, step = 0, planned, 1  # lo misses (no instance serves nothing), hi meets
+        while planned - step >= 1:
+            n = planned - step
+            if not at(n).meets:
+                lo = n
+                break
+            hi, step = n, step * 2
+    else:
+        lo, hi, step = planned, 0, 1  # lo misses; hi meets once found
+        while planned + step <= planned * MAX_FACTOR:
+            n = planned + step
+            if at(n).meets:
+                hi = n
+                break
+            lo, step = n, step * 2
+        if hi == 0:
+            return done(lo)
     while hi - lo > 1:
         mid = (lo + hi) // 2
-        if _meets(limits, at(mid)):
+        if at(mid).meets:
             hi = mid
         else:
             lo = mid
-    return result(hi, True)
+    return done(hi)

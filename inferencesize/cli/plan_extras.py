@@ -16,14 +16,15 @@ from inferencesize.study import Study
 
 
 def add_verification(study: Study, rec: dict[str, Any], result: Any) -> None:
-    """Simulate the chosen plan at the peak rate; put the outcome under ``rec["verify"]``."""
+    """Search the chosen plan's instance count by simulation at the peak rate; put the
+    outcome under ``rec["verify"]``."""
     p = result.chosen
     if p is None:
         rec["verify"] = None
         return
-    with Progress("simulating the plan at the peak rate"):  # on a terminal, after a second
-        v, servers = study.verify(p)
-    rec["verify"] = verify_record(p, v, limits_record(study), servers)
+    with Progress("simulating instance counts at the peak rate"):  # on a terminal, after 1 s
+        v = study.verify(p)
+    rec["verify"] = verify_record(p, v, limits_record(study))
 
 
 def draw_plan(path: Path, study: Study, result: Any, inputs: list[Input]) -> None:

@@ -376,33 +376,48 @@ def pipeline_miss(result: PipelineResult) -> str:
 # --------------------------------------------------------------------------- verification
 
 
-def verify_record(
-    p: Plan, v: Verification, limits: Mapping[str, Any], servers: int
-) -> dict[str, Any]:
-    """``plan --verify``: the simulated means of the chosen plan (held to its mean limits) and
-    the scenario's percentile of each."""
-    q = f"p{v.percentile * 100:g}"
+def _latencies_ms(lat: Any) -> dict[str, float | None]:
+    def finite_ms(seconds: float) -> float | None:
+        return seconds * 1e3 if seconds == seconds else None  # NaN (no ITL): None
+
     return {
-        "statistic": "mean",
-        "percentile": v.percentile,
-        "arrivals": f"Poisson {p.peak_rps:g} req/s (peak), least-loaded balancer",
+        "ttft_ms": finite_ms(lat.ttft_s),
+        "itl_ms": finite_ms(lat.itl_s),
+        "e2e_ms": finite_ms(lat.e2e_s),
+    }
+
+
+def verify_record(p: Plan, v: Verification, limits: Mapping[str, Any]) -> dict[str, Any]:
+    """``plan --verify``: the analytic instance count against the smallest count that meets
+    the limits in simulation (each limit at its statistic), with servers for both."""
+    from inferencesize.planner import pack_servers
+
+    arrivals = "Poisson" if v.cv == 1.0 else f"gamma (cv {v.cv:g})"
+
+    def count(run: Any) -> dict[str, Any]:
+        return {
+            "instances": run.instances,
+            "gpus": run.instances * p.gpus_per_instance,
+            "servers": pack_servers(run.instances, p.gpus_per_instance, p.gpus_per_node),
+            "meets_limits": run.meets,
+            "overloaded": run.overloaded,
+            "held": _latencies_ms(run.held),
+        }
+
+    found = v.found
+    return {
+        "arrivals": f"{arrivals} {p.peak_rps:g} req/s (peak), least-loaded balancer",
         "requests": v.requests,
         "seed": v.seed,
-        "ttft_ms": v.mean.ttft_s * 1e3,
-        "itl_ms": v.mean.itl_s * 1e3,
-        "e2e_ms": v.mean.e2e_s * 1e3,
-        q: {
-            "ttft_ms": v.tail.ttft_s * 1e3,
-            "itl_ms": v.tail.itl_s * 1e3,
-            "e2e_ms": v.tail.e2e_s * 1e3,
-        },
+        "statistics": dict(zip(("ttft", "itl", "e2e"), v.statistics, strict=True)),
         "limits": dict(limits),
+        "analytic": count(v.planned),
+        "simulated": count(found),
         "meets_limits": v.meets,
-        "planned_instances": v.planned_instances,
-        "instances": v.instances,
-        "instances_added": v.added,
-        "gpus": v.instances * p.gpus_per_instance,
-        "servers": servers,
+        "instances_delta": v.delta,
+        "agrees": v.agrees,
+        "searched": list(v.searched),
+        "latency": {name: _latencies_ms(lat) for name, lat in found.stats.items()},
     }
 
 

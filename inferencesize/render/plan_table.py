@@ -304,34 +304,60 @@ def pipeline_table(rec: dict[str, Any]) -> Any:
 
 
 def verification_table(v: dict[str, Any]) -> Any:
-    q = f"p{v['percentile'] * 100:g}"
-    lim = v["limits"]
+    """``plan --verify``: analytic against simulated instance counts, each limit at its
+    statistic."""
+    lim, stats = v["limits"], v["statistics"]
+    names = (("ttft", "TTFT"), ("itl", "ITL"), ("e2e", "E2E"))
+    active = [(k, label) for k, label in names if lim.get(f"{k}_ms") is not None]
 
-    def vs(name: str, key: str) -> str:
-        limit = lim.get(key)
-        return f"{name} {v[key]:,.1f} ms" + (f" (limit {limit:,.0f})" if limit else "")
+    def held(run: dict[str, Any]) -> str:
+        parts = []
+        for key, label in active:
+            value = run["held"][f"{key}_ms"]
+            shown = "—" if value is None else f"{value:,.1f} ms"
+            parts.append(f"{label} {stats[key]} {shown}")
+        state = "meets" if run["meets_limits"] else "misses"
+        if run["overloaded"]:
+            state = "misses (cannot keep up)"
+        return f"{_count(run)}: {' · '.join(parts) or 'no limit'} → {state}"
 
-    tail = v[q]
-    if v["meets_limits"] and v["instances_added"] == 0:
-        verdict = f"meets the limits with the planned {v['instances']} instances"
-    elif v["meets_limits"]:
-        verdict = (
-            f"needs {v['instances_added']} more instance(s): {v['instances']} instances, "
-            f"{v['gpus']} GPUs, {v['servers']} servers"
+    def line(name: str) -> str:
+        d = v["latency"][name]
+        return " · ".join(
+            f"{label} " + ("—" if d[f"{k}_ms"] is None else f"{d[f'{k}_ms']:,.1f} ms")
+            for k, label in names
         )
+
+    a, s = v["analytic"], v["simulated"]
+    delta = v["instances_delta"]
+    if not v["meets_limits"]:
+        verdict = f"misses the limits even with {s['instances']} instances"
+    elif delta == 0:
+        verdict = f"agrees: the simulation needs the planned {a['instances']} instances"
     else:
-        verdict = f"misses the limits even with {v['instances']} instances"
+        side = "fewer" if delta < 0 else "more"
+        verdict = f"the simulation needs {s['instances']} instances ({abs(delta)} {side}); " + (
+            "within one instance or 10 %" if v["agrees"] else "beyond one instance and 10 %"
+        )
+    limits = " · ".join(f"{label} {stats[k]} ≤ {lim[f'{k}_ms']:,.0f} ms" for k, label in active)
     pairs = [
         ("simulated", f"{v['arrivals']} · {v['requests']} requests · seed {v['seed']}"),
-        (
-            "mean latency",
-            " · ".join([vs("TTFT", "ttft_ms"), vs("ITL", "itl_ms"), vs("E2E", "e2e_ms")]),
-        ),
-        (
-            f"{q} latency",
-            f"TTFT {tail['ttft_ms']:,.1f} ms · ITL {tail['itl_ms']:,.1f} ms · "
-            f"E2E {tail['e2e_ms']:,.0f} ms",
-        ),
+        ("limits", limits or "none"),
+        ("analytic plan", held(a)),
+        ("smallest meeting", held(s)),
+        ("mean latency", line("mean")),
+        ("p95 latency", line("p95")),
+        ("p99 latency", line("p99")),
+        ("instance counts simulated", ", ".join(str(n) for n in v["searched"])),
         ("verdict", verdict),
     ]
-    return report.key_value_table("verification (simulated; limits held to the means)", pairs)
+    return report.key_value_table("verification (discrete-event simulation)", pairs)
+
+
+def _count(run: dict[str, Any]) -> str:
+    def n(count: int, what: str) -> str:
+        return f"{count} {what}" + ("" if count == 1 else "s")
+
+    return ", ".join(
+        (n(run["instances"], "instance"), n(run["gpus"], "GPU"), n(run["servers"], "server"))
+    )

@@ -114,7 +114,7 @@ def test_usage_errors() -> None:
     assert bad.exit_code == 2 and "'magic' is not one of" in bad.stderr
 
 
-def test_plan_verify_adds_instances_until_the_percentile_meets_the_limits() -> None:
+def test_plan_verify_adds_instances_until_the_mean_meets_the_limits() -> None:
     result = runner.invoke(
         app,
         [
@@ -126,10 +126,12 @@ def test_plan_verify_adds_instances_until_the_percentile_meets_the_limits() -> N
     assert result.exit_code == 0, result.stderr
     data = json.loads(result.stdout)
     v = data["verify"]
-    assert v["percentile"] == 0.95 and v["planned_instances"] == data["plan"]["instances"]
-    assert v["meets_limits"] and v["itl_ms"] <= 10
-    assert v["instances"] == v["planned_instances"] + v["instances_added"]
-    assert v["instances_added"] >= 1  # the closed-loop plan meets 10 ms; Poisson arrivals do not
+    assert v["statistics"] == {"ttft": "mean", "itl": "mean", "e2e": "mean"}
+    assert v["analytic"]["instances"] == data["plan"]["instances"]
+    assert v["meets_limits"] and v["simulated"]["held"]["itl_ms"] <= 10
+    assert v["latency"]["mean"]["itl_ms"] == v["simulated"]["held"]["itl_ms"]
+    assert v["simulated"]["instances"] == v["analytic"]["instances"] + v["instances_delta"]
+    assert v["instances_delta"] >= 1  # the closed-loop plan meets 10 ms; Poisson arrivals do not
     table = runner.invoke(
         app,
         [
@@ -139,5 +141,5 @@ def test_plan_verify_adds_instances_until_the_percentile_meets_the_limits() -> N
         ],
     )  # fmt: skip
     assert table.exit_code == 0
-    added = re.search(r"needs (\d+) more instance", table.stdout)
-    assert added is not None and int(added.group(1)) >= 1
+    added = re.search(r"needs (\d+) instances \((\d+) more\)", table.stdout)
+    assert added is not None and int(added.group(2)) >= 1

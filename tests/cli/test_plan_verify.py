@@ -1,0 +1,136 @@
+"""``plan --verify``: the instance count searched by simulation in both directions.
+
+Properties rather than numbers: the search lands on the same count from an analytic count far
+above it and far below it; that count meets the limits and one fewer does not (simulated on the
+same requests); a limit held at p99 needs at least the instances of the same limit held at the
+mean; the record names both counts with their servers, and the table says which way they
+differ.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from inferencesize.catalog import load_catalog
+from inferencesize.cli import app
+from inferencesize.planner import Limits, Plan, pack_servers
+from inferencesize.study import candidate, resolve_point
+from inferencesize.verify import _run, verify_plan, workload
+
+runner = CliRunner()
+ISL, OSL, PEAK = 1000, 200, 30.0
+POISSON = [
+    "plan", "--model", "llama-3-8b", "--hardware", "dgx-h100", "--precision", "fp8", "--tp", "1",
+    "--isl", str(ISL), "--osl", str(OSL), "--peak-rps", f"{PEAK:g}", "--ttft-ms", "300",
+    "--itl-ms", "25", "--arrivals", "poisson",
+]  # fmt: skip
+
+
+def plan_json(*args: str) -> dict[str, Any]:
+    result = runner.invoke(app, [*args, "--verify", "--format", "json"])
+    assert result.exit_code == 0, result.stderr
+    data: dict[str, Any] = json.loads(result.stdout)
+    return data
+
+
+@pytest.fixture(scope="module")
+def p99() -> dict[str, Any]:
+    return plan_json(*POISSON, "--latency-stat", "p99")
+
+
+def test_record_names_both_counts_with_their_servers(p99: dict[str, Any]) -> None:
+    v, plan = p99["verify"], p99["plan"]
+    assert v["statistics"] == {"ttft": "p99", "itl": "p99", "e2e": "p99"}
+    assert v["analytic"]["instances"] == plan["instances"]
+    for side in ("analytic", "simulated"):
+        run = v[side]
+        assert run["gpus"] == run["instances"] * plan["gpus_per_instance"]
+        assert run["servers"] == pack_servers(run["instances"], plan["gpus_per_instance"], 8)
+    s = v["simulated"]
+    assert v["meets_limits"] and s["meets_limits"] and not s["overloaded"]
+    # the held values are the p99 of the simulated requests, within the limits
+    assert s["held"]["ttft_ms"] == v["latency"]["p99"]["ttft_ms"] <= 300
+    assert s["held"]["itl_ms"] == v["latency"]["p99"]["itl_ms"] <= 25
+    delta = s["instances"] - v["analytic"]["instances"]
+    assert v["instances_delta"] == delta
+    assert v["agrees"] == (abs(delta) <= max(1, 0.1 * v["analytic"]["instances"]))
+    # the counts simulated bracket the answer: one fewer was tried and missed
+    assert s["instances"] in v["searched"]
+    assert s["instances"] == 1 or s["instances"] - 1 in v["searched"]
+    for name in ("mean", "p50", "p90", "p95", "p99"):
+        lat = v["latency"][name]
+        assert lat["ttft_ms"] > 0 and lat["e2e_ms"] > lat["ttft_ms"]
+
+
+def test_a_tighter_statistic_never_needs_fewer_instances(p99: dict[str, Any]) -> None:
+    mean = plan_json(*POISSON)
+    assert mean["verify"]["statistics"]["ttft"] == "mean"
+    assert mean["verify"]["simulated"]["instances"] <= p99["verify"]["simulated"]["instances"]
+
+
+def test_table_compares_the_counts() -> None:
+    result = runner.invoke(app, [*POISSON, "--latency-stat", "p95", "--verify"])
+    assert result.exit_code == 0, result.stderr
+    out = result.stdout
+    for needle in ("analytic plan", "smallest meeting", "TTFT p95 ≤ 300 ms", "verdict"):
+        assert needle in out
+
+
+@pytest.fixture(scope="module")
+def setting() -> tuple[Any, Plan, Limits]:
+    catalog = load_catalog()
+    est = resolve_point(catalog, engine=None, calibration=None).estimator
+    cand = candidate(catalog, "llama-3-8b", "dgx-h100", "fp8", None, 1, 1, 1)
+    from inferencesize.planner import plan
+
+    limits = replace(Limits(ttft_s=0.3, itl_s=0.025), stats=("p95", "p95", "p95"))
+    result = plan(
+        cand.model,
+        [(cand.gpu, cand.system)],
+        ["fp8"],
+        ISL,
+        OSL,
+        PEAK,
+        limits,
+        est,
+        tps=[1],
+        pps=[1],
+        eps=[1],
+        arrivals="poisson",
+    )
+    assert result.chosen is not None
+    return est, result.chosen, limits
+
+
+def test_search_lands_on_the_same_count_from_above_and_below(
+    setting: tuple[Any, Plan, Limits],
+) -> None:
+    est, chosen, limits = setting
+    runs = {
+        start: verify_plan(est, replace(chosen, instances=start), ISL, OSL, limits, requests=3000)
+        for start in (1, chosen.instances, 4 * chosen.instances)
+    }
+    found = {v.instances for v in runs.values()}
+    assert len(found) == 1, {k: v.instances for k, v in runs.items()}
+    n = found.pop()
+    assert all(v.meets for v in runs.values())
+    assert runs[1].delta == n - 1 and runs[4 * chosen.instances].delta < 0
+    # the answer is the smallest count that meets, on the same requests
+    wl = workload(ISL, OSL, PEAK, 1.0, 3000, 0)
+    assert _run(est, chosen, ISL, OSL, "inflight", wl, n, limits).meets
+    if n > 1:
+        assert not _run(est, chosen, ISL, OSL, "inflight", wl, n - 1, limits).meets
+
+
+def test_same_requests_for_every_count() -> None:
+    a = workload(ISL, OSL, PEAK, 2.0, 500, 7)
+    b = workload(ISL, OSL, PEAK, 2.0, 500, 7)
+    assert a.arrival_s is not None and b.arrival_s is not None
+    assert list(a.arrival_s) == list(b.arrival_s)
+    gaps = a.arrival_s[1:] - a.arrival_s[:-1]
+    assert gaps.std() / gaps.mean() == pytest.approx(2.0, rel=0.2)  # the stated burstiness
