@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 from inferencesize.catalog import MAX_DATA_BYTES, read_text
 from inferencesize.deployment import default_kv_precision
 from inferencesize.errors import InputError, UnknownIdError
+from inferencesize.measured_shape import row_shape
 from inferencesize.parallelism import Parallelism
 from inferencesize.specs.common import MAX_COUNT, MAX_PARALLEL, MAX_TOKENS, brief, clip
 from inferencesize.units import PRECISIONS
@@ -82,10 +83,21 @@ class Measurement:
     engine: str
     engine_version: str
     notes: str = ""
+    tp_cell: str = ""  # the tp cell as written (``P:tp4x1 D:tp8x4`` on disaggregated rows)
+    ep_cell: str = ""  # the ep cell as written (``P:8 D:8``)
 
     @property
     def engine_label(self) -> str:
         return f"{self.engine} {self.engine_version}".strip()
+
+    @property
+    def served_engine(self) -> tuple[str, str]:
+        """(engine, version) that ran the model: a ``Dynamo+X`` row is engine X with its version
+        not stated (``engine_version`` is then the Dynamo runtime's); ``(disagg)`` dropped."""
+        engine = re.sub(r"\s*\(disagg\)\s*", " ", self.engine).strip()
+        if engine.lower().startswith("dynamo+"):
+            return engine[len("dynamo+") :].strip(), ""
+        return engine, self.engine_version
 
     @property
     def point(self) -> tuple[object, ...]:
@@ -312,6 +324,8 @@ def _row(shown: str, line: int, r: dict[str, str]) -> Measurement:
         engine=r.get("engine", "") or "",
         engine_version=r.get("engine_version", "") or "",
         notes=r.get("notes", "") or "",
+        tp_cell=cell("tp"),
+        ep_cell=cell("ep"),
     )
 
 
@@ -439,14 +453,25 @@ def map_measurements(
     hardware: str | None = None,
     precision: str | None = None,
 ) -> tuple[list[Mapped], list[tuple[Measurement, str]]]:
-    """Rows the model can predict (with their operating point) and the others with why not."""
+    """Rows the model can predict (with their operating point) and the others with why not.
+
+    The deployment of a row is read by ``measured_shape.row_shape`` (attention DP and MoE TP
+    from the notes, disaggregated pools from ``P:… D:…`` cells)."""
     mapped: list[Mapped] = []
     skipped: list[tuple[Measurement, str]] = []
     memo: dict[tuple[object, ...], Candidate | str] = {}
     for m in rows:
-        key = (m.model, m.gpu, m.precision, m.kv_precision, m.tp, m.pp, m.ep, m.num_gpus)
+        shape = row_shape(m.tp_cell, m.tp, m.pp, m.ep_cell, m.ep, m.num_gpus, m.notes)
+        if shape.problem is not None:
+            skipped.append((m, shape.problem))
+            continue
+        if shape.aggregated is None:
+            skipped.append((m, "disaggregated: not predicted by this mapping"))
+            continue
+        par = shape.aggregated
+        key = (m.model, m.gpu, m.precision, m.kv_precision, par)
         if key not in memo:
-            memo[key] = _candidate(catalog, m, hardware, precision)
+            memo[key] = _candidate(catalog, m, par, hardware, precision)
         cand = memo[key]
         result = cand if isinstance(cand, str) else _operating_point(cand, m)
         if isinstance(result, str):
@@ -493,9 +518,13 @@ def _instances_covered(unit: str, num_gpus: int | None, instance_gpus: int) -> f
 
 
 def _candidate(
-    catalog: Catalog, m: Measurement, hardware: str | None, precision: str | None
+    catalog: Catalog,
+    m: Measurement,
+    par: Parallelism,
+    hardware: str | None,
+    precision: str | None,
 ) -> Candidate | str:
-    """The catalog candidate a row was measured on, or why it has none."""
+    """The catalog candidate a row was measured on (its split ``par``), or why it has none."""
     from inferencesize.estimate import Candidate
 
     try:
@@ -507,9 +536,18 @@ def _candidate(
         gpu, system = catalog.hardware(gpu_name)
     except UnknownIdError:
         return f"unknown GPU {gpu_name!r}"
-    prec = precision or m.precision
+    prec = precision or stated_precision(m.precision)
     if prec not in PRECISIONS:
         return f"precision {m.precision!r} not stated or unknown"
     kv = m.kv_precision if m.kv_precision in PRECISIONS else default_kv_precision(prec)
-    tp = m.tp or m.num_gpus or 1
-    return Candidate(model, gpu, system, prec, kv, Parallelism(tp, m.pp or 1, m.ep or 1))
+    return Candidate(model, gpu, system, prec, kv, par)
+
+
+_LIKELY = re.compile(r"^\s*([a-z0-9]+)\s*\(likely\b")
+
+
+def stated_precision(text: str) -> str:
+    """A precision cell: the precision, or the one a source marks as likely ("bf16 (likely: no
+    quant mode given; BF16 checkpoint)" reads as bf16: the checkpoint's own precision)."""
+    likely = _LIKELY.match(text)
+    return likely.group(1) if likely else text

@@ -4,6 +4,13 @@ Each measurement row is mapped to an operating point: serving sweeps (numeric co
 closed-loop in-flight batching, static-batch sweeps to static batching, ``offline_max``
 throughput tables to in-flight batching with every KV slot busy. Rows are grouped by
 candidate and evaluated as numpy arrays, so the fit can call this hundreds of times.
+
+``tpot_ms_avg`` (time per output token, as benchmark clients report it) is
+(E2E − TTFT) / (OSL − 1) per request, averaged. Under a closed loop of fixed-length requests
+(every request decodes OSL tokens, all the sources' clients) that is the request's mean gap
+between tokens, so it is predicted as the model's mean ITL (``itl_ms_avg``). With lengths that
+vary per request the two differ by the spread of 1 / (OSL − 1); the sources that vary them do
+so by at most 20 % (InferenceMAX's 0.8–1.0 range ratio).
 """
 
 from __future__ import annotations
@@ -28,6 +35,7 @@ METRICS = (
     "ttft_ms_avg",
     "prefill_ms",
     "itl_ms_avg",
+    "tpot_ms_avg",
     "e2e_ms_avg",
     "req_per_s",
     "output_tok_s_total",
@@ -96,6 +104,7 @@ def predict_group(
         "ttft_ms_avg": ttft * MS_PER_S,
         "prefill_ms": ttft * MS_PER_S,
         "itl_ms_avg": itl * MS_PER_S,
+        "tpot_ms_avg": itl * MS_PER_S,  # closed loop, fixed lengths: the mean ITL (docstring)
         "e2e_ms_avg": e2e * MS_PER_S,
         "req_per_s": rate,
         "output_tok_s_total": rate * osl,
@@ -116,7 +125,8 @@ def estimator_chooser(
     catalog: Catalog, fixed: EfficiencySet | None = None
 ) -> Callable[[Measurement], Estimator]:
     """The estimator of a row: ``fixed`` if given, else the set of the row's engine and version
-    (``Catalog.efficiency_for``), matched once per engine label."""
+    (``Catalog.efficiency_for``) that served the model (``Measurement.served_engine``: a
+    Dynamo row is predicted with its engine's set), matched once per engine label."""
     if fixed is not None:
         one = Estimator(fixed)
         return lambda m: one
@@ -124,7 +134,7 @@ def estimator_chooser(
     by_label: dict[tuple[str, str], Estimator] = {}
 
     def pick(m: Measurement) -> Estimator:
-        key = (m.engine, m.engine_version)
+        key = m.served_engine
         if key not in by_label:
             by_label[key] = estimators[catalog.efficiency_for(*key).id]
         return by_label[key]
@@ -160,6 +170,23 @@ def predict_all(
 
         predicted[idxs] = predict_group(dep, max_seqs, [rows[i] for i in idxs])
     return [Prediction(r, float(p)) for r, p in zip(rows, predicted, strict=True) if np.isfinite(p)]
+
+
+def not_predicted(
+    estimator_for: Callable[[Measurement], Estimator],
+    rows: Sequence[Mapped],
+    preds: Sequence[Prediction],
+) -> list[tuple[Measurement, str]]:
+    """Mapped rows ``predict_all`` gave no prediction, each with why (its deployment does not
+    resolve: out of memory, a split the model cannot run, a context too long)."""
+    done = {id(p.mapped) for p in preds}
+    out = []
+    for r in rows:
+        if id(r) in done:
+            continue
+        res = estimator_for(r.m).resolve(r.candidate, (r.m.isl or 0) + (r.m.osl or 0))
+        out.append((r.m, res.reason or "the model gives no finite prediction"))
+    return out
 
 
 @dataclass(frozen=True)

@@ -44,6 +44,7 @@ from inferencesize.validation import (
     Prediction,
     SteadyCheck,
     estimator_chooser,
+    not_predicted,
     point_key,
     predict_all,
     steady_checks,
@@ -110,6 +111,7 @@ def validate(
     with Progress(f"predicting {len(mapped):,} measured points"):
         preds = predict_all(pick, mapped)
     elapsed = time.perf_counter() - t0
+    skipped = skipped + not_predicted(pick, mapped, preds)
     used = Counter((r.m.engine, r.m.engine_version, pick(r.m).efficiency.id) for r in mapped)
     sets_used = [
         {"engine": e, "engine_version": v, "efficiency": ident, "rows": n}
@@ -135,10 +137,15 @@ def validate(
         }
         for m, why in skipped
     ]
+    by_reason = [
+        {"reason": why, "rows": n}
+        for why, n in sorted(Counter(why for _, why in skipped).items(), key=lambda x: -x[1])
+    ]
     result = {
         "rows": len(rows),
         "predicted": len(preds),
         "unmapped": unmapped,
+        "unmapped_by_reason": by_reason,
         "by_metric": by_metric,
         "by_source": by_source,
         "efficiency_sets": sets_used,
@@ -202,6 +209,11 @@ def validate(
         f"{len(rows)} rows read, {len(preds)} predicted in {elapsed:.2f} s, "
         f"{len(unmapped)} not mappable"
     )
+    if by_reason:
+        title = "rows not predicted, by reason"
+        out.print(
+            report.table(title, ["reason", "rows"], [[r["reason"], r["rows"]] for r in by_reason])
+        )
     for u in unmapped[:20]:
         out.print(f"  row {u['row']} ({u['source']}, {u['model']}, {u['metric']}): {u['reason']}")
 
@@ -281,9 +293,14 @@ def calibrate(
     check_target(out_file, "--out", inputs=inputs, overwrite=force)
     # scipy.optimize is imported here, not at start-up, so every other command stays fast.
     from inferencesize.calibration import PER_GPU_PARAMS, fit, precision_class
+    from inferencesize.engines import engine_efficiency
 
     catalog = open_catalog(catalog_dirs)
-    base = catalog.efficiency_set(engine)
+    base = (
+        catalog.efficiency_set()
+        if engine is None
+        else engine_efficiency(catalog.efficiency.values(), engine)
+    )
     gpu, _ = catalog.hardware(hardware)
     rows = _load_rows(data)
     fill = {"model": model, "tp": tp, "isl": isl, "osl": osl, "concurrency": concurrency}

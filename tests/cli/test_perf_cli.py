@@ -969,6 +969,7 @@ VALIDATE_KEYS = {
     "rows",
     "predicted",
     "unmapped",
+    "unmapped_by_reason",
     "by_metric",
     "by_source",
     "efficiency_sets",

@@ -1,0 +1,98 @@
+"""Each published deployment shape maps to the split the row states, or to a stated reason.
+
+Hand-read rows in the conventions of shared/calibration: aggregated rows on num_gpus = TP × PP
+× attention DP with ``attention_dp=N, moe_tp=M, moe_ep=E`` in the notes; disaggregated rows
+written ``P:tpAxW D:tpBxV``.
+"""
+
+from __future__ import annotations
+
+import pytest
+from measurement_row import row
+
+from inferencesize.catalog import Catalog, load_catalog
+from inferencesize.io_measurements import map_measurements, stated_precision
+from inferencesize.measured_shape import WORKERS_NOT_STATED, Pool, row_shape
+from inferencesize.parallelism import Parallelism
+from inferencesize.validation import estimator_chooser, predict_all
+
+
+@pytest.fixture(scope="module")
+def catalog() -> Catalog:
+    return load_catalog()
+
+
+DP8 = "aggregated, one instance on 8 GPUs; attention_dp=8, moe_tp=1, moe_ep=8; per-rank batch"
+
+
+def test_attention_dp_row_reads_dp_from_the_notes() -> None:
+    # 8 GPUs = tp 1 × attention DP 8; experts in 8 EP groups, each whole (moe_tp 1 = 8 · 1 / 8)
+    shape = row_shape("1", 1, 1, "8", 8, 8, DP8)
+    assert shape.aggregated == Parallelism(tp=1, pp=1, ep=8, dp=8)
+    # TP 16 with experts 4 × 4 (moe_tp 4 · moe_ep 4 = 16 GPUs): no attention DP
+    notes = "attention_dp=1, moe_tp=4, moe_ep=4"
+    assert row_shape("16", 16, 1, "4", 4, 16, notes).aggregated == Parallelism(16, 1, 4, 1)
+
+
+def test_attention_dp_row_whose_sizes_disagree_is_not_mapped() -> None:
+    # 8 × 1 × 1 ≠ 16 GPUs
+    assert row_shape("1", 1, 1, "8", 8, 16, DP8).problem == "num_gpus ≠ TP × PP × attention DP"
+    # without attention DP in the notes num_gpus may count a server of TP2 instances
+    assert row_shape("2", 2, 1, "", None, 8, "").aggregated == Parallelism(2)
+    # moe_tp 2 × ep 8 = 16 ≠ dp 8 × tp 1
+    bad = DP8.replace("moe_tp=1", "moe_tp=2")
+    assert "MoE TP × EP ≠ attention DP × TP" in str(row_shape("1", 1, 1, "8", 8, 8, bad).problem)
+
+
+def test_disaggregated_row_reads_both_pools() -> None:
+    notes = "disaggregated prefill/decode; attention_dp P:8 D:1; moe_tp P:1 D:8; per-worker"
+    shape = row_shape("P:tp1x1 D:tp8x4", None, 1, "P:8 D:1", None, 40, notes)
+    assert shape.prefill == Pool(Parallelism(tp=1, pp=1, ep=8, dp=8), workers=1)
+    assert shape.decode == Pool(Parallelism(tp=8, pp=1, ep=1, dp=1), workers=4)
+    assert shape.prefill.gpus + shape.decode.gpus == 40
+
+
+def test_disaggregated_row_without_worker_counts_says_so() -> None:
+    shape = row_shape("P:tp8 D:tp8", None, 1, "P:8 D:8", None, None, "attention_dp P:1 D:1")
+    assert shape.problem == WORKERS_NOT_STATED
+    assert shape.aggregated is None and shape.prefill is None
+
+
+def test_likely_precision_reads_as_the_precision_named() -> None:
+    assert stated_precision("bf16 (likely: no precision or quant mode given)") == "bf16"
+    assert stated_precision("fp8") == "fp8"
+
+
+def test_dynamo_row_is_its_engine_with_version_not_stated() -> None:
+    m = row("ttft_ms_avg", engine="Dynamo+TensorRT-LLM (disagg)", engine_version="0.8.1.post2")
+    assert m.served_engine == ("TensorRT-LLM", "")
+    sglang = row("ttft_ms_avg", engine="SGLang (disagg)", engine_version="0.5.8")
+    assert sglang.served_engine == ("SGLang", "0.5.8")
+
+
+def test_tpot_row_is_the_closed_loop_mean_gap_between_tokens(catalog: Catalog) -> None:
+    """TPOT = (E2E − TTFT) / (OSL − 1) of the same point, predicted."""
+    rows = [row(metric) for metric in ("tpot_ms_avg", "ttft_ms_avg", "e2e_ms_avg", "itl_ms_avg")]
+    mapped, skipped = map_measurements(catalog, rows)
+    assert not skipped
+    tpot, ttft, e2e, itl = (p.predicted for p in predict_all(estimator_chooser(catalog), mapped))
+    assert tpot == pytest.approx((e2e - ttft) / (200 - 1), rel=1e-9)
+    assert tpot == itl
+
+
+def test_attention_dp_row_predicts_on_its_split(catalog: Catalog) -> None:
+    m = row(
+        "tpot_ms_avg",
+        model="DeepSeek-R1",
+        gpu="B200-180GB",
+        num_gpus=8,
+        tp=1,
+        ep=8,
+        tp_cell="1",
+        ep_cell="8",
+        notes=DP8,
+    )
+    [mapped], skipped = map_measurements(catalog, [m])
+    assert not skipped
+    assert mapped.candidate.par == Parallelism(tp=1, pp=1, ep=8, dp=8)
+    assert mapped.candidate.par.gpus == 8
