@@ -83,7 +83,9 @@ def main(ids: list[str]) -> None:
         ]
         held = STATED.get(set_id, {})
         t0 = time.perf_counter()
-        result = fit(base, mine, free)
+        archs = {g.id: g.architecture for g in catalog.gpus.values()}
+        archs.update({a: g.architecture for g in catalog.gpus.values() for a in g.aliases})
+        result = fit(base, mine, free, architectures=archs)
         dt = time.perf_counter() - t0
         sources = sorted({r.m.source for r in mine})
         fitted = result.efficiency.model_copy(

@@ -48,6 +48,43 @@ def _pairs(rows: Sequence[Mapped]) -> list[tuple[str, str]]:
     return sorted({(r.candidate.gpu.id, precision_class(r.candidate.precision)) for r in rows})
 
 
+def conservative(
+    entries: Sequence[EfficiencyEntry], architecture_of: dict[str, str | None]
+) -> tuple[list[EfficiencyEntry], dict[str, float]]:
+    """What a GPU no entry names takes: per architecture × precision, the lowest compute and
+    memory shares fitted on its GPUs (an architecture entry); for an architecture never
+    measured, the lowest of all (the set's defaults). A GPU never measured is then never
+    predicted above a measured GPU of its architecture with the same datasheet figures."""
+    measured = [e for e in entries if e.gpu is not None and e.compute and e.memory]
+    groups: dict[tuple[str, str | None], list[EfficiencyEntry]] = {}
+    for e in measured:
+        arch = architecture_of.get(e.gpu or "")
+        if arch is not None:
+            groups.setdefault((arch, e.precision), []).append(e)
+    out = [
+        EfficiencyEntry(
+            architecture=arch,
+            precision=prec,
+            compute=min(e.compute or 1.0 for e in group),
+            memory=min(e.memory or 1.0 for e in group),
+            points=sum(e.points or 0 for e in group),
+            source="lowest fitted of " + ", ".join(sorted({e.gpu or "" for e in group})),
+        )
+        for (arch, prec), group in sorted(groups.items(), key=lambda kv: str(kv[0]))
+    ]
+    floor = {k: min(getattr(e, k) for e in measured) for k in PER_GPU_PARAMS} if measured else {}
+    return out, floor
+
+
+def with_conservative(eset: EfficiencySet, architecture_of: dict[str, str | None]) -> EfficiencySet:
+    """``eset`` with its architecture entries and per-GPU defaults rewritten by
+    :func:`conservative` from its GPU entries."""
+    gpus = [e for e in eset.entries if e.gpu is not None]
+    archs, floor = conservative(gpus, architecture_of)
+    defaults = eset.defaults.model_copy(update=floor)
+    return eset.model_copy(update={"defaults": defaults, "entries": gpus + archs})
+
+
 def build_set(
     base: EfficiencySet,
     x: np.ndarray,
@@ -67,7 +104,9 @@ def build_set(
                 EfficiencyEntry(gpu=gpu, precision=p, points=counts[(gpu, prec)], **fitted)
             )
     kept = [
-        e for e in base.entries if (e.gpu, precision_class(e.precision or "")) not in set(pairs)
+        e
+        for e in base.entries
+        if e.gpu is not None and (e.gpu, precision_class(e.precision or "")) not in set(pairs)
     ]
     return base.model_copy(
         update={"defaults": EfficiencyValues(**values), "entries": kept + entries}
@@ -79,8 +118,11 @@ def fit(
     rows: Sequence[Mapped],
     free_globals: Sequence[str] = tuple(GLOBAL_PARAMS),
     max_evaluations: int = 400,
+    architectures: dict[str, str | None] | None = None,
 ) -> FitResult:
-    """Fit ``base``'s parameters to ``rows`` (all predicted with the set being fitted)."""
+    """Fit ``base``'s parameters to ``rows`` (all predicted with the set being fitted), then
+    write its architecture entries and per-GPU defaults (:func:`conservative`) from every GPU
+    entry (``architectures``: GPU id -> architecture of the catalog; the rows' GPUs else)."""
     pairs = _pairs(rows)
     counts = Counter((r.candidate.gpu.id, precision_class(r.candidate.precision)) for r in rows)
     free = list(free_globals)
@@ -130,6 +172,8 @@ def fit(
         x_scale="jac",
         max_nfev=max_evaluations,
     )
+    architecture_of = {r.candidate.gpu.id: r.candidate.gpu.architecture for r in rows}
     fitted = build_set(base, result.x, pairs, free, counts)
+    fitted = with_conservative(fitted, {**architecture_of, **(architectures or {})})
     est = Estimator(fitted)
     return FitResult(fitted, predict_all(lambda _m: est, rows), float(result.cost), evaluations)

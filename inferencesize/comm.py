@@ -7,6 +7,7 @@ Bandwidths in bytes/s per direction: NVLink/IF bidirectional figures are halved 
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 #: Host-link bandwidth per direction for PCIe x16 by generation (bytes/s, usable ~80 % of line).
@@ -31,10 +32,12 @@ def allreduce_time(message_bytes: float, n: int, link: Link, efficiency: float =
 
 
 def allreduce_latency(n: int, link: Link) -> float:
-    """Fixed cost of an all-reduce over ``n`` GPUs: each GPU exchanges with n − 1 peers (ring
-    steps, or the peer reads of a one-shot kernel), so alpha grows with n − 1 (alpha is fitted
-    as the two-GPU cost)."""
-    return link.latency_s * (n - 1) if n > 1 else 0.0
+    """Fixed cost of an all-reduce over ``n`` GPUs: ``latency_s`` (the two-GPU cost) times the
+    depth log2(n) of the synchronisation. The small messages of decode steps go through the
+    engines' one-shot / two-shot kernels (every GPU reads its peers' buffers in parallel, then
+    a flag barrier) or NVLink SHARP, not a ring of n − 1 hops: the cost grows with the depth of
+    the barrier, not with the peer count (NCCL tree and recursive doubling: log2 n as well)."""
+    return link.latency_s * math.log2(n) if n > 1 else 0.0
 
 
 def alltoall_time(message_bytes: float, n: int, link: Link, efficiency: float = 1.0) -> float:

@@ -14,6 +14,7 @@ from inferencesize.latency import Deployment
 from inferencesize.parallelism import Parallelism, invalid_reason
 from inferencesize.roofline import Efficiency
 from inferencesize.specs import EfficiencySet, GpuSpec, SystemSpec
+from inferencesize.specs.efficiency import Resolution, resolve_values
 from inferencesize.techniques import NO_TECHNIQUES, Techniques
 from inferencesize.transformer import ModelCosts
 from inferencesize.units import COMPUTE_PRECISION, bytes_per_element
@@ -81,42 +82,17 @@ def links(gpu: GpuSpec, system: SystemSpec | None, par: Parallelism, alpha_s: fl
 
 
 def resolve_efficiency(eset: EfficiencySet, gpu: GpuSpec, precision: str) -> tuple[Efficiency, str]:
-    """Efficiency for a GPU × precision and where it came from. A GPU the set has no entry for
-    takes the entries of its ``efficiency_like`` GPU (same compute die), else the defaults."""
-    eff, origin = _resolve(eset, {gpu.id, *gpu.aliases}, gpu.id, precision)
-    like = gpu.efficiency_like
-    if origin is None and like is not None:
-        eff_like, origin_like = _resolve(eset, {like}, like, precision)
-        if origin_like is not None:
-            return eff_like, f"{origin_like} (not calibrated on {gpu.id}; same compute die)"
-    return eff, origin or f"{eset.id} defaults (not calibrated on {gpu.id})"
+    """Efficiency for a GPU × precision and where it came from (``resolve_values``: the GPU's
+    entries, its ``efficiency_like`` GPU's, its architecture's, else the set's defaults)."""
+    r = efficiency_resolution(eset, gpu, precision)
+    return Efficiency(**{k: v for k, v in r.values.items() if v is not None}), r.origin
 
 
-def _resolve(
-    eset: EfficiencySet, names: set[str], gpu_id: str, precision: str
-) -> tuple[Efficiency, str | None]:
-    """The set's values for these GPU names, and the entry used (None: the defaults)."""
-    values = eset.defaults.model_dump()
-    origin = None
-    for entry in eset.entries:
-        if entry.gpu in names and entry.precision is None:
-            values.update(
-                {k: v for k, v in entry.model_dump().items() if k in values and v is not None}
-            )
-            origin = f"{eset.id}: {gpu_id} (all precisions)"
-    # No entry for the precision itself: use the one of the tensor units it computes on
-    # (weight-only int4 runs its GEMMs on the 16-bit units).
-    own = [e for e in eset.entries if e.gpu in names and e.precision == precision]
-    unit = COMPUTE_PRECISION.get(precision, precision)
-    unit_entries = [e for e in eset.entries if e.gpu in names and e.precision == unit]
-    for entry in own or unit_entries:
-        values.update(
-            {k: v for k, v in entry.model_dump().items() if k in values and v is not None}
-        )
-        origin = f"{eset.id}: {gpu_id} {entry.precision}" + (
-            "" if own else f" (computes on {unit} units)"
-        )
-    return Efficiency(**{k: v for k, v in values.items() if v is not None}), origin
+def efficiency_resolution(eset: EfficiencySet, gpu: GpuSpec, precision: str) -> Resolution:
+    """The values, origin and trust label of a GPU × precision in ``eset``."""
+    return resolve_values(
+        eset, {gpu.id, *gpu.aliases}, gpu.id, precision, gpu.efficiency_like, gpu.architecture
+    )
 
 
 def peak_flops(gpu: GpuSpec, precision: str) -> float | None:

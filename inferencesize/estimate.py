@@ -13,10 +13,11 @@ from typing import Any
 import numpy as np
 
 from inferencesize import units
-from inferencesize.deployment import build_deployment, default_kv_precision, resolve_efficiency
+from inferencesize.deployment import build_deployment, default_kv_precision, efficiency_resolution
 from inferencesize.latency import Deployment
 from inferencesize.memory import MemoryBudget, memory_budget
 from inferencesize.parallelism import Parallelism
+from inferencesize.roofline import Efficiency
 from inferencesize.serving import InflightArrays, OperatingPoint, inflight, points, static
 from inferencesize.serving_steps import longest_gap_s
 from inferencesize.specs import EfficiencySet, GpuSpec, ModelSpec, SystemSpec
@@ -72,6 +73,8 @@ class Resolved:
     memory: MemoryBudget | None
     efficiency_source: str
     reason: str | None
+    #: how far the efficiencies come from a measurement (``specs.efficiency.Trust``)
+    trust: str = "datasheet"
 
     @property
     def max_concurrency(self) -> int:
@@ -91,7 +94,7 @@ class Estimator:
     #: ``transformer.ModelCosts.fixed_routing``); real checkpoints: False.
     fixed_routing: bool = False
     _costs: dict[str, ModelCosts] = field(default_factory=dict)
-    _deps: dict[tuple[Any, ...], tuple[Deployment | str, str]] = field(default_factory=dict)
+    _deps: dict[tuple[Any, ...], tuple[Deployment | str, str, str]] = field(default_factory=dict)
 
     def costs(self, model: ModelSpec) -> ModelCosts:
         if model.id not in self._costs:
@@ -106,7 +109,8 @@ class Estimator:
     def resolve(self, cand: Candidate, seq_len: float) -> Resolved:
         key = (cand.model.id, cand.hardware_id, cand.precision, cand.kv_precision, cand.par)
         if key not in self._deps:
-            eff, origin = resolve_efficiency(self.efficiency, cand.gpu, cand.precision)
+            found = efficiency_resolution(self.efficiency, cand.gpu, cand.precision)
+            eff = Efficiency(**{k: v for k, v in found.values.items() if v is not None})
             dep = build_deployment(
                 self.costs(cand.model),
                 cand.gpu,
@@ -117,10 +121,10 @@ class Estimator:
                 eff,
                 self.techniques,
             )
-            self._deps[key] = (dep, origin)
-        dep, origin = self._deps[key]
+            self._deps[key] = (dep, found.origin, found.trust)
+        dep, origin, trust = self._deps[key]
         if isinstance(dep, str):
-            return Resolved(cand, None, None, origin, dep)
+            return Resolved(cand, None, None, origin, dep, trust)
         if seq_len > cand.model.max_context:
             return Resolved(
                 cand,
@@ -128,6 +132,7 @@ class Estimator:
                 None,
                 origin,
                 f"ISL + OSL = {seq_len:.0f} exceeds the context window {cand.model.max_context}",
+                trust,
             )
         mem = memory_budget(dep, cand.gpu.memory_bytes, seq_len)
         reason = None
@@ -142,7 +147,7 @@ class Estimator:
                 f"{(mem.activations_bytes + mem.reserve_bytes) / GIB:.1f} GiB per GPU exceed "
                 f"{cand.gpu.memory_bytes / GIB:.0f} GiB"
             )
-        return Resolved(cand, dep, mem, origin, reason)
+        return Resolved(cand, dep, mem, origin, reason, trust)
 
     def point(
         self, res: Resolved, isl: float, osl: float, concurrency: int, batching: BatchingMode
@@ -219,6 +224,7 @@ def record(
         "reason": reason,
         "engine": engine,
         "efficiency": res.efficiency_source,
+        "trust": res.trust,
         "techniques": describe(res.deployment.techniques) if res.deployment else None,
     }
 
@@ -271,7 +277,7 @@ RATE_RECORD_KEYS = (
     ),
     *("utilisation", "stable", "max_requests_per_s", "requests_per_s", "output_tokens_per_s"),
     *("in_flight", "kv_wait_ms", "max_concurrency", "memory", "feasible", "reason", "engine"),
-    *("efficiency", "techniques"),
+    *("efficiency", "trust", "techniques"),
 )
 
 

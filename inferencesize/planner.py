@@ -185,6 +185,7 @@ class Plan:
     cost_per_million_output_tokens_usd: float | None
     efficiency_source: str
     economics: PlanEconomics | None = None
+    trust: str = "datasheet"  # how far its efficiencies were measured (estimate.Resolved)
 
     @property
     def rate(self) -> float:
@@ -667,6 +668,7 @@ def _plan_for(
         cost_per_million_output_tokens_usd=per_million,
         efficiency_source=res.efficiency_source,
         economics=econ,
+        trust=res.trust,
     )
 
 

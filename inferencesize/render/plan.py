@@ -142,6 +142,7 @@ def plan_record(p: Plan, engine: str) -> dict[str, Any]:
     }
 
 
+        "trust": p.trust,
 def daily_record(d: DailyPlan) -> dict[str, Any]:
     return {
         "requests_per_day": d.requests_per_day,

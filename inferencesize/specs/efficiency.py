@@ -12,13 +12,14 @@ range a catalog may state and the bounds the fit (``calibration``) may choose. T
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
 from inferencesize.specs.common import Float, NonNegativeInt, Source, Spec
+from inferencesize.units import COMPUTE_PRECISION
 
 Origin = Literal["hardware", "engine", "benchmark"]
 _FRACTION: dict[str, float] = {"gt": 0.0, "le": 1.0}
@@ -180,10 +181,21 @@ class EfficiencyValues(Spec):
 
 
 class EfficiencyEntry(EfficiencyValues):
-    gpu: str
+    gpu: str | None = Field(default=None, description="the GPU id (or alias) measured")
+    architecture: str | None = Field(
+        default=None,
+        description="instead of gpu: the values every GPU of this architecture without an entry"
+        " of its own takes (the fit writes the lowest of its measured GPUs)",
+    )
     precision: str | None = None
     points: NonNegativeInt | None = Field(default=None, description="measurements the fit used")
     source: str | None = None
+
+    @model_validator(mode="after")
+    def _one_subject(self) -> EfficiencyEntry:
+        if (self.gpu is None) == (self.architecture is None):
+            raise ValueError("an entry names either gpu or architecture (exactly one)")
+        return self
 
 
 class EfficiencySet(Spec):
@@ -213,6 +225,96 @@ class EfficiencySet(Spec):
         if missing:
             raise ValueError(f"defaults: must set every parameter (missing {', '.join(missing)})")
         return self
+
+
+#: How far a prediction's efficiencies come from a measurement of it, best first.
+Trust = Literal["calibrated", "same-architecture", "datasheet"]
+TRUST_MEANING: dict[str, str] = {
+    "calibrated": "this GPU × precision was measured with this engine",
+    "same-architecture": "fitted on another GPU of the same architecture (or another precision"
+    " of this GPU), applied to this GPU's datasheet",
+    "datasheet": "no GPU of this architecture measured with this engine: the set's"
+    " conservative defaults (the lowest fitted shares) applied to the datasheet",
+}
+
+
+@dataclass(frozen=True)
+class Resolution:
+    """The parameter values for one GPU × precision, the entry they came from, and its trust."""
+
+    values: dict[str, float]
+    origin: str
+    trust: Trust
+
+
+def _apply(values: dict[str, Any], entry: EfficiencyEntry) -> None:
+    values.update({k: v for k, v in entry.model_dump().items() if k in values and v is not None})
+
+
+def _entries_for(
+    eset: EfficiencySet, match: Callable[[EfficiencyEntry], bool], precision: str
+) -> tuple[list[EfficiencyEntry], EfficiencyEntry | None, bool]:
+    """(all-precision entries, the precision's entry or its compute unit's, whether the
+    precision itself matched) among the entries ``match`` selects."""
+    mine = [e for e in eset.entries if match(e)]
+    every = [e for e in mine if e.precision is None]
+    own = [e for e in mine if e.precision == precision]
+    unit = COMPUTE_PRECISION.get(precision, precision)
+    on_unit = [e for e in mine if e.precision == unit]
+    found = own or on_unit
+    return every, (found[-1] if found else None), bool(own)
+
+
+def resolve_values(
+    eset: EfficiencySet,
+    names: set[str],
+    gpu_id: str,
+    precision: str,
+    like: str | None = None,
+    architecture: str | None = None,
+) -> Resolution:
+    """The set's values for a GPU (its ids ``names``) at ``precision``, in this order:
+
+    1. the GPU's own entries (an all-precision entry, then the precision's, else the entry of
+       the tensor units it computes on: weight-only int4 on bf16) -> calibrated when the
+       precision itself (or every precision) was measured;
+    2. its ``efficiency_like`` GPU's entries (same compute die) -> same-architecture;
+    3. its architecture's entry -> same-architecture;
+    4. the set's defaults -> datasheet (the fit writes the lowest shares it measured there:
+       a GPU never measured is never flattered above a measured one).
+    """
+    values: dict[str, Any] = eset.defaults.model_dump()
+    every, chosen, exact = _entries_for(eset, lambda e: e.gpu in names, precision)
+    if every or chosen:
+        for e in [*every, *([chosen] if chosen else [])]:
+            _apply(values, e)
+        if chosen is None:
+            return Resolution(values, f"{eset.id}: {gpu_id} (all precisions)", "calibrated")
+        unit = "" if exact else f" (computes on {chosen.precision} units)"
+        trust: Trust = "calibrated" if exact else "same-architecture"
+        return Resolution(values, f"{eset.id}: {gpu_id} {chosen.precision}{unit}", trust)
+    if like is not None:
+        every, chosen, _ = _entries_for(eset, lambda e: e.gpu == like, precision)
+        if every or chosen:
+            for e in [*every, *([chosen] if chosen else [])]:
+                _apply(values, e)
+            what = f"{like} {chosen.precision}" if chosen else f"{like} (all precisions)"
+            return Resolution(
+                values,
+                f"{eset.id}: {what} (not calibrated on {gpu_id}; same compute die)",
+                "same-architecture",
+            )
+    if architecture is not None:
+        every, chosen, _ = _entries_for(eset, lambda e: e.architecture == architecture, precision)
+        if every or chosen:
+            for e in [*every, *([chosen] if chosen else [])]:
+                _apply(values, e)
+            return Resolution(
+                values,
+                f"{eset.id}: {architecture} architecture (not calibrated on {gpu_id})",
+                "same-architecture",
+            )
+    return Resolution(values, f"{eset.id} defaults (not calibrated on {gpu_id})", "datasheet")
 
 
 _VERSION = re.compile(r"(?<!\d)(\d+)\.(\d+)")  # starts a digit run: linear time
@@ -266,6 +368,12 @@ def engine_set(
     family = min(where)[1]
     mine = [(v, s) for name, v, s in claims if name == family]
     return min(mine, key=lambda vs: (_distance(vs[0], row_version), -vs[0][0], -vs[0][1]))[1]
+
+
+def claimed_version(s: EfficiencySet, engine: str) -> tuple[int, int] | None:
+    """The highest version of ``engine`` the set lists (None: it lists none with a version)."""
+    found = [nv[1] for e in s.engines if (nv := _named(e)) and nv[0] == engine.lower()]
+    return max(found, default=None)
 
 
 def names_engine(s: EfficiencySet, engine: str, version: str = "") -> bool:

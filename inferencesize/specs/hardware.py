@@ -21,6 +21,23 @@ from inferencesize.specs.common import (
 )
 
 ComputePrecision = Literal["fp32", "tf32", "bf16", "fp16", "fp8", "int8", "fp4"]
+#: Compute architecture (the vendor's name for the die generation): GPUs of one architecture
+#: share tensor units, memory controllers and kernels, so an efficiency set fitted on one of
+#: them applies to the others (``specs.efficiency.resolve_values``).
+Architecture = Literal[
+    "volta",
+    "turing",
+    "ampere",
+    "ada",
+    "hopper",
+    "blackwell",
+    "cdna2",
+    "cdna3",
+    "cdna4",
+    "gaudi",
+    "tpu-v5",
+    "tpu-v6",
+]
 
 
 class DenseFlops(Spec):
@@ -64,6 +81,11 @@ class GpuSpec(Spec):
     price_usd_per_gpu_hour: PositiveFloat | None = None
     price_source: str | None = None
     launch_year: Annotated[Int, Field(ge=2010, le=2035)] | None = None
+    architecture: Architecture | None = Field(
+        default=None,
+        description="compute architecture (the vendor's die generation); a GPU no efficiency"
+        " set measured takes its architecture's factors; None: an architecture never measured",
+    )
     efficiency_like: Id | None = Field(
         default=None,
         description="GPU whose fitted efficiencies an efficiency set applies when it has none"

@@ -182,20 +182,21 @@ NVLINK = Link("nvlink", 450e9, 5e-6)
 
 
 def test_allreduce_time_hand_computed() -> None:
-    # ring: 2 (n − 1) / n of the message per GPU = 2 · 7/8 · 1 MB = 1.75 MB; alpha per peer:
-    # t = 7 · 5 µs + 1.75e6 / 450e9 = 35e-6 + 3.888...e-6 = 38.888...e-6 s
-    expected = 7 * 5e-6 + 2 * 7 / 8 * 1e6 / 450e9
+    # ring volume: 2 (n − 1) / n of the message per GPU = 2 · 7/8 · 1 MB = 1.75 MB; alpha of
+    # a log2(8) = 3-deep barrier: t = 3 · 5 µs + 1.75e6 / 450e9 = 15e-6 + 3.888...e-6 s
+    expected = 3 * 5e-6 + 2 * 7 / 8 * 1e6 / 450e9
     assert allreduce_time(1e6, 8, NVLINK) == pytest.approx(expected, rel=1e-12)
-    assert allreduce_time(1e6, 8, NVLINK) == pytest.approx(38.8889e-6, rel=1e-4)
-    # half the link efficiency doubles the bandwidth term: 35e-6 + 7.777...e-6
+    assert allreduce_time(1e6, 8, NVLINK) == pytest.approx(18.8889e-6, rel=1e-4)
+    # half the link efficiency doubles the bandwidth term: 15e-6 + 7.777...e-6
     assert allreduce_time(1e6, 8, NVLINK, 0.5) == pytest.approx(
-        7 * 5e-6 + 2 * 7 / 8 * 1e6 / 225e9, rel=1e-12
+        3 * 5e-6 + 2 * 7 / 8 * 1e6 / 225e9, rel=1e-12
     )
     # 2 GPUs move 2 · 1/2 = the whole message once with one alpha, like a point-to-point send
     assert allreduce_time(1e6, 2, NVLINK) == pytest.approx(p2p_time(1e6, NVLINK), rel=1e-12)
-    # the fixed cost grows with the peers: 1, 3, 7 alphas for 2, 4, 8 GPUs
-    assert [allreduce_latency(n, NVLINK) / 5e-6 for n in (1, 2, 4, 8)] == pytest.approx(
-        [0, 1, 3, 7]
+    # the fixed cost grows with the barrier's depth, not the peer count: 1, 2, 3 alphas for
+    # 2, 4, 8 GPUs, 6 for a 64-GPU NVLink domain (a ring's 63 hops would be 63)
+    assert [allreduce_latency(n, NVLINK) / 5e-6 for n in (1, 2, 4, 8, 64)] == pytest.approx(
+        [0, 1, 2, 3, 6]
     )
 
 
