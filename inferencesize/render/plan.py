@@ -139,10 +139,10 @@ def plan_record(p: Plan, engine: str) -> dict[str, Any]:
         "economics": economics_record(p),
         "engine": engine,
         "efficiency": p.efficiency_source,
+        "trust": p.trust,
     }
 
 
-        "trust": p.trust,
 def daily_record(d: DailyPlan) -> dict[str, Any]:
     return {
         "requests_per_day": d.requests_per_day,
