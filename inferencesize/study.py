@@ -39,9 +39,9 @@ from inferencesize.catalog import (
 from inferencesize.demand import hourly_profile, scenario_peak
 from inferencesize.deployment import default_kv_precision
 from inferencesize.economics import Pricing
-from inferencesize.engines import engine_efficiency
 from inferencesize.errors import CatalogError, InputError, UnknownIdError
 from inferencesize.estimate import Candidate, Estimator
+from inferencesize.offline import OfflineBatch, offline_batch
 from inferencesize.parallelism import Parallelism
 from inferencesize.planner import Limits, PlanResult, plan_scenario
 from inferencesize.specs import EfficiencySet, GpuSpec, ModelSpec, SystemSpec
@@ -72,7 +72,14 @@ DEFAULTED = ("hardware", "precision", "tp", "pp", "ep", "batching", "mode", "per
 EXCLUSIVE: tuple[tuple[str, ...], ...] = (
     ("isl", "isl_words"),
     ("osl", "osl_words"),
-    ("mean_rps", "peak_rps", "daily"),
+    ("mean_rps", "peak_rps", "daily", "offline"),
+    # an offline batch replaces the latency limits and arrivals, and they replace it
+    *(
+        ("offline", key)
+        for key in ("ttft_ms", "itl_ms", "e2e_ms", "arrivals", "cv", "latency_stat")
+    ),
+    *(("offline", f"{key}_stat") for key in ("ttft", "itl", "e2e")),
+    ("offline.requests", "offline.tokens_per_day"),
     ("daily.hourly_rps", "daily.requests_per_day"),
     ("daily.hourly_rps", "daily.peak_hour_share"),
 )
@@ -203,7 +210,7 @@ def _required(catalog: Catalog, data: Mapping[str, Any], shown: str, traffic: bo
         ("isl", ("isl", "isl_words"), "--isl"),
         ("osl", ("osl", "osl_words"), "--osl"),
     ]
-    if traffic:
+    if traffic and "offline" not in data:
         need.append(("traffic", ("mean_rps", "peak_rps", "daily"), "--mean-rps or --peak-rps"))
     for what, keys, flag in need:
         if not any(k in data for k in keys):
@@ -284,9 +291,7 @@ def efficiency_set(catalog: Catalog, engine: str | None, calibration: Path | Non
     """The efficiency set: a ``--calibration`` file, else the engine id, else the default."""
     if calibration is not None:
         return load_file(calibration, EfficiencySet)
-    if engine is None:
-        return catalog.efficiency_set()
-    return engine_efficiency(catalog.efficiency.values(), engine)  # a set id or name@version
+    return catalog.efficiency_set(engine)
 
 
 def kv_cap(spec: ScenarioSpec) -> tuple[int, int]:
@@ -385,7 +390,23 @@ class Study:
 
     @property
     def peak_rps(self) -> float:
-        return scenario_peak(self.spec)
+        """The rate sized for: the traffic's peak, or the throughput an offline batch needs."""
+        batch = self.offline
+        return batch.rate_rps if batch is not None else scenario_peak(self.spec)
+
+    @property
+    def offline(self) -> OfflineBatch | None:
+        """The scenario's offline batch (``offline:``), or None for traffic."""
+        o = self.spec.offline
+        if o is None:
+            return None
+        return offline_batch(
+            self.isl,
+            self.osl,
+            requests=o.requests,
+            tokens_per_day=o.tokens_per_day,
+            deadline_h=o.deadline_h,
+        )
 
     @property
     def pricing(self) -> Pricing:

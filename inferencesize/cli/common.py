@@ -19,6 +19,11 @@ from inferencesize.catalog import Catalog, load_catalog
 from inferencesize.errors import EXIT_USAGE, InfersizeError, InputError
 from inferencesize.io_write import Input
 from inferencesize.specs.common import MAX_COUNT, MAX_PARALLEL, MAX_RPS, MAX_TOKENS
+from inferencesize.specs.scenario import (
+    MAX_DEADLINE_H,
+    MAX_OFFLINE_REQUESTS,
+    MAX_TOKENS_PER_DAY,
+)
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -432,7 +437,10 @@ class Bound(NamedTuple):
 BOUNDS: dict[str, Bound] = {
     # simulate
     "--instances": Bound(1, MAX_INSTANCES),
-    "--requests": Bound(1, MAX_REQUESTS),
+    # simulate: at most MAX_REQUESTS (checked there); plan: an offline batch of requests
+    "--requests": Bound(1, MAX_OFFLINE_REQUESTS),
+    "--deadline-h": Bound(0, MAX_DEADLINE_H, above=True),
+    "--tokens-per-day": Bound(0, MAX_TOKENS_PER_DAY, above=True),
     "--seed": Bound(0, 2**63 - 1),
     "--rate": Bound(0, MAX_RPS, above=True),
     "--cv": Bound(0, 1e3, above=True),

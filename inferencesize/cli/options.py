@@ -20,8 +20,13 @@ from typing import Annotated, Any, TypeVar, get_type_hints
 import typer
 
 from inferencesize.cli.common import MAX_USD, finite, flag_name, open_catalog
-from inferencesize.errors import InputError
-from inferencesize.specs.scenario import MAX_RPS
+from inferencesize.errors import InputError, UsageError
+from inferencesize.specs.scenario import (
+    MAX_DEADLINE_H,
+    MAX_OFFLINE_REQUESTS,
+    MAX_RPS,
+    MAX_TOKENS_PER_DAY,
+)
 from inferencesize.study import Study, nest, resolve
 from inferencesize.units import PRECISIONS, Batching
 
@@ -62,6 +67,7 @@ class CostBasis(StrEnum):
 TECH = "Serving techniques"
 ECON = "Cost, power and daily traffic"
 SCALE = "Scale-out"
+OFFLINE = "Offline batch (instead of traffic and latency limits)"
 COLLECT = "Engine and catalog"
 
 
@@ -167,6 +173,31 @@ def traffic_options(
         _list(
             "Static batching: the only batch sizes the engine runs, e.g. 1,2,4,8 (auto: any).",
             INTS_OR_AUTO,
+        ),
+    ] = None,
+    requests: Annotated[
+        float | None,
+        typer.Option(
+            metavar="N",
+            rich_help_panel=OFFLINE,
+            help="Offline batch: N requests to finish within --deadline-h (no latency limit).",
+        ),
+    ] = None,
+    tokens_per_day: Annotated[
+        float | None,
+        typer.Option(
+            metavar="TOKENS",
+            rich_help_panel=OFFLINE,
+            help="Offline: input + output tokens to process every day (within --deadline-h,"
+            " default 24).",
+        ),
+    ] = None,
+    deadline_h: Annotated[
+        float | None,
+        typer.Option(
+            metavar="HOURS",
+            rich_help_panel=OFFLINE,
+            help="Offline: hours to finish the batch in; sized at the throughput-optimal load.",
         ),
     ] = None,
 ) -> None:
@@ -567,6 +598,9 @@ FLAGS: dict[str, tuple[str, Callable[[Any, str], Any]]] = {
     "cv": ("cv", _real(0.0, 10.0)),
     "latency_stat": ("latency_stat", _same),
     "batch_sizes": ("batch_sizes", _batch_sizes),
+    "requests": ("offline.requests", _real(0.0, MAX_OFFLINE_REQUESTS)),
+    "tokens_per_day": ("offline.tokens_per_day", _real(0.0, MAX_TOKENS_PER_DAY)),
+    "deadline_h": ("offline.deadline_h", _real(0.0, MAX_DEADLINE_H)),
     "prefix_tokens": ("techniques.prefix_tokens", _same),
     "prefix_hit_rate": ("techniques.prefix_hit_rate", _SHARE),
     "chunked_prefill": ("techniques.chunked_prefill_tokens", _same),
@@ -597,11 +631,37 @@ FLAGS: dict[str, tuple[str, Callable[[Any, str], Any]]] = {
 }
 
 
+#: Options an offline batch excludes: it has no traffic, arrivals or latency limits.
+NOT_OFFLINE = (
+    "mean_rps",
+    "peak_rps",
+    "percentile",
+    "requests_per_day",
+    "peak_hour_share",
+    "hourly_rps",
+    "ttft_ms",
+    "itl_ms",
+    "e2e_ms",
+    "arrivals",
+    "cv",
+    "latency_stat",
+)
+OFFLINE_FLAGS = ("requests", "tokens_per_day", "deadline_h")
+
+
 def overrides(params: Mapping[str, Any]) -> dict[str, Any]:
     """The scenario paths the given options set (None and empty lists: not given)."""
+    given = {n for n, v in params.items() if n in FLAGS and v is not None and v != []}
+    offline = [flag_name(n) for n in OFFLINE_FLAGS if n in given]
+    clash = [flag_name(n) for n in NOT_OFFLINE if n in given]
+    if offline and clash:
+        raise UsageError(
+            f"{'/'.join(offline)} size an offline batch (throughput by a deadline, no latency"
+            f" limit): drop {', '.join(clash)}"
+        )
     out: dict[str, Any] = {}
     for name, value in params.items():
-        if name not in FLAGS or value is None or value == []:
+        if name not in given:
             continue
         path, parse = FLAGS[name]
         out[path] = parse(value, flag_name(name))

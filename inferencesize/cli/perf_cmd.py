@@ -84,7 +84,6 @@ RESULT_KEYS = (
     "reason",
     "engine",
     "efficiency",
-    "trust",
 )
 #: Every key of an estimate record (``estimate.record``).
 RECORD_KEYS = (*POINT_COLUMNS[:6], "dp", *POINT_COLUMNS[6:11], *RESULT_KEYS, "techniques")
@@ -210,7 +209,7 @@ def estimate(
     est, eset = point.estimator, point.efficiency
     res = est.resolve(cand, isl + osl)
     if rate is not None:
-        arrivals = "Poisson" if cv is None or cv == 1.0 else f"gamma cv {cv:g}"
+        arrivals = "Poisson" if cv is None or cv == 1.0 else f"gamma (cv {cv:g})"
         rec = rate_record(res, isl, osl, rate, 1.0 if cv is None else cv, eset.engine)
         title = (
             f"{cand.model.id} on {cand.label()} · ISL {isl} · OSL {osl} · inflight · "
@@ -271,7 +270,7 @@ def _human_pairs(rec: dict[str, Any]) -> list[tuple[str, Any]]:
     pairs += [
         ("precision / KV", f"{rec['precision']} / {rec['kv_precision']}"),
         ("engine", rec["engine"]),
-        ("efficiency", f"{rec['efficiency']} (trust: {rec['trust']})"),
+        ("efficiency", rec["efficiency"]),
     ]
     return pairs
 

@@ -16,6 +16,7 @@ from inferencesize.cli.common import (
     Progress,
     check_format,
     emit_data,
+    finite,
     format_option,
     input_files,
     open_catalog,
@@ -352,6 +353,7 @@ def simulate_command(
       infersize simulate --model llama-3-8b --hardware h100-sxm --trace trace.csv --requests-out requests.csv
     """
     check_format(fmt, FORMATS)
+    finite(requests, "--requests", 1, MAX_REQUESTS)
     if model is None or hardware is None:
         raise UsageError("simulate needs --model and --hardware")
     if balancer not in BALANCERS:

@@ -22,6 +22,7 @@ from inferencesize.techniques import describe
 if TYPE_CHECKING:
     from inferencesize.daily import DailyPlan
     from inferencesize.disagg import Comparison, DisaggPlan, PoolPlan
+    from inferencesize.offline import OfflineBatch
     from inferencesize.pipeline import PipelineResult
     from inferencesize.verify import Verification
 
@@ -41,6 +42,8 @@ class Study(Protocol):
     def engine(self) -> str: ...
     @property
     def peak_rps(self) -> float: ...
+    @property
+    def offline(self) -> OfflineBatch | None: ...
     def daily(self, p: Plan) -> DailyPlan | None: ...
 
 
@@ -139,7 +142,6 @@ def plan_record(p: Plan, engine: str) -> dict[str, Any]:
         "economics": economics_record(p),
         "engine": engine,
         "efficiency": p.efficiency_source,
-        "trust": p.trust,
     }
 
 
@@ -247,8 +249,31 @@ def result_record(study: Study, result: PlanResult) -> dict[str, Any]:
             "within": None if power is None else power <= budget_kw,
         },
         "daily": daily_record(daily) if daily else None,
+        "offline": offline_record(study.offline, chosen),
         "techniques": describe(study.estimator.techniques),
     }
+
+
+def offline_record(batch: OfflineBatch | None, chosen: Plan | None) -> dict[str, Any] | None:
+    """An offline batch: its volume and deadline, the throughput it needs, and when the
+    chosen fleet (at its throughput-optimal load) answers its last request."""
+    if batch is None:
+        return None
+    from inferencesize.offline import finish_s
+    from inferencesize.units import SECONDS_PER_HOUR
+
+    out: dict[str, Any] = {
+        "requests": batch.requests,
+        "tokens_per_day": batch.tokens_per_day,
+        "deadline_h": batch.deadline_s / SECONDS_PER_HOUR,
+        "required_rps": batch.rate_rps,
+        "finish_h": None,
+        "meets_deadline": None,
+    }
+    if chosen is not None:
+        done = finish_s(batch, chosen.capacity_rps, chosen.point.e2e_s)
+        out.update(finish_h=done / SECONDS_PER_HOUR, meets_deadline=done <= batch.deadline_s)
+    return out
 
 
 # --------------------------------------------------------------------------- disaggregated

@@ -115,10 +115,36 @@ def economics_rows(plan: dict[str, Any], rec: dict[str, Any]) -> list[tuple[str,
 def title(rec: dict[str, Any]) -> str:
     sizes = rec["batch_sizes"]
     batching = f"static (batches {','.join(map(str, sizes))})" if sizes else rec["batching"]
-    return (
-        f"{rec['model']} · ISL {rec['isl']} · OSL {rec['osl']} · {rec['mode']}"
-        f" · {batching} · peak {rec['peak_rps']:,.4g} req/s"
+    demand = (
+        f"offline batch {rec['peak_rps']:,.4g} req/s"
+        if rec.get("offline")
+        else f"{rec['mode']} · {batching} · peak {rec['peak_rps']:,.4g} req/s"
     )
+    if rec.get("offline"):
+        demand = f"{batching} · {demand}"
+    return f"{rec['model']} · ISL {rec['isl']} · OSL {rec['osl']} · {demand}"
+
+
+def _offline_rows(rec: dict[str, Any]) -> list[tuple[str, str]]:
+    """An offline batch: what it asks and when the plan answers its last request."""
+    o = rec.get("offline")
+    if not o:
+        return []
+    volume = (
+        f"{o['tokens_per_day']:,.4g} tokens/day = {o['requests']:,.0f} requests"
+        if o["tokens_per_day"] is not None
+        else f"{o['requests']:,.0f} requests"
+    )
+    done = "—"
+    if o["finish_h"] is not None:
+        done = f"{o['finish_h']:,.2f} h" + ("" if o["meets_deadline"] else " (past the deadline)")
+    return [
+        (
+            "offline batch",
+            f"{volume} within {o['deadline_h']:,.4g} h · needs {o['required_rps']:,.4g} req/s"
+            f" · done in {done}",
+        )
+    ]
 
 
 def _stated_latency(rec: dict[str, Any], op: dict[str, Any]) -> list[tuple[str, str]]:
@@ -171,6 +197,7 @@ def plan_table(rec: dict[str, Any]) -> Any:
             f"TTFT {op['ttft_ms']:,.1f} ms · ITL {op['itl_ms']:,.2f} ms · E2E {op['e2e_ms']:,.0f} ms",
         ),
         *_stated_latency(rec, op),
+        *_offline_rows(rec),
         (
             "capacity",
             f"{p['capacity_rps']:,.1f} req/s · headroom {p['headroom']:+.1%} at "
@@ -179,7 +206,7 @@ def plan_table(rec: dict[str, Any]) -> Any:
         ("power", "—" if p["power_kw"] is None else f"{p['power_kw']:,.1f} kW"),
         ("cost", cost),
         *economics_rows(p, rec),
-        ("engine", f"{p['engine']} ({p['efficiency']}; trust: {p['trust']})"),
+        ("engine", f"{p['engine']} ({p['efficiency']})"),
     ]
     return report.key_value_table(title(rec), pairs)
 

@@ -45,6 +45,42 @@ class Budget(Spec):
     max_power_kw: Positive | None = None
 
 
+#: Largest offline batch (requests) and daily token volume; longest deadline (hours: a year).
+MAX_OFFLINE_REQUESTS = 1e15
+MAX_TOKENS_PER_DAY = 1e18
+MAX_DEADLINE_H = 8760.0
+
+
+class Offline(Spec):
+    """Offline work: a batch of ``requests`` finished within ``deadline_h`` hours, or
+    ``tokens_per_day`` (input + output tokens) finished every day (within ``deadline_h``,
+    default 24). No latency limit: instances run at their throughput-optimal load."""
+
+    requests: Annotated[PositiveFloat, Field(le=MAX_OFFLINE_REQUESTS)] | None = Field(
+        default=None, description="requests in the batch"
+    )
+    tokens_per_day: Annotated[PositiveFloat, Field(le=MAX_TOKENS_PER_DAY)] | None = Field(
+        default=None, description="input + output tokens to process every day"
+    )
+    deadline_h: Annotated[PositiveFloat, Field(le=MAX_DEADLINE_H)] | None = Field(
+        default=None, description="hours to finish the batch in (tokens_per_day: at most 24)"
+    )
+
+    @model_validator(mode="after")
+    def _one_volume(self) -> Offline:
+        if (self.requests is None) == (self.tokens_per_day is None):
+            raise ValueError("give exactly one of requests or tokens_per_day")
+        if self.requests is not None and self.deadline_h is None:
+            raise ValueError("deadline_h: required with requests (hours to finish in)")
+        if self.tokens_per_day is not None and (self.deadline_h or 24.0) > 24.0:
+            raise ValueError("deadline_h: a day's tokens must finish within 24 hours")
+        return self
+
+
+#: Scenario fields that state traffic or latency, which an offline batch replaces.
+NOT_OFFLINE = ("mean_rps", "peak_rps", "daily", "ttft_ms", "itl_ms", "e2e_ms", "pipeline")
+
+
 class KvCap(Spec):
     """Serving-engine KV cap on the global-attention layers (StreamingLLM): keep the first
     ``sink_tokens`` ("attention sinks") and the last ``window_tokens`` of every sequence."""
@@ -170,6 +206,10 @@ class ScenarioSpec(Spec):
         default=False, description="instances may fill a rack-scale NVLink domain (NVL72)"
     )
     kv_cap: KvCap | None = None
+    offline: Offline | None = Field(
+        default=None,
+        description="a batch by a deadline (or tokens per day) instead of traffic and limits",
+    )
     disaggregated: Disaggregated | None = None
     techniques: TechniquesSpec | None = None
     source: str | None = None
@@ -198,6 +238,9 @@ class ScenarioSpec(Spec):
         """Cross-field rules; with validation context ``{"traffic": False}`` (``frontier``)
         the rates and latency limits are optional."""
         traffic = (info.context or {}).get("traffic", True)
+        if self.offline is not None:
+            self._offline_consistent()
+            traffic = False  # the batch states the demand; no latency limit applies
         if self.pipeline is not None:
             self._pipeline_consistent()
             return self
@@ -231,6 +274,21 @@ class ScenarioSpec(Spec):
                 "e2e_ms: mode sequential needs e2e_ms (the whole answer is what counts)"
             )
         return self
+
+    def _offline_consistent(self) -> None:
+        for key in NOT_OFFLINE:
+            if getattr(self, key) is not None:
+                raise ValueError(
+                    f"offline: replaces traffic and latency limits; drop {key}"
+                    " (offline sizes for throughput by the deadline)"
+                )
+        if self.arrivals != "closed-loop" or any(s != "mean" for s in self.statistics):
+            raise ValueError(
+                "offline: a batch has no arrivals or latency statistic; drop arrivals,"
+                " latency_stat and the *_stat fields"
+            )
+        if self.disaggregated is not None:
+            raise ValueError("offline: sizes aggregated instances; drop disaggregated")
 
     def _traffic_consistent(self) -> None:
         if self.daily is not None:
