@@ -259,6 +259,107 @@ def _largest(top: int, check: Callable[[int], bool]) -> int:
 
 
 # ---------------------------------------------------------------------------------------------
+# A given xPyD split under closed-loop clients (what published disaggregated runs measure)
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ClosedLoop:
+    """A fixed split at one client count: per-request latencies and the request rate of the
+    whole deployment; ``prefill_batch`` prompts per prefill step, ``decode_batch`` sequences
+    in flight per decode instance."""
+
+    ttft_s: float
+    itl_s: float
+    requests_per_s: float
+    prefill_batch: float
+    decode_batch: float
+
+
+#: Iterations of the fixed points of :func:`closed_loop` (bisection halves; prefill batch).
+_CLOSED_LOOP_HALVINGS = 48
+_PREFILL_ITERATIONS = 64
+
+
+def prefill_ttft_s(
+    step: Callable[[float], float], rate_per_instance: float, top: float, t_kv: float
+) -> tuple[float, float]:
+    """(TTFT, prompts per step) of a prefill instance fed ``rate_per_instance`` prompts/s.
+
+    The instance takes every waiting prompt into its next step: p = max(1, λ · T(p)) (the
+    prompts that arrive during a step), the smallest fixed point, at most ``top`` prompts
+    (KV slots, or the clients that can be waiting). A prompt waits for the step in progress
+    (half a step, times the share of time the instance is busy, ρ = λ · T(p) / p), then its
+    own step, then the KV transfer: TTFT = (1 + ρ / 2) · T(p) + t_kv; at full load that is
+    the sizing rule's ``PREFILL_TTFT_STEPS`` · T(p) + t_kv. No fixed point under ``top``:
+    the pool is saturated (TTFT infinite)."""
+    p = 1.0
+    for _ in range(_PREFILL_ITERATIONS):
+        nxt = max(1.0, rate_per_instance * step(p))
+        if nxt > top:
+            return math.inf, top
+        if abs(nxt - p) <= 1e-9 * p:
+            break
+        p = nxt
+    else:
+        return math.inf, p
+    t = step(p)
+    busy = min(rate_per_instance * t / p, 1.0)
+    return (1.0 + (PREFILL_TTFT_STEPS - 1.0) * busy) * t + t_kv, p
+
+
+def closed_loop(
+    prefill_step: Callable[[float], float],
+    prefill_instances: int,
+    prefill_slots: float,
+    decode_itl: Callable[[float], float],
+    decode_instances: int,
+    decode_slots: float,
+    t_kv: float,
+    osl: float,
+    clients: float,
+) -> ClosedLoop:
+    """A fixed xPyD split under ``clients`` closed-loop clients (each sends its next request
+    when the last one ends).
+
+    Decode: b sequences in flight per decode instance, ITL(b) (``decode_itl``, at least one
+    sequence per step); the pool finishes X = D · b / ((OSL − 1) · ITL) requests/s. Prefill:
+    each of P instances gets X / P prompts/s (:func:`prefill_ttft_s`). Little's law closes
+    the loop: every client is waiting for its first token or decoding, clients = X · TTFT +
+    D · b; b is found by bisection (the left side grows with b). When the decode slots are
+    full, or the prefill pool saturates, the clients left over wait (in the engine's queue)
+    for their first token: TTFT = (clients − D · b) / X."""
+    steps = max(osl - 1.0, 1.0)
+    top_prompts = max(min(prefill_slots, clients / max(prefill_instances, 1)), 1.0)
+
+    def state(b: float) -> tuple[float, float, float, float]:
+        itl = decode_itl(max(b, 1.0))
+        rate = decode_instances * b / (steps * itl)
+        ttft, p = prefill_ttft_s(prefill_step, rate / prefill_instances, top_prompts, t_kv)
+        return itl, rate, ttft, p
+
+    def excess(b: float) -> float:
+        _, rate, ttft, _ = state(b)
+        return rate * ttft + decode_instances * b - clients
+
+    top = min(decode_slots, clients / decode_instances)
+    lo, hi = 0.0, top
+    if excess(top) <= 0:
+        lo = top
+    else:
+        for _ in range(_CLOSED_LOOP_HALVINGS):
+            mid = 0.5 * (lo + hi)
+            if excess(mid) <= 0:
+                lo = mid
+            else:
+                hi = mid
+    b = max(lo, 1e-9)
+    itl, rate, _, p = state(b)
+    waiting = max(clients - decode_instances * b, 0.0)
+    return ClosedLoop(waiting / rate, itl, rate, p, b)
+
+
+# ---------------------------------------------------------------------------------------------
 # Sizing
 # ---------------------------------------------------------------------------------------------
 
@@ -339,13 +440,26 @@ def _candidates(
 
 def kv_link(prefill: PoolPlan, decode: PoolPlan, alpha_s: float) -> Link:
     """NVLink when both pools share one rack-scale NVLink domain, else the NIC network."""
-    ps, ds = prefill.candidate.system, decode.candidate.system
+    return kv_link_between(
+        prefill.candidate.system,
+        decode.candidate.system,
+        prefill.gpus_per_instance + decode.gpus_per_instance,
+        alpha_s,
+    )
+
+
+def kv_link_between(
+    ps: SystemSpec | None, ds: SystemSpec | None, pair_gpus: int, alpha_s: float
+) -> Link:
+    """The link a prompt's KV cache takes from a prefill instance on ``ps`` to a decode
+    instance on ``ds`` (``pair_gpus``: the GPUs of the two instances): NVLink when both sit
+    in one rack-scale NVLink domain, else the NIC network."""
     if (
         ps is not None
         and ds is not None
         and ps.id == ds.id
         and ps.nvlink_domain_size > ps.gpus_per_node
-        and prefill.gpus_per_instance + decode.gpus_per_instance <= ps.nvlink_domain_size
+        and pair_gpus <= ps.nvlink_domain_size
         and ps.intra_node_bandwidth_bytes_per_s > 0
     ):
         return Link("nvlink", ps.intra_node_bandwidth_bytes_per_s / 2, alpha_s)

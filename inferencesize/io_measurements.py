@@ -457,6 +457,8 @@ def map_measurements(
 
     The deployment of a row is read by ``measured_shape.row_shape`` (attention DP and MoE TP
     from the notes, disaggregated pools from ``P:… D:…`` cells)."""
+    from inferencesize.validation import PoolPoint
+
     mapped: list[Mapped] = []
     skipped: list[tuple[Measurement, str]] = []
     memo: dict[tuple[object, ...], Candidate | str] = {}
@@ -465,19 +467,31 @@ def map_measurements(
         if shape.problem is not None:
             skipped.append((m, shape.problem))
             continue
-        if shape.aggregated is None:
-            skipped.append((m, "disaggregated: not predicted by this mapping"))
-            continue
-        par = shape.aggregated
-        key = (m.model, m.gpu, m.precision, m.kv_precision, par)
-        if key not in memo:
-            memo[key] = _candidate(catalog, m, par, hardware, precision)
-        cand = memo[key]
-        result = cand if isinstance(cand, str) else _operating_point(cand, m)
-        if isinstance(result, str):
-            skipped.append((m, result))
+        pools = [shape.aggregated] if shape.aggregated else []
+        pools += [p.par for p in (shape.prefill, shape.decode) if p is not None]
+        cands: list[Candidate] = []
+        for par in pools:
+            key = (m.model, m.gpu, m.precision, m.kv_precision, par)
+            if key not in memo:
+                memo[key] = _candidate(catalog, m, par, hardware, precision)
+            found = memo[key]
+            if isinstance(found, str):
+                skipped.append((m, found))
+                break
+            cands.append(found)
         else:
-            mapped.append(result)
+            result = _operating_point(cands[-1], m)
+            if isinstance(result, str):
+                skipped.append((m, result))
+            elif shape.prefill is not None and shape.decode is not None:
+                pre, dec = cands
+                points = (
+                    PoolPoint(pre, shape.prefill.workers),
+                    PoolPoint(dec, shape.decode.workers),
+                )
+                mapped.append(replace(result, pools=points))
+            else:
+                mapped.append(result)
     return mapped, skipped
 
 

@@ -31,6 +31,8 @@ from inferencesize.serving_steps import static_batch
 from inferencesize.specs import EfficiencySet
 from inferencesize.units import MS_PER_S, Batching
 
+#: Token rates per GPU (``per_gpu_rates``): the metric names say whose GPUs.
+PER_GPU_METRICS = ("output_tok_s_per_gpu", "input_tok_s_per_gpu", "throughput_tok_s_per_gpu")
 METRICS = (
     "ttft_ms_avg",
     "prefill_ms",
@@ -39,6 +41,7 @@ METRICS = (
     "e2e_ms_avg",
     "req_per_s",
     "output_tok_s_total",
+    *PER_GPU_METRICS,
 )
 #: Rates: measured per instance, DGX or GPU (a row's ``scale`` converts); the rest per request.
 RATE_METRICS = ("req_per_s", "output_tok_s_total")
@@ -49,14 +52,41 @@ OFFLINE = "offline"
 
 
 @dataclass(frozen=True)
+class PoolPoint:
+    """One pool of a disaggregated row: ``instances`` instances of ``candidate``."""
+
+    candidate: Candidate
+    instances: int
+
+    @property
+    def gpus(self) -> int:
+        return self.candidate.par.gpus * self.instances
+
+
+@dataclass(frozen=True)
 class Mapped:
     """A measurement with the operating point it was mapped to."""
 
     m: Measurement
-    candidate: Candidate
+    candidate: Candidate  # a disaggregated row: its decode instance
     mode: str  # inflight | static (``units.Batching``) | offline
     concurrency: float
     scale: float  # instances the measured rate covers (per DGX: several; per GPU: a share)
+    #: A disaggregated row: (prefill pool, decode pool); predicted by ``validation_disagg``.
+    pools: tuple[PoolPoint, PoolPoint] | None = None
+
+
+def per_gpu_rates(
+    requests_per_s: Any, isl: Any, osl: Any, prefill_gpus: Any, decode_gpus: Any, all_gpus: Any
+) -> dict[str, Any]:
+    """Token rates per GPU as the sources define them (shared/calibration README): output
+    tokens/s per decode GPU, input tokens/s per prefill GPU, input + output per GPU of the
+    whole deployment. One instance (aggregated): every GPU is all three."""
+    return {
+        "output_tok_s_per_gpu": requests_per_s * osl / decode_gpus,
+        "input_tok_s_per_gpu": requests_per_s * isl / prefill_gpus,
+        "throughput_tok_s_per_gpu": requests_per_s * (isl + osl) / all_gpus,
+    }
 
 
 @dataclass(frozen=True)
@@ -109,6 +139,8 @@ def predict_group(
         "req_per_s": rate,
         "output_tok_s_total": rate * osl,
     }
+    gpus = rows[0].candidate.par.gpus
+    values.update(per_gpu_rates(rate, isl, osl, gpus, gpus, gpus))
     scale = np.array([r.scale for r in rows])
     out = np.array([values[r.m.metric][i] for i, r in enumerate(rows)], dtype=float)
     per_instance = np.isin([r.m.metric for r in rows], RATE_METRICS)
@@ -149,6 +181,8 @@ def predict_all(
     placeholder weights are predicted with fixed expert routing."""
     groups: dict[tuple[Any, ...], list[int]] = defaultdict(list)
     for i, r in enumerate(rows):
+        if r.pools is not None:
+            continue  # disaggregated: ``validation_disagg.predict_disaggregated``
         groups[(*group_key(r), id(estimator_for(r.m)), placeholder_weights(r.m))].append(i)
     fixed: dict[int, Estimator] = {}
     predicted = np.full(len(rows), np.nan)

@@ -50,6 +50,7 @@ from inferencesize.validation import (
     steady_checks,
     summary_table,
 )
+from inferencesize.validation_disagg import predict_disaggregated
 
 
 def _load_rows(data: list[Path]) -> list[Measurement]:
@@ -109,9 +110,14 @@ def validate(
     pick = estimator_chooser(catalog, fixed)
     t0 = time.perf_counter()
     with Progress(f"predicting {len(mapped):,} measured points"):
-        preds = predict_all(pick, mapped)
+        aggregated = [r for r in mapped if r.pools is None]
+        preds = predict_all(pick, aggregated)
+        disagg, disagg_problems = predict_disaggregated(
+            pick, [r for r in mapped if r.pools is not None]
+        )
     elapsed = time.perf_counter() - t0
-    skipped = skipped + not_predicted(pick, mapped, preds)
+    skipped = skipped + not_predicted(pick, aggregated, preds) + disagg_problems
+    preds = preds + disagg
     used = Counter((r.m.engine, r.m.engine_version, pick(r.m).efficiency.id) for r in mapped)
     sets_used = [
         {"engine": e, "engine_version": v, "efficiency": ident, "rows": n}
