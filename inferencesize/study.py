@@ -39,6 +39,7 @@ from inferencesize.catalog import (
 from inferencesize.demand import hourly_profile, scenario_peak
 from inferencesize.deployment import default_kv_precision
 from inferencesize.economics import Pricing
+from inferencesize.engines import engine_efficiency
 from inferencesize.errors import CatalogError, InputError, UnknownIdError
 from inferencesize.estimate import Candidate, Estimator
 from inferencesize.offline import OfflineBatch, offline_batch
@@ -291,7 +292,9 @@ def efficiency_set(catalog: Catalog, engine: str | None, calibration: Path | Non
     """The efficiency set: a ``--calibration`` file, else the engine id, else the default."""
     if calibration is not None:
         return load_file(calibration, EfficiencySet)
-    return catalog.efficiency_set(engine)
+    if engine is None:
+        return catalog.efficiency_set()
+    return engine_efficiency(catalog.efficiency.values(), engine)  # a set id or name@version
 
 
 def kv_cap(spec: ScenarioSpec) -> tuple[int, int]:

@@ -84,6 +84,7 @@ RESULT_KEYS = (
     "reason",
     "engine",
     "efficiency",
+    "trust",
 )
 #: Every key of an estimate record (``estimate.record``).
 RECORD_KEYS = (*POINT_COLUMNS[:6], "dp", *POINT_COLUMNS[6:11], *RESULT_KEYS, "techniques")
@@ -270,7 +271,7 @@ def _human_pairs(rec: dict[str, Any]) -> list[tuple[str, Any]]:
     pairs += [
         ("precision / KV", f"{rec['precision']} / {rec['kv_precision']}"),
         ("engine", rec["engine"]),
-        ("efficiency", rec["efficiency"]),
+        ("efficiency", f"{rec['efficiency']} (trust: {rec['trust']})"),
     ]
     return pairs
 

@@ -142,6 +142,7 @@ def plan_record(p: Plan, engine: str) -> dict[str, Any]:
         "economics": economics_record(p),
         "engine": engine,
         "efficiency": p.efficiency_source,
+        "trust": p.trust,
     }
 
 

@@ -206,7 +206,7 @@ def plan_table(rec: dict[str, Any]) -> Any:
         ("power", "—" if p["power_kw"] is None else f"{p['power_kw']:,.1f} kW"),
         ("cost", cost),
         *economics_rows(p, rec),
-        ("engine", f"{p['engine']} ({p['efficiency']})"),
+        ("engine", f"{p['engine']} ({p['efficiency']}; trust: {p['trust']})"),
     ]
     return report.key_value_table(title(rec), pairs)
 
