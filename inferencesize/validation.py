@@ -72,7 +72,7 @@ class Mapped:
     mode: str  # inflight | static (``units.Batching``) | offline
     concurrency: float
     scale: float  # instances the measured rate covers (per DGX: several; per GPU: a share)
-    #: A disaggregated row: (prefill pool, decode pool); predicted by ``validation_disagg``.
+    #: A disaggregated row: (prefill pool, decode pool); predicted by ``disagg_point``.
     pools: tuple[PoolPoint, PoolPoint] | None = None
 
 
@@ -182,7 +182,7 @@ def predict_all(
     groups: dict[tuple[Any, ...], list[int]] = defaultdict(list)
     for i, r in enumerate(rows):
         if r.pools is not None:
-            continue  # disaggregated: ``validation_disagg.predict_disaggregated``
+            continue  # disaggregated: ``disagg_point.predict_disaggregated``
         groups[(*group_key(r), id(estimator_for(r.m)), placeholder_weights(r.m))].append(i)
     fixed: dict[int, Estimator] = {}
     predicted = np.full(len(rows), np.nan)

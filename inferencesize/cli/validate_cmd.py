@@ -26,6 +26,7 @@ from inferencesize.cli.options import (
     CatalogOpt,
     EngineOpt,
 )
+from inferencesize.disagg_point import predict_disaggregated
 from inferencesize.errors import InputError
 from inferencesize.estimate import Estimator
 from inferencesize.io_measurements import (
@@ -50,7 +51,6 @@ from inferencesize.validation import (
     steady_checks,
     summary_table,
 )
-from inferencesize.validation_disagg import predict_disaggregated
 
 
 def _load_rows(data: list[Path]) -> list[Measurement]:

@@ -11,9 +11,9 @@ from measurement_row import row
 
 from inferencesize.catalog import Catalog, load_catalog
 from inferencesize.disagg import closed_loop, prefill_ttft_s
+from inferencesize.disagg_point import predict_disaggregated
 from inferencesize.io_measurements import Measurement, map_measurements
 from inferencesize.validation import estimator_chooser, per_gpu_rates
-from inferencesize.validation_disagg import predict_disaggregated
 
 
 @pytest.fixture(scope="module")
