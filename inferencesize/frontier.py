@@ -14,6 +14,14 @@ one. The *latency-optimal* end is the frontier point with the most tokens/s per 
 limits (TTFT, ITL, E2E; sequential mode: E2E only) form the goodput set, with its own frontier
 and its best point (most tokens/s per GPU within the limits).
 
+**Open loop** (``arrivals="poisson"``, in-flight batching): the load is a request rate per
+instance instead of a number of clients, swept over the shares :data:`RATE_SHARES` of the
+instance's sustainable rate λ_max (:mod:`inferencesize.openloop`; gamma arrivals with ``cv``).
+TTFT, ITL and E2E are taken at the statistic each limit holds (mean, or p50 … p99 over
+requests), tokens/s per user is 1 / ITL at the ITL's statistic, and ``concurrency`` is the mean
+number of requests in flight there (Little's law). The open-loop model costs a fraction of a
+second per point, so the sweep is a dozen rates per candidate.
+
 Pure: no I/O, no printing.
 """
 
@@ -34,6 +42,8 @@ from inferencesize.specs import GpuSpec, ModelSpec, SystemSpec
 
 #: Above this KV capacity a candidate is sampled (all of 1…256, then geometric) not exhaustive.
 MAX_POINTS_PER_CANDIDATE = 2048
+#: Open loop: the request rates swept per candidate, as shares of its sustainable rate.
+RATE_SHARES = (0.02, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.95)
 
 
 def concurrency_grid(max_concurrency: int, limit: int = MAX_POINTS_PER_CANDIDATE) -> Any:
@@ -80,6 +90,35 @@ class Curve:
     requests_per_s: Any
 
 
+def open_loop_curve(
+    res: Resolved,
+    isl: float,
+    osl: float,
+    stats: tuple[str, str, str],
+    cv: float = 1.0,
+    shares: Sequence[float] = RATE_SHARES,
+) -> Curve:
+    """One in-flight candidate under open-loop arrivals at ``shares`` of its sustainable
+    rate: TTFT, ITL and E2E at ``stats`` (their limits' statistics), ``concurrency`` the mean
+    requests in flight (seconds, requests/s)."""
+    from inferencesize.openloop import QUANTILES, max_rate_rps, open_loop
+
+    assert res.deployment is not None
+    dep, top = res.deployment, res.max_concurrency
+    wanted = tuple(sorted({float(s[1:]) / 100 for s in stats if s != "mean"}))
+    top_rate = max_rate_rps(dep, isl, osl, max_in_flight=top)
+    cols: dict[str, list[float]] = {k: [] for k in ("n", "ttft", "itl", "e2e", "x")}
+    for share in shares:
+        rate = share * top_rate
+        pt = open_loop(dep, isl, osl, rate, cv=cv, max_in_flight=top, quantiles=wanted or QUANTILES)
+        cols["n"].append(pt.in_flight)
+        cols["x"].append(rate)
+        for metric, stat in zip(("ttft", "itl", "e2e"), stats, strict=True):
+            cols[metric].append(pt.statistic(metric, stat))  # type: ignore[arg-type]
+    arr = {k: np.asarray(v, dtype=float) for k, v in cols.items()}
+    return Curve(arr["n"], arr["ttft"], arr["itl"], arr["e2e"], arr["x"])
+
+
 def curve(res: Resolved, isl: float, osl: float, batching: Batching, concurrency: Any) -> Curve:
     """Latency and throughput of one resolved candidate at the given concurrencies."""
     assert res.deployment is not None
@@ -114,6 +153,10 @@ class Frontier:
     meets_limits: Any
     on_goodput_frontier: Any
     rejected: list[Rejected] = field(default_factory=list)
+    #: True: points are request rates under open-loop arrivals (``concurrency``: the mean in
+    #: flight), latencies at ``stats``; False: closed-loop clients, mean latencies.
+    open_loop: bool = False
+    stats: tuple[str, str, str] = ("mean", "mean", "mean")
 
     @property
     def size(self) -> int:
@@ -154,12 +197,17 @@ def frontier(
     eps: Sequence[int] | None = None,
     batching: Batching = "inflight",
     max_concurrency: int | None = None,
+    arrivals: str = "closed-loop",
+    cv: float = 1.0,
 ) -> Frontier:
-    """Evaluate every single-node candidate over concurrency and mark the Pareto frontier.
+    """Evaluate every single-node candidate over its load and mark the Pareto frontier.
 
     ``tps``/``pps``/``eps`` None means every valid power of two; ``max_concurrency`` caps the
-    concurrency swept (default: each candidate's KV capacity).
+    concurrency swept (default: each candidate's KV capacity). ``arrivals="poisson"``
+    (in-flight batching): the load is a request rate, latencies at ``limits.stats``
+    (module docstring).
     """
+    open_loop = arrivals == "poisson" and batching != "static"
     cands: list[Candidate] = []
     rejected: list[Rejected] = []
     cols: dict[str, list[Any]] = {k: [] for k in ("i", "n", "ttft", "itl", "e2e", "x", "gpus")}
@@ -186,7 +234,10 @@ def frontier(
                 top = res.max_concurrency
                 if max_concurrency is not None:
                     top = min(top, max_concurrency)
-                c = curve(res, isl, osl, batching, concurrency_grid(top))
+                if open_loop:
+                    c = open_loop_curve(res, isl, osl, limits.stats, cv)
+                else:
+                    c = curve(res, isl, osl, batching, concurrency_grid(top))
                 cols["i"].append(np.full(np.size(c.concurrency), len(cands)))
                 cols["n"].append(c.concurrency)
                 cols["ttft"].append(c.ttft_s)
@@ -210,7 +261,7 @@ def frontier(
     return Frontier(
         candidates=cands,
         candidate_index=flat["i"].astype(int),
-        concurrency=flat["n"].astype(int),
+        concurrency=flat["n"] if open_loop else flat["n"].astype(int),
         ttft_s=flat["ttft"],
         itl_s=flat["itl"],
         e2e_s=flat["e2e"],
@@ -221,4 +272,6 @@ def frontier(
         meets_limits=meets,
         on_goodput_frontier=good,
         rejected=rejected,
+        open_loop=open_loop,
+        stats=limits.stats if open_loop else ("mean", "mean", "mean"),
     )

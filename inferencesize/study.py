@@ -578,8 +578,8 @@ class Study:
         return curves
 
     def frontier(self, max_concurrency: int | None = None) -> Frontier:
-        """Every single-node candidate of the search space over concurrency, with its Pareto
-        frontier (``frontier``)."""
+        """Every single-node candidate of the search space over its load (concurrency, or a
+        request rate under ``arrivals: poisson``), with its Pareto frontier (``frontier``)."""
         from inferencesize.frontier import frontier
 
         s, model = self.spec, self.model
@@ -599,6 +599,8 @@ class Study:
             eps=eps,
             batching=s.batching,
             max_concurrency=max_concurrency,
+            arrivals=s.arrivals,
+            cv=s.cv,
         )
 
     def sweep(self, axes: Sequence[Axis]) -> Iterator[Row]:

@@ -127,3 +127,59 @@ def test_terminal_plot_places_points() -> None:
     assert grid[5] == "x" + " " * 10  # (0, 0): bottom left
     assert lines[1].startswith("5 │") and lines[6].startswith("0 │")
     assert lines[8].rstrip().endswith("10")
+
+
+# --------------------------------------------------------------------------- open loop
+
+
+@cache
+def _open(stat: str) -> Frontier:
+    c = _catalog()
+    limits = Limits(ttft_s=0.3, itl_s=0.025, stats=(stat, stat, stat))
+    return frontier(
+        _est(),
+        c.model("llama-3-8b"),
+        [c.hardware("h100-sxm")],
+        ["fp8"],
+        1000,
+        200,
+        limits,
+        tps=[1],
+        pps=[1],
+        arrivals="poisson",
+    )
+
+
+def test_open_loop_sweeps_shares_of_the_sustainable_rate() -> None:
+    from inferencesize.frontier import RATE_SHARES
+    from inferencesize.openloop import max_rate_rps
+
+    fr = _open("p95")
+    assert fr.open_loop and fr.stats == ("p95", "p95", "p95")
+    (cand,) = fr.candidates
+    res = _est().resolve(cand, 1200)
+    assert res.deployment is not None
+    top = max_rate_rps(res.deployment, 1000, 200, max_in_flight=res.max_concurrency)
+    assert fr.requests_per_s == pytest.approx(np.array(RATE_SHARES) * top)
+    # one instance's output tokens/s per GPU is its rate × OSL (TP 1)
+    assert fr.tokens_per_s_per_gpu == pytest.approx(fr.requests_per_s * 200)
+    # more traffic: every latency grows, requests in flight too
+    for values in (fr.ttft_s, fr.itl_s, fr.e2e_s, fr.concurrency):
+        assert np.all(np.diff(values) > 0)
+    # in flight (Little) never exceeds the rate times the time a request spends in the engine
+    assert np.all(fr.concurrency <= fr.requests_per_s * _open("mean").e2e_s * (1 + 1e-6))
+
+
+def test_open_loop_tail_statistic_sits_above_the_mean() -> None:
+    mean, tail = _open("mean"), _open("p99")
+    assert mean.stats == ("mean", "mean", "mean")
+    assert np.all(tail.ttft_s > mean.ttft_s) and np.all(tail.e2e_s > mean.e2e_s)
+    # a p99 limit is stricter than the same mean limit: no more points meet it
+    assert tail.meets_limits.sum() <= mean.meets_limits.sum()
+    assert np.all(tail.meets_limits <= mean.meets_limits)
+
+
+def test_closed_loop_frontier_stays_concurrency() -> None:
+    fr = _frontier()
+    assert not fr.open_loop and fr.stats == ("mean", "mean", "mean")
+    assert fr.concurrency.dtype.kind == "i"

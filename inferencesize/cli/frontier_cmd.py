@@ -13,20 +13,21 @@ from inferencesize import report
 from inferencesize.cli.common import check_format, emit_data, format_option, input_files
 from inferencesize.cli.options import (
     ScenarioArg,
+    arrival_options,
     engine_options,
     study_from,
     technique_options,
     with_options,
     workload_options,
 )
-from inferencesize.errors import InputError
+from inferencesize.errors import InputError, UsageError
 from inferencesize.plotting import check_plot_path, save_frontier
 from inferencesize.render import frontier as render
 
 FORMATS = report.FORMATS
 
 
-@with_options(workload_options, technique_options, engine_options)
+@with_options(workload_options, arrival_options, technique_options, engine_options)
 def frontier_command(
     scenario: ScenarioArg = None,
     max_concurrency: Annotated[
@@ -35,7 +36,7 @@ def frontier_command(
             "--max-concurrency",
             min=1,
             metavar="N",
-            help="Sweep concurrency 1..N (default: KV capacity).",
+            help="Closed loop: sweep concurrency 1..N (default: KV capacity).",
         ),
     ] = None,
     plot: Annotated[
@@ -71,13 +72,17 @@ def frontier_command(
     """Throughput against interactivity: the Pareto frontier of the splits and loads.
 
     Output tokens/s per GPU versus tokens/s per user (1 / ITL) over every TP/PP/EP split in
-    one node, precision and concurrency 1..KV capacity. Marks the Pareto frontier, its
-    latency-optimal (L) and throughput-optimal (T) ends, the points meeting
-    --ttft-ms/--itl-ms/--e2e-ms (o) and the best of them (G). Takes the same scenario and
-    flags as plan (traffic is not needed).
+    one node, precision and load. Closed loop (default): concurrency 1..KV capacity, mean
+    latencies. --arrivals poisson (or the scenario's arrivals: poisson): request rates per
+    instance from 2 % to 95 % of its sustainable rate (--cv for burstier arrivals), latencies
+    at --latency-stat (seconds per candidate). Marks the Pareto frontier, its latency-optimal
+    (L) and throughput-optimal (T) ends, the points meeting --ttft-ms/--itl-ms/--e2e-ms (o)
+    and the best of them (G). Takes the same scenario and flags as plan (traffic is not
+    needed).
 
     Examples:
       infersize frontier default
+      infersize frontier default --arrivals poisson --latency-stat p95 --precision fp8 --tp 1
       infersize frontier --model llama-3-70b --hardware h100-sxm --isl 2000 --osl 200 --ttft-ms 1000 --itl-ms 40 --plot frontier.png
     """
     check_format(fmt, FORMATS)
@@ -88,6 +93,11 @@ def frontier_command(
     spec, model = study.spec, study.model
     if model is None:
         raise InputError(f"{study.shown}: frontier needs a single-model scenario (not a pipeline)")
+    if max_concurrency is not None and spec.arrivals == "poisson":
+        raise UsageError(
+            "--max-concurrency sweeps closed-loop clients; under poisson arrivals the sweep is"
+            " a request rate (2 % to 95 % of each instance's sustainable rate): drop it"
+        )
     fr = study.frontier(max_concurrency)
     if fr.size == 0:
         first = fr.rejected[0] if fr.rejected else None
@@ -100,6 +110,9 @@ def frontier_command(
         f"{model.id} · {', '.join(hw_ids)} · ISL {study.isl} · OSL {study.osl}"
         f" · {'/'.join(precisions)} · {spec.batching}"
     )
+    if fr.open_loop:
+        gaps = "Poisson" if spec.cv == 1.0 else f"gamma (cv {spec.cv:g})"
+        heading += f" · {gaps} arrivals, latencies at {render.stats_text(fr)}"
     chosen = render.order(fr, np.ones(fr.size, dtype=bool) if all_points else fr.on_frontier)
     if plot is not None:
         save_frontier(plot, fr, f"{heading}\n{study.engine}", inputs=inputs)
@@ -111,6 +124,9 @@ def frontier_command(
         "isl": study.isl,
         "osl": study.osl,
         "batching": spec.batching,
+        "arrivals": "poisson" if fr.open_loop else "closed-loop",
+        "cv": spec.cv if fr.open_loop else None,
+        "statistics": dict(zip(("ttft", "itl", "e2e"), fr.stats, strict=True)),
         "limits": {
             "ttft_ms": spec.ttft_ms,
             "itl_ms": spec.itl_ms,

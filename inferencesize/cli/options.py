@@ -127,11 +127,20 @@ def workload_options(
     ] = None,
     batching: Annotated[Batching | None, typer.Option(help="Batching of the engine.")] = None,
     ttft_ms: Annotated[
-        float | None, typer.Option(metavar="MS", help="Mean TTFT limit, ms.")
+        float | None,
+        typer.Option(metavar="MS", help="TTFT limit, ms (at --latency-stat; default the mean)."),
     ] = None,
-    itl_ms: Annotated[float | None, typer.Option(metavar="MS", help="Mean ITL limit, ms.")] = None,
+    itl_ms: Annotated[
+        float | None,
+        typer.Option(
+            metavar="MS",
+            help="ITL limit, ms: a request's mean gap between tokens after the first, TPOT ="
+            " (E2E − TTFT) / (OSL − 1) (at --latency-stat).",
+        ),
+    ] = None,
     e2e_ms: Annotated[
-        float | None, typer.Option(metavar="MS", help="Mean end-to-end limit, ms.")
+        float | None,
+        typer.Option(metavar="MS", help="End-to-end limit, ms (at --latency-stat)."),
     ] = None,
 ) -> None:
     """Model, lengths, candidates and limits."""
@@ -148,25 +157,6 @@ def traffic_options(
     percentile: Annotated[
         float | None,
         typer.Option(metavar="Q", help="Peak percentile of --mean-rps, 0–1 (default 0.95)."),
-    ] = None,
-    arrivals: Annotated[
-        Arrivals | None,
-        typer.Option(
-            help="closed-loop (default): the GenAI-Perf concurrency benchmark, mean limits;"
-            " poisson: requests at a rate, limits at --latency-stat (slower: seconds per"
-            " candidate)."
-        ),
-    ] = None,
-    cv: Annotated[
-        float | None,
-        typer.Option(
-            metavar="CV",
-            help="Poisson arrivals: coefficient of variation of the gaps (1 Poisson, >1 burstier).",
-        ),
-    ] = None,
-    latency_stat: Annotated[
-        Statistic | None,
-        typer.Option(help="Statistic the latency limits hold (poisson arrivals; default mean)."),
     ] = None,
     batch_sizes: Annotated[
         list[str] | None,
@@ -202,6 +192,30 @@ def traffic_options(
     ] = None,
 ) -> None:
     """Traffic."""
+
+
+def arrival_options(
+    arrivals: Annotated[
+        Arrivals | None,
+        typer.Option(
+            help="closed-loop (default): the GenAI-Perf concurrency benchmark, mean limits;"
+            " poisson: requests at a rate, limits at --latency-stat (slower: seconds per"
+            " candidate)."
+        ),
+    ] = None,
+    cv: Annotated[
+        float | None,
+        typer.Option(
+            metavar="CV",
+            help="Poisson arrivals: coefficient of variation of the gaps (1 Poisson, >1 burstier).",
+        ),
+    ] = None,
+    latency_stat: Annotated[
+        Statistic | None,
+        typer.Option(help="Statistic the latency limits hold (poisson arrivals; default mean)."),
+    ] = None,
+) -> None:
+    """Arrivals and the statistic the latency limits hold."""
 
 
 def technique_options(
@@ -470,7 +484,14 @@ ScenarioArg = Annotated[
     ),
 ]
 
-QUESTION = (workload_options, traffic_options, technique_options, economics_options, scale_options)
+QUESTION = (
+    workload_options,
+    traffic_options,
+    arrival_options,
+    technique_options,
+    economics_options,
+    scale_options,
+)
 
 
 def with_options(*groups: Callable[..., None]) -> Callable[[F], F]:

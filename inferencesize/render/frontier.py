@@ -25,13 +25,28 @@ def marks_of(fr: Frontier) -> dict[int, list[str]]:
     return out
 
 
+def stats_text(fr: Frontier) -> str:
+    """The statistics of TTFT, ITL and E2E, e.g. 'p95' or 'TTFT p99, ITL mean, E2E mean'."""
+    if len(set(fr.stats)) == 1:
+        return fr.stats[0]
+    return ", ".join(f"{n} {s}" for n, s in zip(("TTFT", "ITL", "E2E"), fr.stats, strict=True))
+
+
 def point_record(fr: Frontier, i: int, marks: dict[int, list[str]]) -> dict[str, Any]:
-    """One operating point with everything it assumes (candidate, concurrency)."""
+    """One operating point with everything it assumes (candidate, load): closed loop, its
+    concurrency; open loop, its request rate per instance and the mean requests in flight
+    (``concurrency``), latencies at the limits' statistics."""
     c = fr.candidates[int(fr.candidate_index[i])]
+    load: dict[str, Any] = {"concurrency": int(fr.concurrency[i])}
+    if fr.open_loop:
+        load = {
+            "rate_rps_per_instance": float(fr.requests_per_s[i]),
+            "concurrency": float(fr.concurrency[i]),
+        }
     return {
         **c.fields(),
         "gpus_per_instance": c.par.gpus,
-        "concurrency": int(fr.concurrency[i]),
+        **load,
         "output_tokens_per_s_per_gpu": float(fr.tokens_per_s_per_gpu[i]),
         "output_tokens_per_s_per_user": float(fr.tokens_per_s_per_user[i]),
         "ttft_ms": float(fr.ttft_s[i]) * 1e3,
@@ -108,13 +123,14 @@ def table(
     table_rows = []
     for i in shown:
         r = point_record(fr, i, marks)
+        load = f"{r['rate_rps_per_instance']:,.3g}" if fr.open_loop else str(r["concurrency"])
         table_rows.append(
             [
                 "".join(MARKS[m] for m in marks.get(i, [])),
                 ("" if single_hw else f"{r['hardware']} ")
                 + f"{r['precision']} "
                 + fr.candidates[int(fr.candidate_index[i])].par.label(),
-                str(r["concurrency"]),
+                load,
                 f"{r['output_tokens_per_s_per_user']:,.1f}",
                 f"{r['output_tokens_per_s_per_gpu']:,.0f}",
                 f"{r['ttft_ms']:,.0f}",
@@ -128,15 +144,16 @@ def table(
         f" ({len(fr.candidates)} candidate(s); {engine}); L latency-optimal, T throughput-optimal,"
         " G best within limits; ok = meets the limits"
     )
+    ttft, itl, e2e = (f"{s} " if fr.open_loop else "" for s in fr.stats)
     columns = [
         "",
         "candidate",
-        "conc",
+        "req/s/inst" if fr.open_loop else "conc",
         "tok/s/user",
         "tok/s/GPU",
-        "TTFT ms",
-        "ITL ms",
-        "E2E s",
+        f"TTFT {ttft}ms",
+        f"ITL {itl}ms",
+        f"E2E {e2e}s",
         "ok",
     ]
     return report.table(heading, columns, table_rows, caption=caption, compact=True)

@@ -145,3 +145,43 @@ def test_plan_plot_infeasible_writes_nothing(tmp_path: Path) -> None:
     result = runner.invoke(app, ["plan", "default", "--ttft-ms", "1", "--plot", str(png)])
     assert result.exit_code == 3
     assert not png.exists() and "no plot: no feasible plan" in result.stderr
+
+
+OPEN = [
+    "frontier", "--model", "llama-3-8b", "--hardware", "h100-sxm", "--precision", "fp8",
+    "--tp", "1", "--pp", "1", "--isl", "1000", "--osl", "200", "--ttft-ms", "300",
+    "--itl-ms", "25", "--arrivals", "poisson", "--latency-stat", "p95",
+]  # fmt: skip
+
+
+def test_open_loop_frontier_is_over_request_rates() -> None:
+    result = runner.invoke(app, [*OPEN, "--format", "json", "--all"])
+    assert result.exit_code == 0, result.stderr
+    rec = json.loads(result.stdout)
+    assert rec["arrivals"] == "poisson" and rec["cv"] == 1.0
+    assert rec["statistics"] == {"ttft": "p95", "itl": "p95", "e2e": "p95"}
+    rates = [p["rate_rps_per_instance"] for p in rec["points"]]
+    assert len(rates) > 5 and all(r > 0 for r in rates)
+    for p in rec["points"]:
+        assert p["output_tokens_per_s_per_gpu"] == pytest.approx(p["rate_rps_per_instance"] * 200)
+        assert p["meets_limits"] == (p["ttft_ms"] <= 300 and p["itl_ms"] <= 25)
+    table = runner.invoke(app, OPEN)
+    assert table.exit_code == 0, table.stderr
+    assert "req/s/inst" in table.stdout and "TTFT p95 ms" in table.stdout
+
+
+def test_open_loop_frontier_refuses_max_concurrency() -> None:
+    result = runner.invoke(app, [*OPEN, "--max-concurrency", "10"])
+    assert result.exit_code == 2
+    assert (
+        result.stderr.startswith("error: --max-concurrency")
+        and len(result.stderr.splitlines()) == 1
+    )
+
+
+def test_closed_loop_frontier_record_says_so() -> None:
+    result = runner.invoke(app, [*ARGS, "--format", "json"])
+    assert result.exit_code == 0, result.stderr
+    rec = json.loads(result.stdout)
+    assert rec["arrivals"] == "closed-loop" and rec["cv"] is None
+    assert all(isinstance(p["concurrency"], int) for p in rec["points"])
