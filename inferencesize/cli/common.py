@@ -20,6 +20,7 @@ from inferencesize.errors import EXIT_USAGE, InfersizeError, InputError
 from inferencesize.io_write import Input
 from inferencesize.specs.common import MAX_COUNT, MAX_PARALLEL, MAX_RPS, MAX_TOKENS
 from inferencesize.specs.scenario import (
+    MAX_CV,
     MAX_DEADLINE_H,
     MAX_OFFLINE_REQUESTS,
     MAX_TOKENS_PER_DAY,
@@ -443,7 +444,7 @@ BOUNDS: dict[str, Bound] = {
     "--tokens-per-day": Bound(0, MAX_TOKENS_PER_DAY, above=True),
     "--seed": Bound(0, 2**63 - 1),
     "--rate": Bound(0, MAX_RPS, above=True),
-    "--cv": Bound(0, 1e3, above=True),
+    "--cv": Bound(0, MAX_CV, above=True),  # plan, estimate --rate, simulate, frontier
     "--isl-stddev": Bound(0, MAX_TOKENS),
     "--osl-stddev": Bound(0, MAX_TOKENS),
     "--max-queue-delay-ms": Bound(0, 1e9),

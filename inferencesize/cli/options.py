@@ -22,6 +22,7 @@ import typer
 from inferencesize.cli.common import MAX_USD, finite, flag_name, open_catalog
 from inferencesize.errors import InputError, UsageError
 from inferencesize.specs.scenario import (
+    MAX_CV,
     MAX_DEADLINE_H,
     MAX_OFFLINE_REQUESTS,
     MAX_RPS,
@@ -616,7 +617,7 @@ FLAGS: dict[str, tuple[str, Callable[[Any, str], Any]]] = {
     "peak_rps": ("peak_rps", _RATE),
     "percentile": ("percentile", _SHARE),
     "arrivals": ("arrivals", _same),
-    "cv": ("cv", _real(0.0, 10.0)),
+    "cv": ("cv", _real(0.0, MAX_CV)),
     "latency_stat": ("latency_stat", _same),
     "batch_sizes": ("batch_sizes", _batch_sizes),
     "requests": ("offline.requests", _real(0.0, MAX_OFFLINE_REQUESTS)),

@@ -23,6 +23,7 @@ from inferencesize.cli.common import (
     stdout,
 )
 from inferencesize.cli.options import (
+    Arrivals,
     EpOpt,
     IslOpt,
     OslOpt,
@@ -246,13 +247,20 @@ def simulate_command(
         typer.Option(metavar="RPS", help="Open-loop arrivals, requests/s (Poisson unless --cv)."),
     ] = None,
     cv: Annotated[
-        float,
+        float | None,
         typer.Option(
-            metavar="X",
-            help="Coefficient of variation of inter-arrival times (gamma); 1 = Poisson,"
-            " > 1 burstier.",
+            metavar="CV",
+            help="With --rate: coefficient of variation of the gaps between arrivals (1 Poisson,"
+            " near 0 a steady rate, > 1 burstier gamma arrivals), as on plan and estimate.",
         ),
-    ] = 1.0,
+    ] = None,
+    arrivals: Annotated[
+        Arrivals | None,
+        typer.Option(
+            help="Optional check, as on plan: poisson goes with --rate (gamma with --cv),"
+            " closed-loop with --concurrency.",
+        ),
+    ] = None,
     concurrency: Annotated[
         int | None,
         typer.Option(min=1, metavar="N", help="Closed-loop clients (GenAI-Perf concurrency mode)."),
@@ -365,8 +373,18 @@ def simulate_command(
     inputs = input_files(trace=trace, calibration=flags.get("calibration"))
     if requests_out is not None:
         check_target(requests_out, "--requests-out", inputs=inputs)
-    wl, arrivals = _workload(
-        rate, cv, concurrency, trace, requests, isl, osl, isl_stddev, osl_stddev, seed
+    _check_arrivals(arrivals, rate, cv, concurrency)
+    wl, shown = _workload(
+        rate,
+        1.0 if cv is None else cv,
+        concurrency,
+        trace,
+        requests,
+        isl,
+        osl,
+        isl_stddev,
+        osl_stddev,
+        seed,
     )
     catalog = open_catalog(flags.get("catalog_dirs"))
     point = resolve_point(catalog, engine=flags.get("engine"), calibration=flags.get("calibration"))
@@ -392,9 +410,7 @@ def simulate_command(
             last = simulate_llm(res.deployment, cand.gpu.memory_bytes, wl, cfg, instances, balance)
             summary = summarize(last, warmup)
             records.append(
-                sim_record(
-                    cand, cfg, last, summary, arrivals, instances, balancer, seed, eset.engine
-                )
+                sim_record(cand, cfg, last, summary, shown, instances, balancer, seed, eset.engine)
             )
             progress.advance()
     if requests_out is not None and last is not None:
@@ -404,6 +420,19 @@ def simulate_command(
         for r in records:
             if r["overloaded"]:
                 sys.stderr.write(f"warning: {overload_text(r)}\n")
+
+
+def _check_arrivals(
+    arrivals: Arrivals | None, rate: float | None, cv: float | None, concurrency: int | None
+) -> None:
+    """--arrivals and --cv as plan and estimate --rate read them: a coefficient of variation
+    describes arrivals at a rate; poisson arrivals need --rate, closed-loop --concurrency."""
+    if cv is not None and rate is None:
+        raise UsageError("--cv describes arrivals at a rate: use it with --rate")
+    if arrivals == Arrivals.poisson and rate is None:
+        raise UsageError("--arrivals poisson needs --rate (requests/s; --cv for burstier gaps)")
+    if arrivals == Arrivals.closed_loop and concurrency is None:
+        raise UsageError("--arrivals closed-loop needs --concurrency (the clients)")
 
 
 def overload_text(r: dict[str, Any]) -> str:

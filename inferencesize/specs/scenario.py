@@ -45,6 +45,8 @@ class Budget(Spec):
     max_power_kw: Positive | None = None
 
 
+#: Largest coefficient of variation of inter-arrival gaps (``cv``, ``--cv`` on every command).
+MAX_CV = 10.0
 #: Largest offline batch (requests) and daily token volume; longest deadline (hours: a year).
 MAX_OFFLINE_REQUESTS = 1e15
 MAX_TOKENS_PER_DAY = 1e18
@@ -154,7 +156,7 @@ class ScenarioSpec(Spec):
         " their answer ends), sized at mean limits; poisson: requests at a rate (cv: their"
         " burstiness), sized at each limit's statistic with the open-loop model",
     )
-    cv: Annotated[float, Field(gt=0, le=10)] = Field(
+    cv: Annotated[float, Field(gt=0, le=MAX_CV)] = Field(
         default=1.0,
         description="coefficient of variation of inter-arrival times: 1 Poisson, near 0 a"
         " steady rate, above 1 burstier (gamma)",

@@ -143,3 +143,22 @@ def test_plan_verify_adds_instances_until_the_mean_meets_the_limits() -> None:
     assert table.exit_code == 0
     added = re.search(r"needs (\d+) instances \((\d+) more\)", table.stdout)
     assert added is not None and int(added.group(2)) >= 1
+
+
+def test_arrivals_and_cv_read_as_on_plan_and_estimate() -> None:
+    plain = sim("--rate", "4", "--cv", "2", "--requests", "300")
+    checked = sim("--arrivals", "poisson", "--rate", "4", "--cv", "2", "--requests", "300")
+    assert plain["arrivals"] == checked["arrivals"] == "gamma 4 req/s, cv 2"
+    assert plain["ttft_ms"] == checked["ttft_ms"]
+    closed = sim("--arrivals", "closed-loop", "--concurrency", "4", "--requests", "300")
+    assert closed["concurrency"] == 4
+    for args, needle in (
+        (["--concurrency", "4", "--cv", "2"], "--cv describes arrivals at a rate"),
+        (["--concurrency", "4", "--arrivals", "poisson"], "--arrivals poisson needs --rate"),
+        (["--rate", "4", "--arrivals", "closed-loop"], "--arrivals closed-loop needs"),
+        (["--rate", "4", "--cv", "11"], "--cv: must be <= 10"),  # the ceiling of plan's cv
+    ):
+        result = runner.invoke(app, [*BASE, *args])
+        assert result.exit_code in (1, 2), result.stdout
+        assert result.stderr.startswith(f"error: {needle}"), result.stderr
+        assert len(result.stderr.splitlines()) == 1
