@@ -125,3 +125,20 @@ def _disaggregated(
         if problem:
             return Shape(problem=problem)
     return Shape(prefill=prefill, decode=decode)
+
+
+_POOL_SPEC = re.compile(r"^tp(\d+)(?:pp(\d+))?(?:dp(\d+))?(?:ep(\d+))?(?:x(\d+))?$", re.I)
+
+
+def parse_pool(text: str) -> Pool | None:
+    """A pool written ``tp4x2`` (TP 4, two instances) or ``tp1dp8ep8x1`` (each instance
+    attention DP 8 over TP 1, experts in 8 EP groups): ``tpN``, then optional ``ppN``, ``dpN``,
+    ``epN`` in that order, then ``xW`` instances (default 1). None when it is not one, or a
+    degree is 0."""
+    found = _POOL_SPEC.match(text.strip())
+    if found is None:
+        return None
+    tp, pp, dp, ep, workers = (int(g) if g else 1 for g in found.groups())
+    if min(tp, pp, dp, ep, workers) < 1:
+        return None
+    return Pool(Parallelism(tp, pp, ep, dp), workers)

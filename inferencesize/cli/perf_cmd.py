@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -19,6 +20,7 @@ from inferencesize.cli.common import (
     open_catalog,
     stdout,
 )
+from inferencesize.cli.disagg_estimate import estimate_disaggregated
 from inferencesize.cli.options import (
     EpOpt,
     IslOpt,
@@ -128,6 +130,31 @@ def estimate(
         ),
     ] = None,
     kv_precision: PointKvPrecisionOpt = None,
+    dp: Annotated[
+        int,
+        typer.Option(
+            min=1,
+            metavar="N",
+            help="Attention data parallelism (MoE): N groups of TP GPUs share one instance"
+            " (dp × tp × pp GPUs), each with its own sequences; experts spread over all.",
+        ),
+    ] = 1,
+    prefill: Annotated[
+        str | None,
+        typer.Option(
+            metavar="SPLIT",
+            help="Disaggregated serving, with --decode: the prefill pool, tpN[ppN][dpN][epN][xW]"
+            " (W instances; e.g. tp4x1).",
+        ),
+    ] = None,
+    decode: Annotated[
+        str | None,
+        typer.Option(
+            metavar="SPLIT",
+            help="Disaggregated serving, with --prefill: the decode pool (e.g. tp8x4,"
+            " tp1dp8ep8x2).",
+        ),
+    ] = None,
     batching: Annotated[Batching, typer.Option(help="Batching of the engine.")] = Batching.INFLIGHT,
     points: Annotated[
         Path | None,
@@ -164,11 +191,16 @@ def estimate(
       infersize estimate --model llama-3-8b --hardware h100-sxm --isl 2000 --osl 200 --concurrency 25
       infersize estimate --model llama-3-8b --hardware h100-sxm --isl 2000 --osl 200 --rate 8
       infersize estimate --model llama-3.1-70b --hardware h100-sxm --tp 4 --draft llama-3.1-8b --draft-tokens 4 --acceptance 0.7
+      infersize estimate --model deepseek-r1 --hardware b200 --tp 1 --dp 8 --ep 8 --concurrency 64
+      infersize estimate --model deepseek-r1 --hardware h200-sxm --prefill tp8x1 --decode tp8x3 --concurrency 64
       infersize estimate --points points.csv --format csv
     """
     catalog = open_catalog(flags.get("catalog_dirs"))
     engine, calibration = flags.get("engine"), flags.get("calibration")
     techniques = techniques_given(flags)
+    disaggregated = prefill is not None or decode is not None
+    if points is not None and (disaggregated or dp != 1):
+        raise UsageError("--dp, --prefill and --decode describe one point: drop --points")
     if points is not None:
         given = ["--" + name.replace("_", "-") for name in POINT_COLUMNS if _given(ctx, name)]
         if given:
@@ -198,7 +230,27 @@ def estimate(
         raise UsageError("--rate models in-flight batching: drop --batching static")
     if cv is not None:
         finite(cv, "--cv", 0.0, MAX_CV, above=True)
+    if disaggregated:
+        _disaggregated(ctx, prefill, decode)
+        estimate_disaggregated(
+            catalog,
+            model=model,
+            hardware=hardware,
+            precision=precision,
+            kv_precision=kv_precision,
+            prefill=prefill or "",
+            decode=decode or "",
+            isl=isl,
+            osl=osl,
+            concurrency=concurrency,
+            flags=flags,
+            techniques=techniques,
+            fmt=fmt,
+        )
+        return
     cand = candidate(catalog, model, hardware, precision, kv_precision, tp, pp, ep)
+    if dp != 1:
+        cand = replace(cand, par=replace(cand.par, dp=dp))
     point = resolve_point(
         catalog,
         engine=engine,
@@ -231,6 +283,24 @@ def estimate(
     emit_data(
         fmt, rec, table=lambda out: out.print(report.key_value_table(title, _human_pairs(rec)))
     )
+
+
+def _disaggregated(ctx: typer.Context, prefill: str | None, decode: str | None) -> None:
+    """Usage checks of ``--prefill`` / ``--decode``: both, closed-loop in-flight serving, the
+    splits in the pools (not --tp/--pp/--ep/--dp)."""
+    if prefill is None or decode is None:
+        raise UsageError("disaggregated serving needs both --prefill and --decode")
+    if _given(ctx, "rate") or _given(ctx, "batching"):
+        raise UsageError(
+            "--prefill/--decode model closed-loop in-flight serving (--concurrency): drop"
+            " --rate and --batching"
+        )
+    given = [f"--{n}" for n in ("tp", "pp", "ep", "dp") if _given(ctx, n)]
+    if given:
+        raise UsageError(
+            f"--prefill/--decode state each pool's split: drop {', '.join(given)} (e.g."
+            " --decode tp1dp8ep8x2)"
+        )
 
 
 def _human_pairs(rec: dict[str, Any]) -> list[tuple[str, Any]]:

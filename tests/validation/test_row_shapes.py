@@ -12,7 +12,7 @@ from measurement_row import row
 
 from inferencesize.catalog import Catalog, load_catalog
 from inferencesize.io_measurements import map_measurements, stated_precision
-from inferencesize.measured_shape import WORKERS_NOT_STATED, Pool, row_shape
+from inferencesize.measured_shape import WORKERS_NOT_STATED, Pool, parse_pool, row_shape
 from inferencesize.parallelism import Parallelism
 from inferencesize.validation import estimator_chooser, predict_all
 
@@ -96,3 +96,21 @@ def test_attention_dp_row_predicts_on_its_split(catalog: Catalog) -> None:
     assert not skipped
     assert mapped.candidate.par == Parallelism(tp=1, pp=1, ep=8, dp=8)
     assert mapped.candidate.par.gpus == 8
+
+
+@pytest.mark.parametrize(
+    ("text", "par", "workers"),
+    [
+        ("tp4x2", Parallelism(4), 2),
+        ("tp8", Parallelism(8), 1),
+        ("tp1dp8ep8x3", Parallelism(tp=1, ep=8, dp=8), 3),
+        ("TP2PP2x1", Parallelism(tp=2, pp=2), 1),
+    ],
+)
+def test_pool_notation(text: str, par: Parallelism, workers: int) -> None:
+    assert parse_pool(text) == Pool(par, workers)
+
+
+@pytest.mark.parametrize("text", ["tp0x1", "tp4x0", "ep8tp1", "4x2", "tp4 x2", ""])
+def test_pool_notation_rejects(text: str) -> None:
+    assert parse_pool(text) is None
