@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from inferencesize.catalog import MAX_DATA_BYTES, read_text
 from inferencesize.deployment import default_kv_precision
 from inferencesize.errors import InputError, UnknownIdError
-from inferencesize.measured_shape import row_shape
+from inferencesize.measured_shape import DRAFT_HEADS, row_shape, speculative_method
 from inferencesize.parallelism import Parallelism
 from inferencesize.specs.common import MAX_COUNT, MAX_PARALLEL, MAX_TOKENS, brief, clip
 from inferencesize.units import PRECISIONS
@@ -281,6 +281,27 @@ def dedupe(rows: list[Measurement]) -> list[Measurement]:
     return out
 
 
+_DUPLICATE_OF = re.compile(r"likely duplicate of ([A-Za-z0-9_]+)")
+
+
+def marked_duplicates(
+    rows: list[Measurement],
+) -> tuple[list[Measurement], list[tuple[Measurement, str]]]:
+    """(rows kept, rows dropped with why): a row its source marks "likely duplicate of S" (the
+    same point published by source S, within 2 %) is dropped when rows of S are read too, so
+    the point counts once; without S it is the only copy and is kept."""
+    sources = {m.source for m in rows}
+    kept: list[Measurement] = []
+    dropped: list[tuple[Measurement, str]] = []
+    for m in rows:
+        dup = _DUPLICATE_OF.search(m.notes)
+        if dup and dup.group(1) in sources:
+            dropped.append((m, f"likely duplicate of a row of {dup.group(1)} (counted once)"))
+        else:
+            kept.append(m)
+    return kept, dropped
+
+
 _LEADING_NUMBER = re.compile(r"^\s*(\d+(?:\.\d+)?)")
 
 
@@ -466,6 +487,10 @@ def map_measurements(
         shape = row_shape(m.tp_cell, m.tp, m.pp, m.ep_cell, m.ep, m.num_gpus, m.notes)
         if shape.problem is not None:
             skipped.append((m, shape.problem))
+            continue
+        method = speculative_method(m.notes)
+        if method is not None and method not in DRAFT_HEADS:
+            skipped.append((m, f"speculative decoding {method!r}: the draft model is not stated"))
             continue
         pools = [shape.aggregated] if shape.aggregated else []
         pools += [p.par for p in (shape.prefill, shape.decode) if p is not None]

@@ -142,3 +142,17 @@ def parse_pool(text: str) -> Pool | None:
     if min(tp, pp, dp, ep, workers) < 1:
         return None
     return Pool(Parallelism(tp, pp, ep, dp), workers)
+
+
+#: Speculative methods that draft with heads built into the model (``techniques.mtp_costs``).
+DRAFT_HEADS = ("mtp", "eagle", "eagle3", "medusa", "nextn")
+_SPEC = re.compile(r"\bspec_decoding\s*=\s*([A-Za-z0-9_-]+)")
+
+
+def speculative_method(notes: str) -> str | None:
+    """The speculative decoding a row states in its notes (``spec_decoding=mtp``), lower
+    case; None when it states none (or ``none`` / ``off``)."""
+    found = _SPEC.search(notes)
+    if found is None or found.group(1).lower() in ("none", "off", "false", "no"):
+        return None
+    return found.group(1).lower()

@@ -54,6 +54,19 @@ def mtp_costs(target: ModelCosts) -> ModelCosts:
     )
 
 
+#: Draft heads assumed for a measured run that states speculative decoding by built-in heads
+#: (``spec_decoding=mtp``) but not their depth or acceptance: one MTP module, as DeepSeek-V3
+#: ships and serves, whose second token is accepted 85–90 % of the time (DeepSeek-V3
+#: Technical Report, arXiv:2412.19437, §5.4.3); the low end is taken.
+MEASURED_MTP_DRAFT_TOKENS: Final = 1
+MEASURED_MTP_ACCEPTANCE: Final = 0.85
+
+
+def draft_heads(target: ModelCosts, draft_tokens: int, acceptance: float) -> Speculative:
+    """Speculative decoding by built-in draft heads (MTP, Medusa/EAGLE) of ``target``."""
+    return Speculative(draft_tokens, acceptance, mtp_costs(target), "mtp", "mtp")
+
+
 @dataclass(frozen=True)
 class Speculative:
     """Speculative decoding: ``draft_tokens`` (k) proposals per step, accepted each with

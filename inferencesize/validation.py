@@ -26,9 +26,15 @@ from inferencesize.catalog import Catalog
 from inferencesize.estimate import Candidate, Estimator
 from inferencesize.io_measurements import Measurement
 from inferencesize.latency import Deployment
+from inferencesize.measured_shape import DRAFT_HEADS, speculative_method
 from inferencesize.serving import inflight_arrays
 from inferencesize.serving_steps import static_batch
 from inferencesize.specs import EfficiencySet
+from inferencesize.techniques import (
+    MEASURED_MTP_ACCEPTANCE,
+    MEASURED_MTP_DRAFT_TOKENS,
+    draft_heads,
+)
 from inferencesize.units import MS_PER_S, Batching
 
 #: Token rates per GPU (``per_gpu_rates``): the metric names say whose GPUs.
@@ -158,18 +164,38 @@ def estimator_chooser(
 ) -> Callable[[Measurement], Estimator]:
     """The estimator of a row: ``fixed`` if given, else the set of the row's engine and version
     (``Catalog.efficiency_for``) that served the model (``Measurement.served_engine``: a
-    Dynamo row is predicted with its engine's set), matched once per engine label."""
-    if fixed is not None:
-        one = Estimator(fixed)
-        return lambda m: one
+    Dynamo row is predicted with its engine's set), matched once per engine label.
+
+    A row run with speculative decoding by draft heads (``spec_decoding=mtp`` in its notes)
+    gets them on top: ``techniques.MEASURED_MTP_DRAFT_TOKENS`` drafted tokens accepted with
+    probability ``techniques.MEASURED_MTP_ACCEPTANCE`` (the sources state neither)."""
+    one = Estimator(fixed) if fixed is not None else None
     estimators = {s.id: Estimator(s) for s in catalog.efficiency.values()}
     by_label: dict[tuple[str, str], Estimator] = {}
+    with_heads: dict[tuple[int, str], Estimator] = {}
 
-    def pick(m: Measurement) -> Estimator:
+    def base(m: Measurement) -> Estimator:
+        if one is not None:
+            return one
         key = m.served_engine
         if key not in by_label:
             by_label[key] = estimators[catalog.efficiency_for(*key).id]
         return by_label[key]
+
+    def pick(m: Measurement) -> Estimator:
+        est = base(m)
+        if speculative_method(m.notes) not in DRAFT_HEADS:
+            return est
+        key = (id(est), m.model)
+        if key not in with_heads:
+            heads = draft_heads(
+                est.costs(catalog.model(m.model)),
+                MEASURED_MTP_DRAFT_TOKENS,
+                MEASURED_MTP_ACCEPTANCE,
+            )
+            techniques = replace(est.techniques, speculative=heads)
+            with_heads[key] = replace(est, techniques=techniques, _costs={}, _deps={})
+        return with_heads[key]
 
     return pick
 

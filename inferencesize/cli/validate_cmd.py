@@ -34,6 +34,7 @@ from inferencesize.io_measurements import (
     Measurement,
     dedupe,
     map_measurements,
+    marked_duplicates,
     read_measurements,
 )
 from inferencesize.io_write import check_target, write_atomic
@@ -106,7 +107,9 @@ def validate(
     catalog = open_catalog(catalog_dirs)
     fixed = efficiency_set(catalog, engine, calibration) if (engine or calibration) else None
     rows = _load_rows(data)
-    mapped, skipped = map_measurements(catalog, rows)
+    unique, duplicates = marked_duplicates(rows)
+    mapped, skipped = map_measurements(catalog, unique)
+    skipped = duplicates + skipped
     pick = estimator_chooser(catalog, fixed)
     t0 = time.perf_counter()
     with Progress(f"predicting {len(mapped):,} measured points"):

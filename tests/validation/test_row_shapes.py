@@ -11,9 +11,15 @@ import pytest
 from measurement_row import row
 
 from inferencesize.catalog import Catalog, load_catalog
-from inferencesize.io_measurements import map_measurements, stated_precision
+from inferencesize.io_measurements import (
+    Measurement,
+    map_measurements,
+    marked_duplicates,
+    stated_precision,
+)
 from inferencesize.measured_shape import WORKERS_NOT_STATED, Pool, parse_pool, row_shape
 from inferencesize.parallelism import Parallelism
+from inferencesize.techniques import MEASURED_MTP_ACCEPTANCE, MEASURED_MTP_DRAFT_TOKENS
 from inferencesize.validation import estimator_chooser, predict_all
 
 
@@ -114,3 +120,52 @@ def test_pool_notation(text: str, par: Parallelism, workers: int) -> None:
 @pytest.mark.parametrize("text", ["tp0x1", "tp4x0", "ep8tp1", "4x2", "tp4 x2", ""])
 def test_pool_notation_rejects(text: str) -> None:
     assert parse_pool(text) is None
+
+
+def dsr1(notes: str) -> Measurement:
+    return row(
+        "tpot_ms_avg",
+        model="DeepSeek-R1",
+        gpu="B200-180GB",
+        num_gpus=8,
+        tp=8,
+        tp_cell="8",
+        isl=1024.0,
+        osl=1024.0,
+        concurrency="32",
+        engine="SGLang",
+        engine_version="0.5.9",
+        notes=notes,
+    )
+
+
+def test_mtp_row_predicts_with_one_draft_head_accepted_85_percent(catalog: Catalog) -> None:
+    """One MTP module accepted 85 % of the time (DeepSeek-V3 report): 1 + 0.85 tokens per
+    step. A step that verifies two tokens costs at least a plain step, so the TPOT falls, by
+    at most 1.85×."""
+    assert (MEASURED_MTP_DRAFT_TOKENS, MEASURED_MTP_ACCEPTANCE) == (1, 0.85)
+    rows = [dsr1("aggregated; spec_decoding=mtp"), dsr1("aggregated; spec_decoding=none")]
+    mapped, skipped = map_measurements(catalog, rows)
+    assert not skipped
+    mtp, plain = (p.predicted for p in predict_all(estimator_chooser(catalog), mapped))
+    assert plain / 1.85 <= mtp < plain
+
+
+def test_speculative_row_with_an_unstated_draft_model_is_listed(catalog: Catalog) -> None:
+    mapped, skipped = map_measurements(catalog, [dsr1("spec_decoding=draft_model")])
+    assert mapped == []
+    assert [why for _, why in skipped] == [
+        "speculative decoding 'draft_model': the draft model is not stated"
+    ]
+
+
+def test_a_marked_duplicate_counts_once_when_its_twin_is_read() -> None:
+    twin = row("tpot_ms_avg", source="inferencemax")
+    marked = row(
+        "tpot_ms_avg", source="aic_silicon_sample", notes="likely duplicate of inferencemax"
+    )
+    kept, dropped = marked_duplicates([twin, marked])
+    assert kept == [twin]
+    assert dropped == [(marked, "likely duplicate of a row of inferencemax (counted once)")]
+    # alone, the marked row is the only copy of its point
+    assert marked_duplicates([marked]) == ([marked], [])
