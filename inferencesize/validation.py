@@ -23,8 +23,10 @@ from typing import Any
 import numpy as np
 
 from inferencesize.catalog import Catalog
+from inferencesize.deployment import peak_flops
+from inferencesize.errors import UnknownIdError
 from inferencesize.estimate import Candidate, Estimator
-from inferencesize.io_measurements import Measurement
+from inferencesize.io_measurements import Measurement, stated_precision
 from inferencesize.latency import Deployment
 from inferencesize.measured_shape import DRAFT_HEADS, speculative_method
 from inferencesize.serving import inflight_arrays
@@ -35,7 +37,7 @@ from inferencesize.techniques import (
     MEASURED_MTP_DRAFT_TOKENS,
     draft_heads,
 )
-from inferencesize.units import MS_PER_S, Batching
+from inferencesize.units import MS_PER_S, PRECISIONS, Batching, bytes_per_element
 
 #: Token rates per GPU (``per_gpu_rates``): the metric names say whose GPUs.
 PER_GPU_METRICS = ("output_tok_s_per_gpu", "input_tok_s_per_gpu", "throughput_tok_s_per_gpu")
@@ -168,11 +170,14 @@ def estimator_chooser(
 
     A row run with speculative decoding by draft heads (``spec_decoding=mtp`` in its notes)
     gets them on top: ``techniques.MEASURED_MTP_DRAFT_TOKENS`` drafted tokens accepted with
-    probability ``techniques.MEASURED_MTP_ACCEPTANCE`` (the sources state neither)."""
+    probability ``techniques.MEASURED_MTP_ACCEPTANCE`` (the sources state neither). A row in a
+    precision narrower than 16 bits that its GPU has no tensor units for (gpt-oss's MXFP4 on
+    Hopper) ran weight-only: weights stored narrow, GEMMs on 16-bit units, as the engines run
+    it there (``techniques.Techniques.weight_only``)."""
     one = Estimator(fixed) if fixed is not None else None
     estimators = {s.id: Estimator(s) for s in catalog.efficiency.values()}
     by_label: dict[tuple[str, str], Estimator] = {}
-    with_heads: dict[tuple[int, str], Estimator] = {}
+    with_heads: dict[tuple[int, str, bool], Estimator] = {}
 
     def base(m: Measurement) -> Estimator:
         if one is not None:
@@ -184,20 +189,36 @@ def estimator_chooser(
 
     def pick(m: Measurement) -> Estimator:
         est = base(m)
-        if speculative_method(m.notes) not in DRAFT_HEADS:
+        heads = speculative_method(m.notes) in DRAFT_HEADS
+        weight_only = _weight_only(catalog, m)
+        if not heads and not weight_only:
             return est
-        key = (id(est), m.model)
+        key = (id(est), m.model if heads else "", weight_only)
         if key not in with_heads:
-            heads = draft_heads(
-                est.costs(catalog.model(m.model)),
-                MEASURED_MTP_DRAFT_TOKENS,
-                MEASURED_MTP_ACCEPTANCE,
-            )
-            techniques = replace(est.techniques, speculative=heads)
+            techniques = replace(est.techniques, weight_only=weight_only)
+            if heads:
+                spec = draft_heads(
+                    est.costs(catalog.model(m.model)),
+                    MEASURED_MTP_DRAFT_TOKENS,
+                    MEASURED_MTP_ACCEPTANCE,
+                )
+                techniques = replace(techniques, speculative=spec)
             with_heads[key] = replace(est, techniques=techniques, _costs={}, _deps={})
         return with_heads[key]
 
     return pick
+
+
+def _weight_only(catalog: Catalog, m: Measurement) -> bool:
+    """The row's precision is narrower than 16 bits and its GPU has no tensor units for it."""
+    precision = stated_precision(m.precision)
+    if precision not in PRECISIONS or bytes_per_element(precision) >= 2.0:
+        return False
+    try:
+        gpu, _ = catalog.hardware(m.gpu)
+    except UnknownIdError:
+        return False
+    return peak_flops(gpu, precision) is None
 
 
 def predict_all(

@@ -7,6 +7,8 @@ written ``P:tpAxW D:tpBxV``.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from measurement_row import row
 
@@ -169,3 +171,17 @@ def test_a_marked_duplicate_counts_once_when_its_twin_is_read() -> None:
     assert dropped == [(marked, "likely duplicate of a row of inferencemax (counted once)")]
     # alone, the marked row is the only copy of its point
     assert marked_duplicates([marked]) == ([marked], [])
+
+
+def test_fp4_on_a_gpu_without_fp4_units_runs_weight_only(catalog: Catalog) -> None:
+    """gpt-oss-120b's MXFP4 on Hopper: 4-bit weights, GEMMs on the 16-bit units; on
+    Blackwell the FP4 units compute it."""
+    pick = estimator_chooser(catalog)
+    hopper = row("tpot_ms_avg", model="gpt-oss-120b", gpu="H200-SXM-141GB", precision="fp4")
+    blackwell = replace(hopper, gpu="B200-180GB")
+    assert pick(hopper).techniques.weight_only
+    assert not pick(blackwell).techniques.weight_only
+    mapped, skipped = map_measurements(catalog, [hopper])
+    assert not skipped
+    [pred] = predict_all(pick, mapped)
+    assert pred.predicted > 0
