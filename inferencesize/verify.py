@@ -39,10 +39,17 @@ from inferencesize.units import Batching, BatchingMode
 #: Requests simulated per planned instance (at least MIN_REQUESTS in all), for every count.
 REQUESTS_PER_INSTANCE = 400
 MIN_REQUESTS = 4000
+#: The run lasts at least this many planned E2E latencies (at most MAX_REQUESTS requests),
+#: and its warm-up at least WARMUP_E2E of them: the instances fill up over about one E2E, and
+#: a window that opens before they are full counts too few completions (a false overload).
+RUN_E2E = 10.0
+WARMUP_E2E = 2.5
+MAX_REQUESTS = 40_000
 #: Give up after this many times the planned instances.
 MAX_FACTOR = 8
-#: Share of the first requests left out as warm-up.
+#: Share of the first requests left out as warm-up (at least; at most MAX_WARMUP).
 WARMUP = 0.1
+MAX_WARMUP = 0.5
 #: Statistics every simulated count reports.
 STATISTICS = ("mean", "p50", "p90", "p95", "p99")
 
@@ -137,6 +144,7 @@ def _run(
     wl: Workload,
     instances: int,
     limits: Limits,
+    warmup: float = WARMUP,
 ) -> Run:
     res = est.resolve(p.candidate, isl + osl)
     assert res.deployment is not None
@@ -145,7 +153,7 @@ def _run(
     else:
         cfg = BatchingConfig("inflight", res.max_concurrency)
     sim = simulate_llm(res.deployment, p.candidate.gpu.memory_bytes, wl, cfg, instances)
-    keep = measured_mask(sim, WARMUP)
+    keep = measured_mask(sim, warmup)
     pr = per_request(sim)
     values = {"ttft": pr.ttft_s[keep], "itl": pr.itl_s[keep], "e2e": pr.e2e_s[keep]}
     stats = {
@@ -159,6 +167,22 @@ def _run(
     by_name = held.by_name()
     meets = not overloaded and all(by_name[n] <= limit for n, limit in limits.active())
     return Run(instances, stats, held, overloaded, meets)
+
+
+def run_length(
+    rate_rps: float, e2e_s: float, planned: int, requests: int | None = None
+) -> tuple[int, float]:
+    """(requests, warm-up share) of a verification run at ``rate_rps`` whose requests take
+    about ``e2e_s``: at least MIN_REQUESTS and REQUESTS_PER_INSTANCE per planned instance,
+    and RUN_E2E latencies long (at most MAX_REQUESTS); the warm-up WARMUP of the requests or
+    WARMUP_E2E latencies, whichever is longer (at most MAX_WARMUP)."""
+    e2e = e2e_s if e2e_s == e2e_s and e2e_s > 0 else 0.0  # NaN or none: no floor from it
+    count = requests or min(
+        MAX_REQUESTS,
+        max(MIN_REQUESTS, REQUESTS_PER_INSTANCE * planned, round(RUN_E2E * e2e * rate_rps)),
+    )
+    warmup = min(MAX_WARMUP, max(WARMUP, WARMUP_E2E * e2e * rate_rps / count))
+    return count, warmup
 
 
 def verify_plan(
@@ -176,13 +200,13 @@ def verify_plan(
     meets ``limits`` at their statistics, searched from the analytic count in both
     directions (module docstring)."""
     planned = p.instances
-    count = requests or max(MIN_REQUESTS, REQUESTS_PER_INSTANCE * planned)
+    count, warmup = run_length(p.peak_rps, p.point.e2e_s, planned, requests)
     wl = workload(isl, osl, p.peak_rps, cv, count, seed)
     cache: dict[int, Run] = {}
 
     def at(n: int) -> Run:
         if n not in cache:
-            cache[n] = _run(est, p, isl, osl, batching, wl, n, limits)
+            cache[n] = _run(est, p, isl, osl, batching, wl, n, limits, warmup)
         return cache[n]
 
     def done(n: int) -> Verification:

@@ -134,3 +134,18 @@ def test_same_requests_for_every_count() -> None:
     assert list(a.arrival_s) == list(b.arrival_s)
     gaps = a.arrival_s[1:] - a.arrival_s[:-1]
     assert gaps.std() / gaps.mean() == pytest.approx(2.0, rel=0.2)  # the stated burstiness
+
+
+def test_run_length_covers_the_fill_of_the_instances() -> None:
+    from inferencesize.verify import run_length
+
+    # short answers: the floors (4000 requests, 10 % warm-up)
+    assert run_length(10.0, 1.0, 2) == (4000, 0.1)
+    # 400 requests per planned instance
+    assert run_length(10.0, 1.0, 20) == (8000, 0.1)
+    # 100 req/s of 7.5 s answers: ten E2E of arrivals, a warm-up of 2.5 E2E (1875 of 7500)
+    assert run_length(100.0, 7.5, 8) == (7500, pytest.approx(0.25))
+    # capped: 40,000 requests, half of them warm-up
+    assert run_length(1000.0, 100.0, 8) == (40_000, 0.5)
+    # a stated count is kept
+    assert run_length(100.0, 7.5, 8, requests=3000)[0] == 3000
