@@ -605,6 +605,11 @@ class Study:
 
     def sweep(self, axes: Sequence[Axis]) -> Iterator[Row]:
         """Every point of the grid of ``axes`` over this scenario, planned (rows in order)."""
+        if self.spec.offline is not None:
+            raise InputError(
+                f"{self.shown}: sweep varies traffic scenarios; an offline batch (offline:,"
+                " --requests, --tokens-per-day) is sized by plan, one batch at a time"
+            )
         from inferencesize.sweep import Sweeper, expand
 
         # Points with the same techniques and KV cap share one estimator (and its deployments).

@@ -137,3 +137,33 @@ def test_frontier_and_plan_share_the_kv_cap(catalog: Catalog) -> None:
     assert mine
     top = fr.concurrency[fr.candidate_index == mine[0]].max()
     assert uncapped < top <= capped
+
+
+def test_an_offline_batch_replaces_traffic_limits_and_arrivals() -> None:
+    data = {
+        "peak_rps": 10.0,
+        "ttft_ms": 800.0,
+        "itl_ms": 40.0,
+        "arrivals": "poisson",
+        "latency_stat": "p95",
+    }
+    apply_overrides(data, {"offline.requests": 1e6, "offline.deadline_h": 8.0})
+    assert data == {"offline": {"requests": 1e6, "deadline_h": 8.0}}
+    # and a limit or a rate given as a flag replaces a file's offline block
+    data = {"offline": {"requests": 1e6, "deadline_h": 8.0}}
+    apply_overrides(data, {"peak_rps": 3.0, "ttft_ms": 500.0})
+    assert data == {"peak_rps": 3.0, "ttft_ms": 500.0}
+    # one volume replaces the other, the deadline stays
+    data = {"offline": {"requests": 1e6, "deadline_h": 8.0}}
+    apply_overrides(data, {"offline.tokens_per_day": 1e9})
+    assert data == {"offline": {"tokens_per_day": 1e9, "deadline_h": 8.0}}
+
+
+def test_offline_study_sizes_for_the_batch_rate(catalog: Catalog) -> None:
+    flags = {"model": "llama-3-8b", "isl": 1000, "osl": 200}
+    batch = resolve(catalog, None, {**flags, "offline.requests": 7.2e5, "offline.deadline_h": 2.0})
+    assert batch.offline is not None and batch.peak_rps == pytest.approx(100.0)
+    assert batch.limits.active() == []
+    daily = resolve(catalog, None, {**flags, "offline.tokens_per_day": 1.2e3 * 86_400})
+    assert daily.peak_rps == pytest.approx(1.0)  # 86,400 requests of 1,200 tokens in a day
+    assert resolve(catalog, None, {**flags, "peak_rps": 5.0, "ttft_ms": 300.0}).offline is None

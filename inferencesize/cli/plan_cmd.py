@@ -17,7 +17,7 @@ from inferencesize.cli.options import (
     study_from,
     with_options,
 )
-from inferencesize.errors import InfeasibleError, InputError, OverBudgetError
+from inferencesize.errors import InfeasibleError, InputError, OverBudgetError, UsageError
 from inferencesize.render import plan as records
 from inferencesize.render import plan_table as tables
 from inferencesize.study import Study
@@ -146,6 +146,11 @@ def plan_command(
 
         check_plot_path(plot, inputs=inputs)
     study = study_from(scenario, flags)
+    if verify and study.spec.offline is not None:
+        raise UsageError(
+            "--verify simulates traffic at its peak rate; an offline batch has no arrivals to"
+            " simulate: drop --verify"
+        )
     rec, result = solve(study, top)
     single = not rec.get("pipeline")
     if verify and single:

@@ -170,3 +170,10 @@ def test_batch_arithmetic() -> None:
         offline_batch(ISL, OSL, requests=10)
     with pytest.raises(ValueError):
         OfflineBatch(0, 10)
+
+
+def test_verify_and_sweep_name_what_an_offline_batch_lacks() -> None:
+    offline = ["--requests", "1e6", "--deadline-h", "8"]
+    one_line_error(invoke(*BASE, *offline, "--verify"), "--verify", "no arrivals")
+    sweep = ["sweep", *BASE[1:], *offline, "--vary", "isl=500,1000"]
+    one_line_error(invoke(*sweep), "sweep", "offline batch")
