@@ -118,9 +118,9 @@ def plan_command(
         bool,
         typer.Option(
             "--verify",
-            help="Simulate the plan at the peak rate (discrete-event) on the same deployment;"
-            " report the scenario's percentile of TTFT/ITL/E2E and add instances until it"
-            " meets the limits.",
+            help="Search the instance count again by discrete-event simulation at the peak rate"
+            " on the same deployment (down while it meets the limits, up while it misses, each"
+            " limit at its statistic); report the analytic and simulated counts and servers.",
         ),
     ] = False,
     **flags: Any,
