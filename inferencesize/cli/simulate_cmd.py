@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -117,6 +118,7 @@ def sim_record(
     return {
         "model": cand.model.id,
         **cand.fields(),
+        "dp": cand.par.dp,
         "isl_mean": float(res.isl.mean()),
         "osl_mean": float(res.osl.mean()),
         "arrivals": arrivals,
@@ -228,6 +230,14 @@ def simulate_command(
     tp: TpOpt = 1,
     pp: PpOpt = 1,
     ep: EpOpt = 1,
+    dp: Annotated[
+        int,
+        typer.Option(
+            min=1,
+            metavar="N",
+            help="Attention data parallelism (MoE): N groups of TP GPUs in the instance.",
+        ),
+    ] = 1,
     isl: IslOpt = 2000,
     osl: OslOpt = 200,
     isl_stddev: Annotated[
@@ -390,6 +400,8 @@ def simulate_command(
     point = resolve_point(catalog, engine=flags.get("engine"), calibration=flags.get("calibration"))
     eset, est = point.efficiency, point.estimator
     cand = candidate(catalog, model, hardware, precision, kv_precision, tp, pp, ep)
+    if dp != 1:
+        cand = replace(cand, par=replace(cand.par, dp=dp))
     longest = int((wl.isl + wl.osl).max())
     res = est.resolve(cand, longest)
     if res.deployment is None or res.reason is not None:

@@ -107,3 +107,15 @@ def test_disaggregated_is_closed_loop() -> None:
     args = ["--model", "deepseek-r1", "--hardware", "h200-sxm", "--rate", "2"]
     result = invoke(*args, "--prefill", "tp8x1", "--decode", "tp8x3")
     assert_one_line_error(result, 2, "drop --rate")
+
+
+def test_simulate_runs_an_attention_dp_instance() -> None:
+    args = ["--model", "deepseek-r1", "--hardware", "b200", "--tp", "1", "--dp", "8", "--ep", "8"]
+    args += ["--isl", "1024", "--osl", "256", "--concurrency", "64", "--requests", "400"]
+    result = runner.invoke(app, ["simulate", *args, "--format", "json"])
+    assert result.exit_code == 0, result.stderr
+    rec = json.loads(result.stdout)
+    assert (rec["tp"], rec["dp"], rec["ep"]) == (1, 8, 8)
+    # 64 closed-loop clients: Little's law on the simulated requests
+    rate_e2e = rec["requests_per_s"] * rec["e2e_ms"]["mean"] / 1000
+    assert rate_e2e == pytest.approx(64, rel=0.05)
