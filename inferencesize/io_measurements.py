@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from inferencesize.catalog import MAX_DATA_BYTES, read_text
-from inferencesize.deployment import default_kv_precision
+from inferencesize.deployment import BARE_GPU_NODE, default_kv_precision
 from inferencesize.errors import InputError, UnknownIdError
 from inferencesize.measured_shape import DRAFT_HEADS, row_shape, speculative_method
 from inferencesize.parallelism import Parallelism
@@ -34,6 +34,7 @@ from inferencesize.units import PRECISIONS
 if TYPE_CHECKING:
     from inferencesize.catalog import Catalog
     from inferencesize.estimate import Candidate
+    from inferencesize.specs import SystemSpec
     from inferencesize.validation import Mapped
 
 COLUMNS = [
@@ -495,10 +496,11 @@ def map_measurements(
         pools = [shape.aggregated] if shape.aggregated else []
         pools += [p.par for p in (shape.prefill, shape.decode) if p is not None]
         cands: list[Candidate] = []
+        servers = shape.disaggregated  # the pools' instances sit on different servers
         for par in pools:
-            key = (m.model, m.gpu, m.precision, m.kv_precision, par)
+            key = (m.model, m.gpu, m.precision, m.kv_precision, par, servers)
             if key not in memo:
-                memo[key] = _candidate(catalog, m, par, hardware, precision)
+                memo[key] = _candidate(catalog, m, par, hardware, precision, servers)
             found = memo[key]
             if isinstance(found, str):
                 skipped.append((m, found))
@@ -562,8 +564,11 @@ def _candidate(
     par: Parallelism,
     hardware: str | None,
     precision: str | None,
+    servers: bool = False,
 ) -> Candidate | str:
-    """The catalog candidate a row was measured on (its split ``par``), or why it has none."""
+    """The catalog candidate a row was measured on (its split ``par``), or why it has none.
+    A bare GPU id on an instance wider than a server, or in a deployment across servers
+    (``servers``), runs on its reference server (:func:`reference_server`)."""
     from inferencesize.estimate import Candidate
 
     try:
@@ -579,7 +584,25 @@ def _candidate(
     if prec not in PRECISIONS:
         return f"precision {m.precision!r} not stated or unknown"
     kv = m.kv_precision if m.kv_precision in PRECISIONS else default_kv_precision(prec)
+    if system is None and (servers or par.gpus > BARE_GPU_NODE):
+        system = reference_server(catalog, gpu.id)
     return Candidate(model, gpu, system, prec, kv, par)
+
+
+#: Prefixes of the vendor's reference 8-GPU servers, in the order they are preferred.
+REFERENCE_SERVERS = ("dgx-", "hgx-")
+
+
+def reference_server(catalog: Catalog, gpu_id: str) -> SystemSpec | None:
+    """The server a row that names only a GPU ran on when its instance spans servers: the
+    vendor's reference baseboard server of that GPU (DGX, else HGX: NVLink inside, one NIC per
+    GPU between them), whose network a bare GPU id does not state. None if the catalog has
+    none."""
+    for prefix in REFERENCE_SERVERS:
+        system: SystemSpec | None = catalog.systems.get(prefix + gpu_id)
+        if system is not None:
+            return system
+    return None
 
 
 _LIKELY = re.compile(r"^\s*([a-z0-9]+)\s*\(likely\b")

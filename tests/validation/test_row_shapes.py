@@ -185,3 +185,15 @@ def test_fp4_on_a_gpu_without_fp4_units_runs_weight_only(catalog: Catalog) -> No
     assert not skipped
     [pred] = predict_all(pick, mapped)
     assert pred.predicted > 0
+
+
+def test_a_bare_gpu_across_servers_runs_on_its_reference_server(catalog: Catalog) -> None:
+    """TP16 on 'B200-180GB': two DGX B200 (NVLink inside, one NIC per GPU between them); TP8
+    fits one server and keeps the bare GPU."""
+    wide = dsr1("aggregated, one instance on 16 GPUs; attention_dp=1, moe_tp=16, moe_ep=1")
+    wide = replace(wide, num_gpus=16, tp=16, tp_cell="16")
+    narrow = dsr1("aggregated, one instance on 8 GPUs; attention_dp=1, moe_tp=8, moe_ep=1")
+    mapped, skipped = map_measurements(catalog, [wide, narrow])
+    assert not skipped
+    assert [x.candidate.hardware_id for x in mapped] == ["dgx-b200", "b200"]
+    assert mapped[0].candidate.par.gpus == 16
