@@ -19,8 +19,8 @@ Prefill pool (an instance batches ``p`` whole prompts per step of time T(p)):
 
 KV transfer: bytes = the prompt's whole KV cache (all layers, all KV heads, the KV precision
 of the prefill pool); t_kv = alpha + bytes / (streams · link bandwidth per GPU), streams =
-min(GPUs of a prefill instance, GPUs of a decode instance) (every GPU sends its shard over its
-own link). The link is NVLink when both pools sit in one rack-scale NVLink domain (same
+min(GPUs of a prefill attention group, GPUs of a decode one) (every GPU of the group holding the
+sequence sends its shard over its own link; with attention DP a sequence lives on one group). The link is NVLink when both pools sit in one rack-scale NVLink domain (same
 system, domain larger than a node, both instances fit in it), else the NIC network.
 
 Decode pool (``b`` sequences in flight, no prefills interrupt the steps):
@@ -206,6 +206,12 @@ def kv_transfer_time(kv_bytes: float, streams: int, link: Link) -> float:
     if kv_bytes <= 0:
         return 0.0
     return link.latency_s + kv_bytes / (max(streams, 1) * link.bytes_per_s)
+
+
+def kv_streams(prefill: Parallelism, decode: Parallelism, cp: int = 1) -> int:
+    """GPUs that send one prompt's KV cache at once: a sequence lives on one attention group
+    (TP × PP GPUs; with context parallelism, cp of them), and the decode group receives it."""
+    return min(prefill.tp * prefill.pp * cp, decode.tp * decode.pp)
 
 
 def _pairs(costs: ModelCosts, length: float) -> float:
@@ -539,7 +545,7 @@ def _best_prefill(
             probe = _pool_plan("prefill", res, hw, cp, 1, 1.0, 1.0, peak)
             link = kv_link(probe, decode, dep.eff.comm_latency_s)
             kv_bytes = prompt_kv_bytes(dep.costs, dep.kv_bytes_per_element, isl)
-            streams = min(probe.gpus_per_instance, decode.gpus_per_instance)
+            streams = kv_streams(cand.par, decode.candidate.par, cp)
             t_kv = kv_transfer_time(kv_bytes, streams, link)
             budget = ttft_budget - t_kv
 

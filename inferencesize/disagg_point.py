@@ -4,7 +4,10 @@ of one split, decode instances of another) under closed-loop clients (``disagg.c
 Used by ``estimate --prefill … --decode …`` and by ``validate`` for disaggregated measurement
 rows. Each pool is resolved like an aggregated instance (its split, memory and efficiency set);
 the prompt's KV cache moves from a prefill to a decode instance as in disaggregated planning
-(``disagg.kv_transfer_time`` over ``disagg.kv_link_between``). Rates follow the sources'
+(``disagg.kv_transfer_time`` over ``disagg.kv_link_between``). Closed-loop clients with fixed
+lengths come back in step: a prompt also waits for the others of its cohort at its prefill
+instance, by the aggregated model's rule (``queueing.cohort_size``, ``cohort_wait_s`` with the
+set's ``prefill_sync``, ``cohort_tokens``, ``arrival_spread_s``). Rates follow the sources'
 definitions (``validation.per_gpu_rates``): output per decode GPU, input per prefill GPU,
 input + output per GPU of the whole deployment; ``req_per_s`` and ``output_tok_s_total`` are
 the whole deployment's. Pure: no I/O.
@@ -19,13 +22,20 @@ from inferencesize.disagg import (
     closed_loop,
     decode_itl_s,
     kv_link_between,
+    kv_streams,
     kv_transfer_time,
     prefill_step_s,
     prompt_kv_bytes,
 )
 from inferencesize.estimate import Estimator
 from inferencesize.io_measurements import Measurement
-from inferencesize.queueing import e2e_s
+from inferencesize.queueing import (
+    cohort_size,
+    cohort_step_prompts,
+    cohort_wait_s,
+    e2e_s,
+    in_step_share,
+)
 from inferencesize.units import MS_PER_S, Batching
 from inferencesize.validation import RATE_METRICS, Mapped, PoolPoint, Prediction, per_gpu_rates
 
@@ -91,7 +101,17 @@ def disaggregated_point(
         pre_gpus + dec_gpus,
         pre_dep.eff.comm_latency_s,
     )
-    t_kv = kv_transfer_time(kv_bytes, min(pre_gpus, dec_gpus), link)
+    streams = kv_streams(prefill.candidate.par, decode.candidate.par)
+    t_kv = kv_transfer_time(kv_bytes, streams, link)
+    # closed-loop clients with fixed lengths come back in step (``queueing.cohort_size``): the
+    # prompts of one cohort wait for each other at their prefill instance, as on an aggregated
+    # instance (``serving`` docstring)
+    eff = pre_dep.eff
+    step_one = prefill_step_s(pre_dep, 1.0, isl)
+    cohort = float(cohort_size(clients / prefill.instances, isl, eff.cohort_tokens))
+    sync = float(in_step_share(eff.prefill_sync, step_one, eff.arrival_spread_s))
+    step_cohort = prefill_step_s(pre_dep, float(cohort_step_prompts(cohort)), isl)
+    wait = float(cohort_wait_s(sync, step_cohort, step_one))
     loop = closed_loop(
         lambda p: prefill_step_s(pre_dep, p, isl),
         prefill.instances,
@@ -99,7 +119,7 @@ def disaggregated_point(
         lambda b: decode_itl_s(dec_dep, b, isl, osl),
         decode.instances,
         dec_res.max_concurrency,
-        t_kv,
+        t_kv + wait,
         osl,
         clients,
     )

@@ -10,9 +10,10 @@ import pytest
 from measurement_row import row
 
 from inferencesize.catalog import Catalog, load_catalog
-from inferencesize.disagg import closed_loop, prefill_ttft_s
+from inferencesize.disagg import closed_loop, kv_streams, prefill_ttft_s
 from inferencesize.disagg_point import predict_disaggregated
 from inferencesize.io_measurements import Measurement, map_measurements
+from inferencesize.parallelism import Parallelism
 from inferencesize.validation import estimator_chooser, per_gpu_rates
 
 
@@ -119,3 +120,11 @@ def test_disaggregated_row_without_worker_counts_is_listed(catalog: Catalog) -> 
     assert [why for _, why in skipped] == [
         "disaggregated: worker counts not stated (num_gpus blank)"
     ]
+
+
+def test_kv_streams_are_one_attention_group() -> None:
+    # attention DP: a sequence lives on one TP1 group, whatever the instance's 8 GPUs
+    assert kv_streams(Parallelism(tp=1, ep=8, dp=8), Parallelism(tp=8)) == 1
+    assert kv_streams(Parallelism(tp=8), Parallelism(tp=4, pp=2)) == 8
+    # context parallelism: cp groups of TP GPUs each send their chunk
+    assert kv_streams(Parallelism(tp=2), Parallelism(tp=8), cp=2) == 4
