@@ -18,10 +18,9 @@ variation D (the *dispersion*) makes N negative binomial (gamma-Poisson) with
 (``scipy.stats.nbinom(n, p)``); D = 0 is the Poisson case. The negative binomial quantile
 grows roughly as μ·(1 + z_q·√D) for large μ, so even a modest D matters at high traffic.
 
-The Poisson quantile is computed here in plain floating point (summing the probability mass
-function around its mode), because importing ``scipy.stats`` costs over a second of CLI start-up;
-tests check it equals ``scipy.stats.poisson.ppf``. The negative binomial quantile uses
-``scipy.stats.nbinom.ppf``, imported only when a dispersion is given.
+Both quantiles are computed here in plain floating point (summing the probability mass
+function around its mode), because importing ``scipy.stats`` costs over half a second of CLI
+start-up; tests check them against ``scipy.stats.poisson.ppf`` and ``scipy.stats.nbinom.ppf``.
 
 All rates are requests per second; windows are seconds. Pure functions: no I/O.
 """
@@ -29,6 +28,7 @@ All rates are requests per second; windows are seconds. Pure functions: no I/O.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Literal
 
 SECONDS_PER_HOUR = 3600.0
@@ -42,6 +42,9 @@ _TAIL_CUT = 1e-32
 _MIN_CUT = 1e-300
 # Above this mean count the summation (O(√μ) terms) hands over to scipy.stats.poisson.
 _SUMMATION_MAX_MEAN = 1e9
+# Above this many terms (a negative binomial with D·μ over ~2,500: ~50 ms of summation)
+# scipy.stats.nbinom answers.
+_SUMMATION_MAX_TERMS = 2e5
 
 
 def traffic_model(dispersion: float) -> TrafficModel:
@@ -145,24 +148,54 @@ def _check_dispersion(dispersion: float) -> None:
 def _poisson_quantile(q: float, mu: float) -> int:
     """Smallest k with P(N ≤ k) ≥ q for N ~ Poisson(mu), mu > 0.
 
-    The probability mass is summed relative to the mode m = ⌊mu⌋ with the recurrences
-    t(j−1) = t(j)·j/mu and t(j+1) = t(j)·mu/(j+1), t(m) = 1, and normalised by the (correctly
-    rounded) total, so no term under- or overflows and e^(−mu) is never formed. For q ≥ 0.5 the
-    upper tail P(N > k) is summed from the far end and compared with 1 − q, which keeps full
-    relative precision for percentiles close to 1. Work is
+    Terms relative to the mode m = ⌊mu⌋: t(j+1) = t(j)·mu/(j+1), t(j−1) = t(j)·j/mu. Work is
     O(√mu): about 25·√mu terms for q = 0.95.
     """
     if mu > _SUMMATION_MAX_MEAN:
         from scipy.stats import poisson  # deferred: importing scipy.stats takes over a second
 
         return int(poisson.ppf(q, mu))
-    mode = math.floor(mu)
+    return _quantile_by_summation(q, math.floor(mu), lambda j: mu / (j + 1), lambda j: j / mu)
+
+
+def _nbinom_quantile(q: float, mu: float, dispersion: float) -> int:
+    """Smallest k with P(N ≤ k) ≥ q for N negative binomial of mean mu, variance mu + D·mu².
+
+    With n = 1/D and r = 1 − p = mu/(n + mu), the mass P(k) ∝ Γ(k+n)/k!·r^k, so
+    t(j+1) = t(j)·(j+n)·r/(j+1) and t(j−1) = t(j)·j/((j−1+n)·r); the mode is
+    ⌊(n−1)·mu/n⌋ for n > 1, else 0. The upper tail falls off as r^k: about
+    75·(1 + D·mu) terms, past :data:`_SUMMATION_MAX_TERMS` scipy answers.
+    """
+    n = 1.0 / dispersion
+    r = mu / (n + mu)
+    terms = 75.0 * (1.0 + dispersion * mu) + 40.0 * math.sqrt(mu + dispersion * mu * mu)
+    if terms > _SUMMATION_MAX_TERMS:
+        from scipy.stats import nbinom  # deferred: importing scipy.stats takes over a second
+
+        return int(nbinom.ppf(q, n, 1.0 - r))
+    mode = math.floor((n - 1.0) * mu / n) if n > 1.0 else 0
+    return _quantile_by_summation(
+        q, mode, lambda j: (j + n) * r / (j + 1), lambda j: j / ((j - 1 + n) * r)
+    )
+
+
+def _quantile_by_summation(
+    q: float, mode: int, up: Callable[[int], float], down: Callable[[int], float]
+) -> int:
+    """Smallest k with P(N ≤ k) ≥ q for a unimodal count N given by its mass ratios.
+
+    ``up(j)`` is P(j+1)/P(j) and ``down(j)`` is P(j−1)/P(j). The mass is summed relative to
+    the mode (t(mode) = 1) and normalised by the (correctly rounded) total, so no term under-
+    or overflows and no normalising constant (e^(−mu), p^n) is ever formed. For q ≥ 0.5 the
+    upper tail P(N > k) is summed from the far end and compared with 1 − q, which keeps full
+    relative precision for percentiles close to 1.
+    """
     lower_cut = max(_MIN_CUT, min(_TAIL_CUT, q * 1e-20))
     lower: list[float] = []  # t(m−1), t(m−2), … down to lower_cut
     t = 1.0
     j = mode
     while j > 0:
-        t *= j / mu
+        t *= down(j)
         if t < lower_cut:
             break
         lower.append(t)
@@ -173,7 +206,7 @@ def _poisson_quantile(q: float, mu: float) -> int:
     t = 1.0
     j = mode
     while True:
-        t *= mu / (j + 1)
+        t *= up(j)
         j += 1
         if t < _TAIL_CUT:
             break
@@ -193,12 +226,3 @@ def _poisson_quantile(q: float, mu: float) -> int:
             return first + offset
         above += terms[offset]
     return first
-
-
-def _nbinom_quantile(q: float, mu: float, dispersion: float) -> int:
-    """Smallest k with P(N ≤ k) ≥ q for N negative binomial of mean mu, variance mu + D·mu²."""
-    from scipy.stats import nbinom  # deferred: importing scipy.stats takes over a second
-
-    n = 1.0 / dispersion
-    p = n / (n + mu)
-    return int(nbinom.ppf(q, n, p))

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import math
+import subprocess
+import sys
 from decimal import Decimal, localcontext
 
 import pytest
@@ -140,6 +142,27 @@ def test_dispersion_increases_the_peak() -> None:
     assert peaks[0] < peaks[-1]
 
 
+def test_negative_binomial_by_hand() -> None:
+    # D = 1 (n = 1): N is geometric, P(N ≤ k) = 1 − r^(k+1) with r = mu/(1 + mu).
+    # mu = 3: r = 0.75; 1 − 0.75^10 = 0.9437 < 0.95 ≤ 1 − 0.75^11 = 0.9578  -> 10
+    assert 1 - 0.75**10 < 0.95 <= 1 - 0.75**11
+    assert peak_count(3.0, 0.95, dispersion=1.0) == 10
+    # mu = 1, D = 0.5 (n = 2, p = 2/3): P(0) = 4/9, P(1) = 2·(4/9)·(1/3) = 8/27,
+    # P(2) = 3·(4/9)·(1/9) = 4/27 -> CDF 0.444, 0.741, 0.889, P(3) = 4·(4/9)/27 = 0.0658 -> 0.955
+    assert peak_count(1.0, 0.5, dispersion=0.5) == 1
+    assert peak_count(1.0, 0.95, dispersion=0.5) == 3
+
+
+def test_negative_binomial_does_not_import_scipy() -> None:
+    code = (
+        "import sys; from inferencesize.traffic import peak_rps;"
+        "assert peak_rps(64, dispersion=0.1) == 103; assert peak_rps(1000, dispersion=0.5) > 1000;"
+        "assert 'scipy' not in sys.modules"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+
+
 def test_tiny_dispersion_tends_to_poisson() -> None:
     assert peak_rps(64, dispersion=1e-12) == 77
 
@@ -160,6 +183,17 @@ dispersions = st.sampled_from([0.0, 0.01, 0.2, 1.0])
 @given(mu=st.floats(min_value=1e-6, max_value=1e4), q=percentiles)
 def test_poisson_equals_scipy(mu: float, q: float) -> None:
     assert peak_count(mu, q) == poisson.ppf(q, mu)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    mu=st.floats(min_value=1e-4, max_value=2e4),
+    q=st.floats(min_value=1e-9, max_value=0.999999),
+    d=st.floats(min_value=1e-9, max_value=3.0),
+)
+def test_negative_binomial_equals_scipy(mu: float, q: float, d: float) -> None:
+    n = 1 / d
+    assert peak_count(mu, q, d) == nbinom.ppf(q, n, n / (n + mu))
 
 
 @settings(max_examples=200, deadline=None)
