@@ -110,8 +110,22 @@ class GpuSpec(Spec):
         return self
 
 
+#: What a buyer pays for: a server, a cloud instance, a rack, one tray of a rack, a pod slice.
+UnitKind = Literal["server", "instance", "rack", "tray", "pod"]
+#: A price's date: ISO year, year-month or year-month-day (when it was published or read).
+PriceDate = Annotated[str, Field(pattern=r"^\d{4}(-\d{2}){0,2}$")]
+
+
 class SystemSpec(Spec):
-    """A server or rack: how many GPUs of which kind, and how they are wired."""
+    """A server or rack: how many GPUs of which kind, how they are wired, and how it is sold.
+
+    A *node* (``gpus_per_node``) is what one instance is packed onto; a *unit*
+    (``unit``, ``gpus_per_unit``) is what is bought or rented: an 8-GPU server is both, a GB200
+    NVL72 is bought as one 72-GPU rack of 18 4-GPU trays. ``power`` is the wall power of one
+    node at its maximum (GPUs, CPUs, NICs, fans; a tray's share of a rack's switches and power
+    shelves); ``price_usd`` the purchase price of one unit; ``price_usd_per_gpu_hour`` the rent
+    of one GPU of a unit (a unit rents as ``gpus_per_unit`` of them). A price missing from the
+    catalog is stated in ``prices_not_published``."""
 
     id: Id
     name: str
@@ -127,18 +141,40 @@ class SystemSpec(Spec):
     inter_node_bandwidth_bytes_per_s: BytesPerSecondOrZero = Field(
         alias="inter_node_bandwidth", description="scale-out NIC per GPU, one direction"
     )
-    power_watts: Watts | None = Field(default=None, alias="power")
-    price_usd: PositiveFloat | None = Field(
-        default=None, description="purchase price of one node (server or rack unit)"
+    power_watts: Watts | None = Field(
+        default=None, alias="power", description="maximum wall power of one node"
     )
-    price_usd_per_gpu_hour: PositiveFloat | None = None
+    unit: UnitKind = Field(default="server", description="what is bought or rented")
+    gpus_per_unit: Degree | None = Field(
+        default=None, description="GPUs in one unit bought or rented (None: gpus_per_node)"
+    )
+    price_usd: PositiveFloat | None = Field(
+        default=None, description="purchase price of one unit (server, rack)"
+    )
+    price_usd_per_gpu_hour: PositiveFloat | None = Field(
+        default=None, description="rent per GPU-hour; a unit rents whole"
+    )
+    price_date: PriceDate | None = None
     price_source: str | None = None
+    prices_not_published: str | None = Field(
+        default=None,
+        description="which price (purchase, rent) no source publishes, and why",
+    )
     source: Source
+
+    @property
+    def unit_gpus(self) -> int:
+        """GPUs in one unit bought or rented."""
+        return self.gpus_per_unit if self.gpus_per_unit is not None else self.gpus_per_node
 
     @model_validator(mode="after")
     def _consistent(self) -> SystemSpec:
-        if (
-            self.price_usd is not None or self.price_usd_per_gpu_hour is not None
-        ) and not self.price_source:
+        priced = self.price_usd is not None or self.price_usd_per_gpu_hour is not None
+        if priced and not self.price_source:
             raise ValueError("price_source: a price needs price_source (where and when)")
+        if self.unit_gpus % self.gpus_per_node:
+            raise ValueError(
+                f"gpus_per_unit: must be a whole number of nodes of {self.gpus_per_node} GPUs"
+                f" (got {self.unit_gpus})"
+            )
         return self
