@@ -11,11 +11,11 @@ chunk.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, replace
 
 from inferencesize.latency import ACTIVATION_BYTES, Deployment, draft_deployment
 from inferencesize.parallelism import kv_share_per_gpu, layers_per_stage
+from inferencesize.transformer import kv_tokens, linear_state_bytes_per_sequence
 from inferencesize.units import GIB
 
 #: CUDA context, runtime and allocator slack per GPU (aiconfigurator reserves ~3.5 GiB).
@@ -86,14 +86,16 @@ def activation_bytes_per_gpu(dep: Deployment) -> float:
 
 
 def kv_bytes_per_sequence_per_gpu(dep: Deployment, seq_len: float) -> float:
+    """KV cache (and linear-attention state) one sequence of ``seq_len`` tokens holds on the most
+    loaded GPU: cached entries (``transformer.kv_tokens``) at the KV element width, split like
+    the KV heads; the recurrent state, constant in ``seq_len``, split over TP by value heads."""
     c, par = dep.costs, dep.par
-    window = c.window or math.inf
-    global_len = min(seq_len, c.kv_cap_tokens) if c.kv_cap_tokens else seq_len
-    tokens = c.global_layers * global_len + c.local_layers * min(seq_len, window)
     stage = layers_per_stage(c, par.pp) / c.num_layers
     per = c.kv_elements_per_token_layer * dep.kv_bytes_per_element * kv_share_per_gpu(c, par.tp)
+    kv = float(kv_tokens(c, seq_len)) * per
+    state = linear_state_bytes_per_sequence(c) / par.tp
     # attention DP: a sequence lives on one of dp groups, so per GPU it costs 1/dp on average
-    return tokens * per * stage / par.dp
+    return (kv + state) * stage / par.dp
 
 
 def _technique_bytes(dep: Deployment, seq_len: float) -> tuple[float, float, float]:

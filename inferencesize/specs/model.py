@@ -60,6 +60,10 @@ class MoE(Spec):
     layer_step: Layers = 1
     router_bias: bool = False
     expert_bias: bool = False
+    shared_expert_gate: bool = Field(
+        default=False,
+        description="a hidden -> 1 sigmoid gate scales the shared experts (Qwen2-MoE, Qwen3-Next)",
+    )
 
     @model_validator(mode="after")
     def _top_k(self) -> MoE:
@@ -78,6 +82,41 @@ class MLA(Spec):
     qk_rope_head_dim: Width
     qk_nope_head_dim: Width
     v_head_dim: Width
+
+
+class SparseAttention(Spec):
+    """DeepSeek Sparse Attention (DeepSeek-V3.2, GLM-5): a lightning indexer scores every earlier
+    token of every attention layer (``index_heads`` heads of ``index_head_dim``, reading one cached
+    key of ``index_head_dim`` per token) and attention runs on the ``top_k`` best only. The KV
+    cache keeps every token; the attention work is bounded by ``top_k``."""
+
+    top_k: Tokens
+    index_heads: Heads
+    index_head_dim: Width
+
+
+class LinearAttention(Spec):
+    """Gated DeltaNet layers (Qwen3-Next, Qwen3.5): every ``full_attention_every``-th layer is
+    softmax attention, the others keep a constant-size recurrent state per sequence (one
+    ``key_head_dim`` x ``value_head_dim`` matrix per value head, and a short causal convolution
+    over the last ``conv_kernel`` tokens) instead of a KV cache."""
+
+    kind: Literal["gated_deltanet"] = "gated_deltanet"
+    full_attention_every: Layers
+    num_key_heads: Heads
+    num_value_heads: Heads
+    key_head_dim: Width
+    value_head_dim: Width
+    conv_kernel: Layers
+
+    @model_validator(mode="after")
+    def _heads(self) -> LinearAttention:
+        if self.num_value_heads % self.num_key_heads != 0:
+            raise ValueError(
+                f"num_value_heads: must be a multiple of num_key_heads "
+                f"(got {self.num_value_heads} and {self.num_key_heads})"
+            )
+        return self
 
 
 class ModelSpec(Spec):
@@ -117,9 +156,20 @@ class ModelSpec(Spec):
     learned_position_embeddings: TokenCount = Field(
         default=0, description="rows of a learned position table (GPT-3: 2048); 0 for RoPE/ALiBi"
     )
+    attention_output_gate: bool = Field(
+        default=False,
+        description="q_proj also emits a sigmoid gate per attention output (Qwen3-Next, Qwen3.5)",
+    )
     sliding_window: SlidingWindow | None = None
     moe: MoE | None = None
     mla: MLA | None = None
+    sparse_attention: SparseAttention | None = None
+    linear_attention: LinearAttention | None = None
+    mtp_layers: LayerCount = Field(
+        default=0,
+        description="multi-token-prediction modules shipped with the checkpoint"
+        " (num_nextn_predict_layers); not in the totals, used only as speculative-decoding heads",
+    )
     published_params_b: PositiveFloat | None = Field(
         default=None, description="the vendor's stated total size in 1e9 parameters"
     )
@@ -152,6 +202,12 @@ class ModelSpec(Spec):
             raise ValueError(
                 f"moe.first_k_dense_layers: must be below num_layers "
                 f"(got {self.moe.first_k_dense_layers} >= {self.num_layers})"
+            )
+        if self.sparse_attention is not None and self.mla is None:
+            raise ValueError("sparse_attention: DeepSeek Sparse Attention needs an mla block")
+        if self.linear_attention is not None and self.sliding_window is not None:
+            raise ValueError(
+                "linear_attention: cannot be combined with sliding_window (give one layer kind)"
             )
         return self
 
