@@ -38,7 +38,16 @@ from inferencesize.parallelism import (
 )
 from inferencesize.roofline import Efficiency, gemm_efficiency, op_time
 from inferencesize.techniques import NO_TECHNIQUES, Techniques
-from inferencesize.transformer import ModelCosts, causal_pairs
+from inferencesize.transformer import (
+    ModelCosts,
+    attended_tokens,
+    attention_pairs,
+    causal_pairs,
+    decode_cache_elements_read,
+    decode_extra_flops,
+    linear_state_bytes_per_sequence,
+    prefill_extra_flops,
+)
 
 ACTIVATION_BYTES = 2.0  # activations and embeddings / lm_head stay 16-bit
 
@@ -171,32 +180,27 @@ def _roofline_step(
     # Attention. Decode: read the KV cache (memory-bound). Prefill: FLOP-bound.
     pair_flops = c.attention_flops_per_pair / tp * layer_frac
     ctx = np.asarray(decode_context, dtype=float)
-    window = c.window or 1e30
-    global_ctx = np.minimum(ctx, c.kv_cap_tokens) if c.kv_cap_tokens else ctx
-    attended = c.global_layers * global_ctx + c.local_layers * np.minimum(ctx, window)
-    kv_layer_bytes = c.kv_elements_per_token_layer * max(
-        dep.kv_bytes_per_element, eff.kv_read_min_bytes
-    )
-    kv_bytes = dec * attended * kv_layer_bytes * kv_share_per_gpu(c, tp) * layer_frac
+    attended = attended_tokens(c, ctx)  # windows, KV cap, sparse top-k: transformer.py
+    kv_element_bytes = max(dep.kv_bytes_per_element, eff.kv_read_min_bytes)
+    kv_read = decode_cache_elements_read(c, ctx) * kv_element_bytes * kv_share_per_gpu(c, tp)
+    # linear-attention layers read and write their recurrent state once per step
+    kv_read = kv_read + 2.0 * linear_state_bytes_per_sequence(c) / tp
+    kv_bytes = dec * kv_read * layer_frac
     kv_memory_eff: Any = eff.memory
     if eff.kv_items_half > 0:  # few (sequence, KV head) pairs cannot fill the memory system
         items = np.maximum(dec * kv_heads_per_gpu(c, tp), 1e-9)
         kv_memory_eff = eff.memory * items / (items + eff.kv_items_half)
     decode_attn = op_time(
-        dec * decode_tokens * attended * pair_flops,
+        dec * decode_tokens * (attended * pair_flops + decode_extra_flops(c, ctx) * shard),
         kv_bytes,
         dep.peak_flops_attention,
         dep.hbm_bytes_per_s,
         eff.attention,
         kv_memory_eff,
     )
-    cap = c.kv_cap_tokens
-    pairs = c.global_layers * (
-        causal_pairs_array(prefill_len, cap) - causal_pairs_array(prefill_cached, cap)
-    ) + c.local_layers * (
-        causal_pairs_array(prefill_len, c.window) - causal_pairs_array(prefill_cached, c.window)
-    )
-    prefill_attn = pre * pairs * pair_flops / (dep.peak_flops_attention * eff.attention)
+    pairs = attention_pairs(c, prefill_len, prefill_cached)
+    extra = prefill_extra_flops(c, prefill_len, prefill_cached) * shard
+    prefill_attn = pre * (pairs * pair_flops + extra) / (dep.peak_flops_attention * eff.attention)
     attention = decode_attn + prefill_attn
 
     # Communication: 2 all-reduces per layer on the TP group (1 with parallel attention + MLP);
