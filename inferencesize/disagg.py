@@ -65,7 +65,12 @@ from inferencesize.planner import (
 )
 from inferencesize.queueing import e2e_s
 from inferencesize.specs import GpuSpec, ModelSpec, SystemSpec
-from inferencesize.transformer import ModelCosts, causal_pairs
+from inferencesize.transformer import (
+    ModelCosts,
+    attention_pairs,
+    kv_tokens,
+    linear_state_bytes_per_sequence,
+)
 
 #: A new prompt waits on average half a prefill step, then its own (see module docstring).
 PREFILL_TTFT_STEPS = 1.5
@@ -195,10 +200,8 @@ class Comparison:
 
 def prompt_kv_bytes(costs: ModelCosts, kv_bytes_per_element: float, isl: float) -> float:
     """KV bytes of one prompt of ``isl`` tokens, whole model (what moves to the decode pool)."""
-    window = costs.window or math.inf
-    global_len = min(isl, costs.kv_cap_tokens) if costs.kv_cap_tokens else isl
-    tokens = costs.global_layers * global_len + costs.local_layers * min(isl, window)
-    return tokens * costs.kv_elements_per_token_layer * kv_bytes_per_element
+    kv = float(kv_tokens(costs, isl)) * costs.kv_elements_per_token_layer * kv_bytes_per_element
+    return kv + linear_state_bytes_per_sequence(costs)
 
 
 def kv_transfer_time(kv_bytes: float, streams: int, link: Link) -> float:
@@ -215,10 +218,7 @@ def kv_streams(prefill: Parallelism, decode: Parallelism, cp: int = 1) -> int:
 
 
 def _pairs(costs: ModelCosts, length: float) -> float:
-    cap = costs.kv_cap_tokens
-    return costs.global_layers * causal_pairs(length, cap) + costs.local_layers * causal_pairs(
-        length, costs.window
-    )
+    return float(attention_pairs(costs, length))
 
 
 def prefill_step_s(

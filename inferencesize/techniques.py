@@ -51,6 +51,7 @@ def mtp_costs(target: ModelCosts) -> ModelCosts:
         moe_layers=1 if target.moe_layers else 0,
         global_layers=1 if target.global_layers else 0,
         local_layers=0 if target.global_layers else 1,
+        linear_layers=0,  # an MTP module is a full-attention layer
     )
 
 
