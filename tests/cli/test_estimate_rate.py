@@ -56,6 +56,7 @@ RATE_KEYS = LATENCIES | {
     "reason",
     "engine",
     "efficiency",
+    "trust",
     "techniques",
 }
 

@@ -63,6 +63,7 @@ ESTIMATE_KEYS = {
     "reason",
     "engine",
     "efficiency",
+    "trust",
     "techniques",
 }
 MEMORY_KEYS = {"capacity", "weights", "kv_cache", "activations", "reserve", "free"}
@@ -99,6 +100,7 @@ BATCH_RESULT_COLUMNS = [
     "reason",
     "engine",
     "efficiency",
+    "trust",
 ]
 
 # Llama-3-8B (models/llama-3-8b.yaml): 32 layers, hidden 4096, 32 heads, 8 KV heads of 128,
