@@ -74,8 +74,7 @@ def moderate_peak(catalog: Any, model: Any, hw: str) -> float | None:
     return None
 
 
-def run(model_id: str, runner: CliRunner) -> dict[str, Any]:
-    catalog = load_catalog()
+def run(catalog: Any, model_id: str, runner: CliRunner) -> dict[str, Any]:
     model = catalog.model(model_id)
     hw = hardware_for(catalog, model)
     peak = moderate_peak(catalog, model, hw)
@@ -120,6 +119,7 @@ def main() -> int:
         else sorted(p.stem for p in (ROOT / "models").glob("*.yaml"))
     )
     runner = CliRunner()
+    catalog = load_catalog()
     rows = []
     head = (
         f"{'model':26} {'hardware':9} {'peak':>7} {'split':12} {'N plan':>6} {'N sim':>6}"
@@ -127,7 +127,10 @@ def main() -> int:
     )
     print(head)
     for mid in ids:
-        r = run(mid, runner)
+        try:
+            r = run(catalog, mid, runner)
+        except Exception as err:  # a model the catalog or the planner cannot take: its row says
+            r = {"model": mid, "hardware": "-", "error": f"{type(err).__name__}: {err}"[:200]}
         rows.append(r)
         if "error" in r:
             print(f"{mid:26} {r['hardware']:9} error: {r['error']}")

@@ -44,7 +44,7 @@ MIN_REQUESTS = 4000
 #: a window that opens before they are full counts too few completions (a false overload).
 RUN_E2E = 10.0
 WARMUP_E2E = 2.5
-MAX_REQUESTS = 40_000
+MAX_REQUESTS = 20_000
 #: Give up after this many times the planned instances.
 MAX_FACTOR = 8
 #: Share of the first requests left out as warm-up (at least; at most MAX_WARMUP).

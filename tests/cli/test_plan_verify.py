@@ -145,7 +145,7 @@ def test_run_length_covers_the_fill_of_the_instances() -> None:
     assert run_length(10.0, 1.0, 20) == (8000, 0.1)
     # 100 req/s of 7.5 s answers: ten E2E of arrivals, a warm-up of 2.5 E2E (1875 of 7500)
     assert run_length(100.0, 7.5, 8) == (7500, pytest.approx(0.25))
-    # capped: 40,000 requests, half of them warm-up
-    assert run_length(1000.0, 100.0, 8) == (40_000, 0.5)
+    # capped: 20,000 requests, half of them warm-up
+    assert run_length(1000.0, 100.0, 8) == (20_000, 0.5)
     # a stated count is kept
     assert run_length(100.0, 7.5, 8, requests=3000)[0] == 3000
