@@ -59,7 +59,7 @@ if TYPE_CHECKING:  # imported by the methods that need them
     from inferencesize.pipeline import PipelineResult
     from inferencesize.planner import Plan
     from inferencesize.plotting import LabelledCurve
-    from inferencesize.sweep import Axis, Row
+    from inferencesize.sweep import Axis, Row, Sweeper
     from inferencesize.verify import Verification
 
 #: The shipped scenario a bare ``infersize plan`` answers.
@@ -312,9 +312,11 @@ def attention_dps(value: Any) -> list[int] | None:
 
 def pricing(spec: ScenarioSpec) -> Pricing:
     e = spec.economics
+    spares = spec.redundancy.spare_servers if spec.redundancy is not None else 0
     if e is None:
-        return Pricing()
+        return Pricing(spare_servers=spares)
     return Pricing(
+        spare_servers=spares,
         basis=e.basis,
         usd_per_gpu_hour=e.usd_per_gpu_hour,
         server_price_usd=e.server_price_usd,
@@ -351,7 +353,7 @@ def planning(catalog: Catalog, eset: EfficiencySet, spec: ScenarioSpec, shown: s
         "dps": attention_dps(spec.attention_dp),
         "span_nvlink_domain": spec.span_nvlink_domain,
     }
-    if spec.economics is not None:  # else the planner's default prices (catalog only)
+    if spec.economics is not None or spec.redundancy is not None:  # else catalog prices
         options["pricing"] = pricing(spec)
     return Planning(Estimator(eset, kv_cap=kv_cap(spec), techniques=techniques), options)
 
@@ -499,6 +501,7 @@ class Study:
             percentile=s.percentile,
             dispersion=s.dispersion,
             min_instances=s.daily.min_instances,
+            scale_up_delay_s=s.daily.scale_up_delay_s,
         )
 
     def pipeline(self, top: int = 3) -> PipelineResult:
@@ -603,14 +606,22 @@ class Study:
             cv=s.cv,
         )
 
-    def sweep(self, axes: Sequence[Axis]) -> Iterator[Row]:
-        """Every point of the grid of ``axes`` over this scenario, planned (rows in order)."""
+    def sweep(self, axes: Sequence[Axis], points: range | None = None) -> Iterator[Row]:
+        """Every point of the grid of ``axes`` over this scenario, planned (rows in order);
+        ``points``: only the points with these indices."""
+        from inferencesize.sweep import expand
+
+        return self.sweeper().run(self.base(), expand(axes, points), points.start if points else 0)
+
+    def sweeper(self) -> Sweeper:
+        """A :class:`inferencesize.sweep.Sweeper` over this scenario (its planner runs cached
+        per workload, for as long as it is kept)."""
         if self.spec.offline is not None:
             raise InputError(
                 f"{self.shown}: sweep varies traffic scenarios; an offline batch (offline:,"
                 " --requests, --tokens-per-day) is sized by plan, one batch at a time"
             )
-        from inferencesize.sweep import Sweeper, expand
+        from inferencesize.sweep import Sweeper
 
         # Points with the same techniques and KV cap share one estimator (and its deployments).
         estimators: dict[tuple[Any, ...], Estimator] = {}
@@ -620,8 +631,7 @@ class Study:
             est = setup.estimator
             return estimators.setdefault((est.techniques, est.kv_cap), est), dict(setup.options)
 
-        sweeper = Sweeper(self.estimator, self.catalog, configure=configure)
-        return sweeper.run(self.base(), list(expand(axes)))
+        return Sweeper(self.estimator, self.catalog, configure=configure)
 
     def base(self) -> dict[str, Any]:
         """The scenario as the mapping a sweep varies."""

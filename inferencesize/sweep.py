@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Annotated, Any
@@ -82,6 +82,9 @@ EXCLUSIVE = {
     "peak_rps": "mean_rps",
 }
 MAX_POINTS = 1_000_000
+#: Points validated, grouped and ranked together by :meth:`Sweeper.run`: memory is bounded by
+#: one chunk, not the grid.
+CHUNK_POINTS = 2048
 
 
 def variable_fields() -> list[str]:
@@ -249,10 +252,14 @@ def grid_size(axes: Sequence[Axis]) -> int:
     return math.prod(len(a.values) for a in axes)
 
 
-def expand(axes: Sequence[Axis]) -> Iterator[dict[str, Any]]:
-    """The cartesian product in order (the last axis varies fastest)."""
+def expand(axes: Sequence[Axis], points: range | None = None) -> Iterator[dict[str, Any]]:
+    """The cartesian product in order (the last axis varies fastest); ``points``: only the
+    points with these indices (a contiguous, increasing range)."""
     names = [a.field for a in axes]
-    for combo in itertools.product(*(a.values for a in axes)):
+    combos: Iterator[tuple[Any, ...]] = itertools.product(*(a.values for a in axes))
+    if points is not None:
+        combos = itertools.islice(combos, points.start, points.stop)
+    for combo in combos:
         yield dict(zip(names, combo, strict=True))
 
 
@@ -388,8 +395,19 @@ class Sweeper:
             self._results[key] = plan_scenario(self.lookup, s, 1.0, est, top=0, **extra)
         return self._results[key]
 
-    def run(self, base: Mapping[str, Any], grid: Sequence[Mapping[str, Any]]) -> Iterator[Row]:
-        """Every grid point planned, in grid order (a generator: rows stream out)."""
+    def run(
+        self, base: Mapping[str, Any], grid: Iterable[Mapping[str, Any]], first: int = 0
+    ) -> Iterator[Row]:
+        """Every grid point planned, in grid order (a generator: rows stream out, planned
+        :data:`CHUNK_POINTS` at a time); ``first``: the index of the first point."""
+        points = iter(grid)
+        while chunk := list(itertools.islice(points, CHUNK_POINTS)):
+            yield from self._chunk(base, chunk, first)
+            first += len(chunk)
+
+    def _chunk(
+        self, base: Mapping[str, Any], grid: Sequence[Mapping[str, Any]], first: int
+    ) -> Iterator[Row]:
         specs: list[tuple[ScenarioSpec, float] | str] = []
         groups: dict[tuple[Any, ...], list[int]] = {}
         peak_at: dict[int, float] = {}
@@ -410,7 +428,7 @@ class Sweeper:
         for i, values in enumerate(grid):
             item = specs[i]
             if isinstance(item, str):
-                yield Row(i, dict(values), None, None, None, None, item)
+                yield Row(first + i, dict(values), None, None, None, None, item)
                 continue
             s, pk = item
             key = workload_key(s)
@@ -427,7 +445,7 @@ class Sweeper:
                     chosen.update(zip(members, (int(p) for p in picks), strict=True))
             if not result.feasible:
                 reason = result.nearest_miss or "no feasible plan"
-                yield Row(i, dict(values), s, pk, None, result.binding_constraint, reason)
+                yield Row(first + i, dict(values), s, pk, None, result.binding_constraint, reason)
                 continue
             if fast:
                 best = at_peak(
@@ -446,4 +464,4 @@ class Sweeper:
                         else p.sort_key()
                     ),
                 )
-            yield Row(i, dict(values), s, pk, best, best.binding, None)
+            yield Row(first + i, dict(values), s, pk, best, best.binding, None)

@@ -217,3 +217,23 @@ def test_at_peak_arithmetic() -> None:
     assert p.headroom == pytest.approx(p.instances * rate / 200.0 - 1)
     with pytest.raises(ValueError):
         at_peak(result.chosen, 0.0, 2000, 200, _est())
+
+
+# --- shards -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("total", "parts"), [(0, 3), (1, 4), (30, 4), (1000, 7), (5, 5)])
+def test_shards_cover_the_grid_once_in_order(total: int, parts: int) -> None:
+    from inferencesize.cli.stream import shard_points
+
+    shards = [shard_points(total, k, parts) for k in range(1, parts + 1)]
+    assert [i for s in shards for i in s] == list(range(total))
+    sizes = [len(s) for s in shards]
+    assert max(sizes) - min(sizes) <= 1
+
+
+def test_expand_of_a_range_is_that_slice_of_the_grid() -> None:
+    axes = [parse_axis("isl=100,200,300"), parse_axis("mean_rps=1:4")]
+    whole = list(expand(axes))
+    assert list(expand(axes, range(5, 9))) == whole[5:9]
+    assert list(expand(axes, range(12, 12))) == []

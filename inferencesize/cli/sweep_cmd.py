@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Iterator
+import time
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Annotated, Any
@@ -26,12 +27,21 @@ from inferencesize.cli.options import (
     study_from,
     with_options,
 )
+from inferencesize.cli.stream import (
+    ShardOption,
+    WorkersOption,
+    in_blocks,
+    parse_shard,
+    shard_points,
+    write_rows,
+)
 from inferencesize.errors import InputError, UnknownIdError, UsageError
 from inferencesize.io_write import Input, atomic_file, check_target
 from inferencesize.render.sweep import columns_for, record
 from inferencesize.sweep import (
     MAX_POINTS,
     Axis,
+    expand,
     grid_size,
     parse_axis,
     planned_size,
@@ -44,10 +54,15 @@ FORMATS = ("csv", "jsonl", "table", "json", "yaml")
 STREAMED = ("csv", "jsonl")
 
 
-def _planned(study: Any, axes: list[Axis], total: int) -> Iterator[Any]:
-    """The study's sweep rows, with a progress bar on a terminal's stderr."""
+#: A streamed block is written once it holds this many rows or this many seconds have passed.
+FLUSH_ROWS = 1024
+FLUSH_S = 0.25
+
+
+def _planned(rows: Iterable[Any], total: int) -> Iterator[Any]:
+    """``rows``, with a progress bar on a terminal's stderr."""
     with Progress("sweep", total=total) as bar:
-        for row in study.sweep(axes):
+        for row in rows:
             yield row
             bar.advance()
 
@@ -72,22 +87,63 @@ def _check_ids(catalog: Catalog, axes: list[Axis]) -> None:
                     raise InputError(f"--vary {axis.field}: {err}") from None
 
 
-def _writer(fmt: str, columns: list[str], fh: IO[str]) -> Callable[[dict[str, Any]], None]:
+def header(fmt: str, columns: list[str]) -> str:
+    """The text before the first row: the CSV header line (JSONL has none)."""
+    return (
+        _rendered(fmt, columns, [dict(zip(columns, columns, strict=True))]) if fmt == "csv" else ""
+    )
+
+
+def _rendered(fmt: str, columns: list[str], records: Iterable[dict[str, Any]]) -> str:
+    """Complete CSV or JSONL rows of ``records``, in order."""
     if fmt == "jsonl":
-
-        def write_json(rec: dict[str, Any]) -> None:
-            fh.write(report.to_jsonl([{k: rec.get(k) for k in columns}]))
-
-        return write_json
+        return report.to_jsonl([{k: rec.get(k) for k in columns} for rec in records])
     import csv
+    import io
 
-    writer = csv.writer(fh, lineterminator="\n")
-    writer.writerow(columns)
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerows([report.format_cell(rec.get(k)) for k in columns] for rec in records)
+    return buffer.getvalue()
 
-    def write_csv(rec: dict[str, Any]) -> None:
-        writer.writerow([report.format_cell(rec.get(k)) for k in columns])
 
-    return write_csv
+def _stream(fmt: str, columns: list[str], records: Iterable[dict[str, Any]], fh: IO[str]) -> None:
+    """Write ``records`` as they come, in blocks of whole rows (:func:`write_rows`)."""
+    block: list[dict[str, Any]] = []
+    due = time.monotonic() + FLUSH_S
+    for rec in records:
+        block.append(rec)
+        if len(block) >= FLUSH_ROWS or time.monotonic() >= due:
+            write_rows(fh, _rendered(fmt, columns, block))
+            block.clear()
+            due = time.monotonic() + FLUSH_S
+    write_rows(fh, _rendered(fmt, columns, block))
+
+
+#: One worker process's sweep (``--workers``): set by :func:`_start_worker`.
+_WORKER: dict[str, Any] = {}
+
+
+def _start_worker(
+    scenario: str | None, flags: dict[str, Any], axes: list[Axis], fmt: str, columns: list[str]
+) -> None:
+    study = study_from(scenario, flags)
+    _WORKER.update(
+        study=study, sweeper=study.sweeper(), base=study.base(), axes=axes, fmt=fmt, columns=columns
+    )
+
+
+def _worker_block(points: range) -> str:
+    """The rows of the grid points ``points``, rendered (in a worker process)."""
+    w = _WORKER
+    rows = w["sweeper"].run(w["base"], expand(w["axes"], points), points.start)
+    engine = w["study"].engine
+    return _rendered(w["fmt"], w["columns"], (record(row, w["base"], engine) for row in rows))
+
+
+def _block_size(points: range, workers: int) -> int:
+    """Points per task of a process pool: about four tasks per worker, 256 to 8192 points."""
+    return min(8192, max(256, -(-len(points) // (4 * workers))))
 
 
 @contextmanager
@@ -135,6 +191,8 @@ def sweep_command(
             " untouched); never one of the command's inputs.",
         ),
     ] = None,
+    shard: ShardOption = None,
+    workers: WorkersOption = 1,
     **flags: Any,
 ) -> None:
     """Plan every point of a grid of scenario fields (--vary), one row per point.
@@ -147,8 +205,12 @@ def sweep_command(
     Examples:
       infersize sweep default --vary isl=500,1000,2000 --vary peak_rps=50:200:50
       infersize sweep --vary isl=500,1000,2000 --vary mean_rps=10:90:10 --vary hardware=h100-sxm,h200-sxm,b200 --out sweep.csv
+      infersize sweep default --vary isl=250:4000:250 --vary mean_rps=1:100 --shard 2/8 --workers 4
     """
     check_format(fmt, FORMATS)
+    part, parts = parse_shard(shard)
+    if (parts > 1 or workers > 1) and fmt not in STREAMED:
+        raise UsageError("--shard and --workers stream csv or jsonl (-f csv, -f jsonl)")
     if fmt == "table" and out is not None:
         raise UsageError("--out writes csv, jsonl, json or yaml, not a table")
     inputs = input_files(scenario=scenario, calibration=flags.get("calibration"))
@@ -175,20 +237,33 @@ def sweep_command(
         )
     base = study.base()
     columns = columns_for(axes)
+    points = shard_points(total, part, parts)
     if fmt == "table":
-        rows = [record(row, base, study.engine) for row in _planned(study, axes, total)]
+        rows = [record(row, base, study.engine) for row in _planned(study.sweep(axes), total)]
         emit_data(fmt, rows, table=lambda con: con.print(_grid_table(rows, columns)))
         return
     with _output(out, inputs) as fh:
         if fmt in STREAMED:
-            write = _writer(fmt, columns, fh)
-            for row in _planned(study, axes, total):
-                write(record(row, base, study.engine))
+            write_rows(fh, header(fmt, columns) if part == 1 else "")
+            if workers == 1:
+                rows_in = _planned(study.sweep(axes, points), len(points))
+                _stream(fmt, columns, (record(row, base, study.engine) for row in rows_in), fh)
+            else:
+                job = (scenario, flags, axes, fmt, columns)
+                blocks = in_blocks(
+                    points, _block_size(points, workers), workers, _worker_block, _start_worker, job
+                )
+                with Progress("sweep", total=len(points)) as bar:
+                    for block, text in blocks:
+                        write_rows(fh, text)
+                        bar.advance(len(block))
         else:  # the whole grid at once
             rows = [
                 {k: r.get(k) for k in columns}
-                for r in (record(row, base, study.engine) for row in _planned(study, axes, total))
+                for r in (
+                    record(row, base, study.engine) for row in _planned(study.sweep(axes), total)
+                )
             ]
             fh.write(report.to_json(rows) + "\n" if fmt == "json" else report.to_yaml(rows))
     if out is not None:
-        sys.stderr.write(f"wrote {total:,} points to {out}\n")
+        sys.stderr.write(f"wrote {len(points):,} points to {out}\n")

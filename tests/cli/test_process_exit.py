@@ -1,13 +1,18 @@
 """The console script as a process: a reader that goes away mid-output (`| head -1`) stops
-the command quietly with 141, as SIGPIPE would, and the lazy command table serves every
+the command quietly with 141, as SIGPIPE would; Ctrl-C leaves whole rows; and the lazy command table serves every
 command and `--help`."""
 
 from __future__ import annotations
 
+import csv
+import io
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import time
+from pathlib import Path
 
 SCRIPT = shutil.which("infersize")
 COMMAND = [SCRIPT] if SCRIPT else [sys.executable, "-m", "inferencesize"]
@@ -44,3 +49,30 @@ def test_help_lists_every_command() -> None:
         [*COMMAND, "--version"], capture_output=True, text=True, env=ENV, timeout=60, check=False
     )
     assert version.returncode == 0 and version.stdout.startswith("infersize ")
+
+
+def test_ctrl_c_leaves_complete_rows(tmp_path: Path) -> None:
+    # a long sweep into a file, interrupted once rows are flowing: 130, "interrupted", and
+    # every line written is a whole row
+    target = tmp_path / "rows.csv"
+    with target.open("wb") as fh:
+        proc = subprocess.Popen(
+            [*COMMAND, "sweep", "--vary", "isl=100:20000:10", "--vary", "peak_rps=1:50"],
+            stdout=fh,
+            stderr=subprocess.PIPE,
+            env=ENV,
+        )
+        deadline = time.monotonic() + 60
+        while target.stat().st_size < 20_000 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGINT)
+        assert proc.stderr is not None
+        err = proc.stderr.read().decode()
+        assert proc.wait(timeout=60) == 130
+    assert err == "interrupted\n"
+    text = target.read_text()
+    assert text.endswith("\n")
+    rows = list(csv.reader(io.StringIO(text)))
+    assert len(rows) > 2
+    assert {len(r) for r in rows} == {len(rows[0])}
+    assert [int(r[0]) for r in rows[1:]] == list(range(len(rows) - 1))

@@ -215,3 +215,77 @@ def test_configured_options_plan_like_plan(scenario: str, axis: str, flag: str |
             int(r["gpus"]),
         )
         assert p["per_instance"]["concurrency"] == pytest.approx(float(r["concurrency"]), rel=1e-5)
+
+
+# --- streaming, shards and workers ---------------------------------------------------------
+
+# 2 × 3 × 5 = 30 points: not a multiple of 4, so the shards differ in size
+SHARDED = [
+    "sweep",
+    "--vary",
+    "hardware=h100-sxm,b200",
+    "--vary",
+    "isl=500,1000,64000",  # 64000 overflows the context: infeasible rows shard too
+    "--vary",
+    "mean_rps=1:41:10",
+]
+
+
+@pytest.mark.parametrize("fmt", ["csv", "jsonl"])
+def test_shards_concatenated_equal_the_single_run(fmt: str) -> None:
+    single = runner.invoke(app, [*SHARDED, "-f", fmt])
+    assert single.exit_code == 0, single.stderr
+    parts = [runner.invoke(app, [*SHARDED, "-f", fmt, "--shard", f"{k}/4"]) for k in (1, 2, 3, 4)]
+    assert all(p.exit_code == 0 for p in parts), [p.stderr for p in parts]
+    assert "".join(p.stdout for p in parts) == single.stdout
+    lines = [len(p.stdout.splitlines()) for p in parts]
+    header = 1 if fmt == "csv" else 0
+    # 30 points in 4 contiguous blocks: 7, 8, 7, 8 (only part 1 has the header)
+    assert lines == [7 + header, 8, 7, 8]
+    assert single.stdout.count("\n") == 30 + header
+
+
+def test_more_shards_than_points_leaves_empty_parts() -> None:
+    single = runner.invoke(app, ["sweep", "--vary", "mean_rps=5,10"])
+    parts = [
+        runner.invoke(app, ["sweep", "--vary", "mean_rps=5,10", "--shard", f"{k}/3"])
+        for k in (1, 2, 3)
+    ]
+    assert [p.exit_code for p in parts] == [0, 0, 0]
+    assert "".join(p.stdout for p in parts) == single.stdout
+
+
+def test_workers_equal_one_process(tmp_path: Path) -> None:
+    single = runner.invoke(app, [*SHARDED, "--shard", "2/3"])
+    out = tmp_path / "w.csv"
+    pooled = runner.invoke(app, [*SHARDED, "--shard", "2/3", "--workers", "2", "--out", str(out)])
+    assert pooled.exit_code == 0, pooled.stderr
+    assert out.read_text() == single.stdout
+    assert pooled.stderr == f"wrote 10 points to {out}\n"
+
+
+def test_rows_do_not_depend_on_the_chunk_size(monkeypatch: pytest.MonkeyPatch) -> None:
+    from inferencesize import sweep
+
+    whole = runner.invoke(app, SHARDED)
+    monkeypatch.setattr(sweep, "CHUNK_POINTS", 4)
+    chunked = runner.invoke(app, SHARDED)
+    assert chunked.exit_code == whole.exit_code == 0
+    assert chunked.stdout == whole.stdout
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--shard", "0/4"], "--shard 0/4: expected K/N with 1 <= K <= N"),
+        (["--shard", "5/4"], "--shard 5/4: expected K/N"),
+        (["--shard", "two"], "--shard two: expected K/N"),
+        (["--shard", "1/2", "-f", "json"], "--shard and --workers stream csv or jsonl"),
+        (["--workers", "2", "-f", "table"], "--shard and --workers stream csv or jsonl"),
+    ],
+)
+def test_bad_shard_or_workers_is_a_usage_error(extra: list[str], message: str) -> None:
+    result = runner.invoke(app, ["sweep", "--vary", "mean_rps=5,10", *extra])
+    assert result.exit_code == 2
+    assert message in result.stderr
+    assert result.stdout == ""

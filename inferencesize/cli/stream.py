@@ -1,0 +1,140 @@
+"""Row streams for the batch commands: whole rows on the way out, shards, a process pool.
+
+* :func:`write_rows` writes one block of complete rows and flushes it with Ctrl-C held until
+  the block is out, so a reader (or a file) never sees half a row: an interrupted stream
+  ends at a row boundary.
+* :func:`parse_shard` reads ``--shard K/N``; :func:`shard_points` is the K-th of N contiguous
+  blocks of a batch, so the shards' outputs concatenated in order are the single run's.
+* :func:`in_blocks` runs a function over consecutive blocks of a range in a standard
+  library process pool (``--workers N``) and yields the results in order.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import threading
+from collections import deque
+from collections.abc import Callable, Iterator
+from typing import IO, Annotated, Any
+
+import typer
+
+from inferencesize.errors import UsageError
+
+SHARD_HELP = (
+    "Run only part K of N of the batch (1 <= K <= N): the K-th of N contiguous blocks of"
+    " points. The N parts' outputs, concatenated in order K = 1..N, equal the whole run's"
+    " byte for byte (only part 1 writes the CSV header). For array jobs (SLURM, Kubernetes)."
+)
+WORKERS_HELP = (
+    "Plan in N processes on this machine (the standard library's process pool); the output"
+    " is the same as with one, in the same order."
+)
+ShardOption = Annotated[
+    str | None,
+    typer.Option("--shard", metavar="K/N", help=SHARD_HELP, show_default=False),
+]
+WorkersOption = Annotated[
+    int, typer.Option("--workers", metavar="N", min=1, max=256, help=WORKERS_HELP)
+]
+
+
+def parse_shard(text: str | None) -> tuple[int, int]:
+    """``"K/N"`` -> (K, N), 1 <= K <= N; None -> (1, 1) (the whole batch)."""
+    if text is None:
+        return 1, 1
+    k_text, sep, n_text = text.partition("/")
+    try:
+        k, n = int(k_text), int(n_text)
+    except ValueError:
+        k = n = 0
+    if not sep or not 1 <= k <= n:
+        raise UsageError(f"--shard {text}: expected K/N with 1 <= K <= N, e.g. 2/8")
+    return k, n
+
+
+def shard_points(total: int, k: int, n: int) -> range:
+    """Indices of part ``k`` of ``n`` (1-based) of ``total`` points: the k-th of n contiguous
+    blocks, their sizes differing by at most one; parts 1..n in order cover 0..total-1 once."""
+    return range(total * (k - 1) // n, total * k // n)
+
+
+@contextlib.contextmanager
+def held_interrupt() -> Iterator[None]:
+    """Ctrl-C inside the block takes effect when the block ends (main thread only)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: caught.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        if caught and previous is signal.default_int_handler:
+            raise KeyboardInterrupt
+
+
+def write_rows(fh: IO[str], text: str) -> None:
+    """Write complete rows and flush them, Ctrl-C held until they are out."""
+    if not text:
+        return
+    with held_interrupt():
+        fh.write(text)
+        fh.flush()
+
+
+def _quiet_worker(init: Callable[..., None], args: tuple[Any, ...]) -> None:
+    """A pool worker ignores Ctrl-C (the terminal sends it to every process of the group):
+    the parent stops the pool and reports once. Termination ends it plainly (not through the
+    parent's handlers, inherited by a forked worker, that remove a file being written)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    for name in ("SIGTERM", "SIGHUP"):
+        if hasattr(signal, name):
+            signal.signal(getattr(signal, name), signal.SIG_DFL)
+    init(*args)
+
+
+def in_blocks(
+    points: range,
+    block: int,
+    workers: int,
+    work: Callable[[range], Any],
+    init: Callable[..., None],
+    init_args: tuple[Any, ...],
+) -> Iterator[tuple[range, Any]]:
+    """``work(block)`` for consecutive blocks of ``points``, in order, each with its result.
+
+    ``workers`` > 1 runs them in a :class:`concurrent.futures.ProcessPoolExecutor` whose
+    processes first run ``init(*init_args)``; at most two blocks per worker are in flight,
+    so memory does not grow with the batch. ``workers`` == 1 runs them here (after ``init``).
+    """
+    blocks = (
+        range(start, min(start + block, points.stop))
+        for start in range(points.start, points.stop, block)
+    )
+    if workers == 1:
+        init(*init_args)
+        for part in blocks:
+            yield part, work(part)
+        return
+    from concurrent.futures import Future, ProcessPoolExecutor
+
+    pool = ProcessPoolExecutor(workers, initializer=_quiet_worker, initargs=(init, init_args))
+    pending: deque[tuple[range, Future[Any]]] = deque()
+    try:
+        for part in blocks:
+            pending.append((part, pool.submit(work, part)))
+            if len(pending) >= 2 * workers:
+                done, future = pending.popleft()
+                yield done, future.result()
+        while pending:
+            done, future = pending.popleft()
+            yield done, future.result()
+    except BaseException:
+        for process in list(getattr(pool, "_processes", {}).values()):
+            process.terminate()  # the pool's own workers, mid-block: their rows are not wanted
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    pool.shutdown()
