@@ -2,7 +2,9 @@
 
 Supported families, by ``model_type`` (or ``architectures[0]`` when it is missing): Llama
 (incl. Llama 3.x rope scaling), Mistral, Mixtral, Qwen2, Qwen3, Qwen2-MoE, Qwen3-MoE,
-DeepSeek-V2/V3 (MLA + MoE), gpt-oss, Gemma, Gemma 2, Gemma 3 and Llama 4 (the last two read
+Qwen3-Next and Qwen3.5-MoE (Gated DeltaNet linear attention), DeepSeek-V2/V3 and Kimi K2 (MLA
++ MoE), DeepSeek-V3.2 and GLM-5 (MLA + DeepSeek Sparse Attention), GLM-4.5/4.6/4.7, MiniMax-M2,
+gpt-oss, Gemma, Gemma 2, Gemma 3 and Llama 4 (Gemma 3, Llama 4 and Qwen3.5 read
 ``text_config`` of the multimodal checkpoints). The mapping follows the HF modelling code of each
 family (``transformers/models/<family>/``):
 
@@ -14,7 +16,11 @@ family (``transformers/models/<family>/``):
   ``layer_types`` when the config lists them, else from the family's rule (Gemma 2 and gpt-oss:
   1 of 2; Gemma 3: sliding_window_pattern − 1 of sliding_window_pattern; Llama 4:
   attention_chunk_size on 3 of every no_rope_layer_interval = 4; Mistral: every layer);
-- a window that is not shorter than the context is dropped (it never limits anything).
+- a window that is not shorter than the context is dropped (it never limits anything);
+- linear-attention layers come from ``layer_types`` (``linear_attention``) or
+  ``full_attention_interval``; only the pattern "every k-th layer is full attention" fits;
+- multi-token-prediction layers (``num_nextn_predict_layers``, ``mtp_num_hidden_layers``)
+  become ``mtp_layers``.
 
 Every number read must be a whole number under the schema's ceiling for its kind (layers at
 most 1,000, heads 100,000, widths 1,000,000, experts 100,000, tokens 100,000,000:
@@ -64,6 +70,12 @@ ARCHITECTURES: dict[str, str] = {
     "Qwen3MoeForCausalLM": "qwen3_moe",
     "DeepseekV2ForCausalLM": "deepseek_v2",
     "DeepseekV3ForCausalLM": "deepseek_v3",
+    "DeepseekV32ForCausalLM": "deepseek_v32",
+    "GlmMoeDsaForCausalLM": "glm_moe_dsa",
+    "Glm4MoeForCausalLM": "glm4_moe",
+    "MiniMaxM2ForCausalLM": "minimax_m2",
+    "Qwen3NextForCausalLM": "qwen3_next",
+    "Qwen3_5MoeForConditionalGeneration": "qwen3_5_moe",
     "GptOssForCausalLM": "gpt_oss",
     "GemmaForCausalLM": "gemma",
     "Gemma2ForCausalLM": "gemma2",
@@ -73,8 +85,13 @@ ARCHITECTURES: dict[str, str] = {
     "Llama4ForConditionalGeneration": "llama4",
 }
 
+#: DeepSeek-V3 descendants whose router has e_score_correction_bias when topk_method is absent.
+NOAUX_FAMILIES: frozenset[str] = frozenset(
+    {"deepseek_v3", "deepseek_v32", "glm_moe_dsa", "kimi_k2"}
+)
+
 #: Multimodal wrappers whose language model lives under ``text_config``.
-NESTED: frozenset[str] = frozenset({"gemma3", "llama4"})
+NESTED: frozenset[str] = frozenset({"gemma3", "llama4", "qwen3_5_moe"})
 
 #: HF config defaults for fields real checkpoints omit (Gemma3TextConfig, Llama4TextConfig).
 FAMILY_DEFAULTS: dict[str, dict[str, Any]] = {
@@ -117,10 +134,24 @@ CEILINGS: dict[str, int] = {
             "max_window_layers",
             "sliding_window_pattern",
             "no_rope_layer_interval",
+            "full_attention_interval",
+            "linear_conv_kernel_dim",
+            "num_nextn_predict_layers",
+            "mtp_num_hidden_layers",
+            "index_topk_freq",
         ),
         MAX_LAYERS,
     ),
-    **dict.fromkeys(("num_attention_heads", "num_key_value_heads"), MAX_HEADS),
+    **dict.fromkeys(
+        (
+            "num_attention_heads",
+            "num_key_value_heads",
+            "linear_num_key_heads",
+            "linear_num_value_heads",
+            "index_n_heads",
+        ),
+        MAX_HEADS,
+    ),
     **dict.fromkeys(
         (
             "hidden_size",
@@ -134,6 +165,9 @@ CEILINGS: dict[str, int] = {
             "qk_rope_head_dim",
             "qk_nope_head_dim",
             "v_head_dim",
+            "linear_key_head_dim",
+            "linear_value_head_dim",
+            "index_head_dim",
         ),
         MAX_WIDTH,
     ),
@@ -150,7 +184,8 @@ CEILINGS: dict[str, int] = {
         MAX_EXPERTS,
     ),
     **dict.fromkeys(
-        ("max_position_embeddings", "sliding_window", "attention_chunk_size"), MAX_TOKENS
+        ("max_position_embeddings", "sliding_window", "attention_chunk_size", "index_topk"),
+        MAX_TOKENS,
     ),
 }
 #: Digits of the longest integer config.json may hold (Python refuses to convert > 4,300).
@@ -193,6 +228,13 @@ _MEANINGS: dict[str, str] = {
     "qk_rope_head_dim": "rotary part of the query/key head (MLA)",
     "qk_nope_head_dim": "non-rotary part of the query/key head (MLA)",
     "v_head_dim": "value head width (MLA)",
+    "index_topk": "tokens each query attends (DeepSeek Sparse Attention)",
+    "index_n_heads": "heads of the sparse-attention indexer",
+    "index_head_dim": "key width of the sparse-attention indexer",
+    "linear_num_key_heads": "key heads of a linear-attention layer",
+    "linear_num_value_heads": "value heads of a linear-attention layer",
+    "linear_key_head_dim": "key head width of a linear-attention layer",
+    "linear_value_head_dim": "value head width of a linear-attention layer",
     "text_config": "the language model's settings",
 }
 
@@ -289,11 +331,13 @@ class HfConfig:
 # ---------------------------------------------------------------------------------------------
 
 
-def _core(c: HfConfig, *, tie_default: bool) -> dict[str, Any]:
+def _core(
+    c: HfConfig, *, tie_default: bool, intermediate_key: str = "intermediate_size"
+) -> dict[str, Any]:
     """The fields every family has, in catalog order."""
     num_layers = c.required("num_hidden_layers")
     hidden = c.required("hidden_size")
-    intermediate = c.required("intermediate_size")
+    intermediate = c.required(intermediate_key)
     heads = c.required("num_attention_heads")
     kv_heads = c.optional("num_key_value_heads", heads)
     if c.has("head_dim"):
@@ -483,7 +527,7 @@ def _deepseek(c: HfConfig) -> dict[str, Any]:
     entry["head_dim"] = rope + nope
     entry["attention"] = "MLA"
     method = c.raw("topk_method")
-    noaux = method == "noaux_tc" or (method is None and c.family == "deepseek_v3")
+    noaux = method == "noaux_tc" or (method is None and c.family in NOAUX_FAMILIES)
     entry["moe"] = _moe(
         num_experts=c.required("n_routed_experts"),
         top_k=c.required("num_experts_per_tok"),
@@ -498,6 +542,118 @@ def _deepseek(c: HfConfig) -> dict[str, Any]:
         mla["q_lora_rank"] = c.integer("q_lora_rank", 1)
     mla.update(qk_rope_head_dim=rope, qk_nope_head_dim=nope, v_head_dim=c.required("v_head_dim"))
     entry["mla"] = mla
+    _mtp(c, entry, "num_nextn_predict_layers")
+    return entry
+
+
+def _mtp(c: HfConfig, entry: dict[str, Any], key: str) -> None:
+    """Multi-token-prediction layers shipped with the checkpoint (counted apart)."""
+    layers = c.optional(key, 0, minimum=0)
+    if layers:
+        entry["mtp_layers"] = layers
+
+
+def _deepseek_sparse(c: HfConfig) -> dict[str, Any]:
+    """DeepSeek-V3.2 / GLM-5: DeepSeek-V3 plus the sparse-attention indexer on every layer."""
+    entry = _deepseek(c)
+    freq = c.optional("index_topk_freq", 1)
+    types = c.raw("indexer_types")
+    if freq != 1 or (isinstance(types, list) and any(t != "full" for t in types)):
+        key = "index_topk_freq" if freq != 1 else "indexer_types"
+        raise c.error(
+            key,
+            "only an indexer on every layer can be imported (indexers shared across layers"
+            " are not modelled)",
+        )
+    entry["sparse_attention"] = {
+        "top_k": c.required("index_topk"),
+        "index_heads": c.required("index_n_heads"),
+        "index_head_dim": c.required("index_head_dim"),
+    }
+    return entry
+
+
+def _glm4_moe(c: HfConfig) -> dict[str, Any]:
+    """GLM-4.5/4.6/4.7: GQA with Q/K/V biases (and optional Q/K norm), sigmoid-routed experts
+    with a correction bias and one shared expert after k dense layers."""
+    entry = _core(c, tie_default=False)
+    _biases(entry, c.flag("attention_bias", False), False)
+    if c.flag("use_qk_norm", False):
+        entry["qk_norm"] = True
+    entry["moe"] = _moe(
+        num_experts=c.required("n_routed_experts"),
+        top_k=c.required("num_experts_per_tok"),
+        width=c.required("moe_intermediate_size"),
+        shared=c.optional("n_shared_experts", 0, minimum=0),
+        first_dense=c.optional("first_k_dense_replace", 0, minimum=0),
+        router_bias=True,  # e_score_correction_bias
+    )
+    _mtp(c, entry, "num_nextn_predict_layers")
+    return entry
+
+
+def _minimax_m2(c: HfConfig) -> dict[str, Any]:
+    """MiniMax-M2: GQA with Q/K norm, every layer MoE, sigmoid router with a correction bias.
+    Its MTP modules (num_mtp_modules) are not imported: their structure is not in config.json."""
+    entry = _core(c, tie_default=False)
+    entry["qk_norm"] = True
+    entry["moe"] = _moe(
+        num_experts=c.required("num_local_experts"),
+        top_k=c.required("num_experts_per_tok"),
+        width=entry["intermediate_size"],
+        router_bias=c.flag("use_routing_bias", True),
+    )
+    return entry
+
+
+def _full_attention_every(c: HfConfig, num_layers: int) -> int:
+    """k such that layer i is full attention when (i + 1) % k == 0, the rest linear."""
+    types = c.raw("layer_types")
+    if types is None:
+        return c.required("full_attention_interval")
+    if not isinstance(types, list) or not all(isinstance(t, str) for t in types):
+        raise c.error("layer_types", f"expected a list of strings (got {brief(types)})")
+    if len(types) != num_layers:
+        raise c.error(
+            "layer_types", f"has {len(types)} entries, expected one per layer ({num_layers})"
+        )
+    unknown = sorted(set(types) - {"linear_attention", "full_attention"})
+    if unknown:
+        raise c.error(
+            "layer_types",
+            f"unsupported layer type {brief(unknown[0])} (linear_attention, full_attention)",
+        )
+    full = [i for i, t in enumerate(types) if t == "full_attention"]
+    every = full[0] + 1 if full else 0
+    if not full or full != list(range(every - 1, num_layers, every)):
+        raise c.error(
+            "layer_types",
+            "only 'every k-th layer is full attention, the others linear' can be imported",
+        )
+    return every
+
+
+def _qwen3_next(c: HfConfig) -> dict[str, Any]:
+    """Qwen3-Next / Qwen3.5-MoE: Gated DeltaNet layers with a gated-attention layer every k,
+    every layer MoE with a gated shared expert (Qwen3.5 has no dense FFN width: the expert's)."""
+    width = c.first_of(("intermediate_size", "moe_intermediate_size"))
+    entry = _core(c, tie_default=False, intermediate_key=width)
+    entry["qk_norm"] = True
+    if c.flag("attn_output_gate", True):
+        entry["attention_output_gate"] = True
+    entry["linear_attention"] = {
+        "full_attention_every": _full_attention_every(c, entry["num_layers"]),
+        "num_key_heads": c.required("linear_num_key_heads"),
+        "num_value_heads": c.required("linear_num_value_heads"),
+        "key_head_dim": c.required("linear_key_head_dim"),
+        "value_head_dim": c.required("linear_value_head_dim"),
+        "conv_kernel": c.optional("linear_conv_kernel_dim", 4),
+    }
+    moe = _qwen_moe_block(c, entry)
+    if moe.get("shared_experts"):
+        moe["shared_expert_gate"] = True
+    entry["moe"] = moe
+    _mtp(c, entry, "mtp_num_hidden_layers")
     return entry
 
 
@@ -587,6 +743,14 @@ FAMILIES: dict[str, Callable[[HfConfig], dict[str, Any]]] = {
     "qwen3_moe": _qwen3_moe,
     "deepseek_v2": _deepseek,
     "deepseek_v3": _deepseek,
+    "kimi_k2": _deepseek,
+    "deepseek_v32": _deepseek_sparse,
+    "glm_moe_dsa": _deepseek_sparse,
+    "glm4_moe": _glm4_moe,
+    "minimax_m2": _minimax_m2,
+    "qwen3_next": _qwen3_next,
+    "qwen3_5_moe": _qwen3_next,
+    "qwen3_5_moe_text": _qwen3_next,
     "gpt_oss": _gpt_oss,
     "gemma": _gemma,
     "gemma2": _gemma2,

@@ -283,8 +283,12 @@ def kv_cache_bytes(model: ModelSpec, kv_bytes_per_element: float, seq_len: float
 
 
 def kv_bytes_per_token(model: ModelSpec, kv_bytes_per_element: float, context: float) -> float:
-    """Average KV bytes per token for a sequence of ``context`` tokens (full size at context 1)."""
-    return kv_cache_bytes(model, kv_bytes_per_element, context) / context
+    """Average KV bytes per token for a sequence of ``context`` tokens (full size at context 1).
+
+    The recurrent state of linear-attention layers does not grow with tokens and is left out
+    (``linear_state_bytes_per_sequence``)."""
+    kv = kv_cache_bytes(model, kv_bytes_per_element, context)
+    return (kv - linear_state_bytes_per_sequence(model_costs(model))) / context
 
 
 # ---------------------------------------------------------------------------------------------

@@ -3,6 +3,11 @@
 The fixtures in tests/fixtures/hf/ are the public config.json files, verbatim:
 https://huggingface.co/<repo>/blob/main/config.json for meta-llama/Llama-3.1-8B,
 mistralai/Mixtral-8x7B-v0.1, Qwen/Qwen3-30B-A3B, deepseek-ai/DeepSeek-V3 and openai/gpt-oss-120b.
+Hand-made from the real config.json fields (the values each shipped entry's ``source`` cites;
+some published copies are abridged): Qwen/Qwen3-Next-80B-A3B, Qwen/Qwen3-Coder-480B-A35B-Instruct,
+moonshotai/Kimi-K2-Instruct, zai-org/GLM-4.7, deepseek-ai/DeepSeek-V3.2-Exp (DeepSeek-V3's
+file with the three indexer fields), zai-org/GLM-5, Qwen/Qwen3.5-397B-A17B (text_config) and
+MiniMaxAI/MiniMax-M2.
 """
 
 from __future__ import annotations
@@ -32,7 +37,21 @@ NOT_ARCHITECTURE = {
     "published_params_b",
     "published_active_params_b",
 }
-SHIPPED = ["llama-3.1-8b", "mixtral-8x7b", "qwen3-30b-a3b", "deepseek-v3", "gpt-oss-120b"]
+SHIPPED = [
+    "llama-3.1-8b",
+    "mixtral-8x7b",
+    "qwen3-30b-a3b",
+    "deepseek-v3",
+    "gpt-oss-120b",
+    "qwen3-next-80b-a3b",
+    "qwen3-coder-480b-a35b",
+    "kimi-k2",
+    "glm-4.7",
+    "deepseek-v3.2",
+    "glm-5",
+    "qwen3.5-397b-a17b",
+    "minimax-m2",
+]
 
 
 def _convert(config: dict[str, Any], ident: str = "x") -> ModelSpec:
