@@ -33,7 +33,14 @@ from typing import Any, Literal, Protocol
 import numpy as np
 
 from inferencesize.deployment import default_kv_precision
-from inferencesize.economics import Objective, PlanEconomics, Pricing, input_share, objective_key
+from inferencesize.economics import (
+    Objective,
+    PlanEconomics,
+    Pricing,
+    input_share,
+    objective_key,
+    require_figure,
+)
 from inferencesize.economics import plan_economics as _plan_economics
 from inferencesize.estimate import Batching, Candidate, Estimator, Resolved, operating_points
 from inferencesize.latency import prefill
@@ -60,7 +67,7 @@ from inferencesize.serving import InflightArrays, OperatingPoint, inflight_array
 from inferencesize.specs import GpuSpec, ModelSpec, SystemSpec
 from inferencesize.specs.scenario import ScenarioSpec
 from inferencesize.transformer import ModelCosts
-from inferencesize.units import SECONDS_PER_DAY, SECONDS_PER_HOUR
+from inferencesize.units import SECONDS_PER_DAY
 
 #: GPUs per node assumed for a bare GPU id (no system): HGX/DGX-style 8-GPU servers.
 BARE_GPU_NODE = 8
@@ -639,17 +646,17 @@ def _plan_for(
     gpus = instances * per
     node = hw.gpus_per_node
     multi = per > node
-    servers = pack_servers(instances, per, node)
+    pricing = pricing or Pricing()
+    servers = pack_servers(instances, per, node) + pricing.spare_servers  # N + k
     capacity = instances * rate
     assert res.deployment is not None
     share = input_share(rate, float(prefill(res.deployment, 1, isl).total_s))
     econ = _plan_economics(
-        pricing or Pricing(), hw.gpu, hw.system, gpus, servers, node, capacity, isl, osl, share
+        pricing, hw.gpu, hw.system, gpus, servers, node, capacity, isl, osl, share
     )
     power = econ.it_watts
     cost = econ.cost.usd_per_hour if econ.cost is not None else None
-    tokens_per_hour = capacity * osl * SECONDS_PER_HOUR
-    per_million = cost / tokens_per_hour * 1e6 if cost is not None and tokens_per_hour else None
+    per_million = econ.tokens.usd_per_million_output  # the one $/M output tokens
     return Plan(
         candidate=cand,
         point=op,
@@ -741,6 +748,7 @@ def plan(
     if not open_loop and any(stat != "mean" for stat in limits.stats):
         raise ValueError("percentile limits need open-loop (poisson) arrivals")
     options = [HardwareOption(g, s) for g, s in hardware]
+    require_figure(objective, pricing or Pricing(), hardware)  # never a silent fallback
     feasible: list[Plan] = []
     rejected: list[Rejected] = []
     searched: dict[Any, tuple[OperatingPoint, Binding] | tuple[None, RejectReason]] = {}

@@ -364,6 +364,14 @@ def economics_options(
     hourly_rps: Annotated[
         list[str] | None, _list("24 mean requests/s, hour 0..23 (comma list).", "RPS,…×24", ECON)
     ] = None,
+    spare_servers: Annotated[
+        int | None,
+        typer.Option(
+            metavar="K",
+            rich_help_panel=ECON,
+            help="N + K: K spare servers beyond the peak's, paid and powered (default 0).",
+        ),
+    ] = None,
 ) -> None:
     """Economics and daily traffic."""
 
@@ -644,6 +652,7 @@ FLAGS: dict[str, tuple[str, Callable[[Any, str], Any]]] = {
     "requests_per_day": ("daily.requests_per_day", _real(0.0, MAX_RPS * 86_400)),
     "peak_hour_share": ("daily.peak_hour_share", _real()),
     "hourly_rps": ("daily.hourly_rps", lambda v, f: float_list(v, f, 24)),
+    "spare_servers": ("redundancy.spare_servers", _same),
     "disaggregated": ("disaggregated", _same),
     "attention_dp": ("attention_dp", _ints),
     "span_nvlink_domain": ("span_nvlink_domain", _same),

@@ -90,14 +90,22 @@ def economics_record(p: Plan) -> dict[str, Any] | None:
     e = p.economics
     if e is None:
         return None
-    t, c = e.tokens, e.cost
+    t, c, f = e.tokens, e.cost, e.fleet
     return {
+        "unit": f.unit.label() if f else None,
+        "units": f.units if f else None,
+        "gpus_paid": f.gpus_paid if f else None,
+        "utilisation": f.utilisation if f else None,
+        "spare_servers": e.spare_servers,
         "basis": c.basis if c else None,
         "price": c.price if c else None,
+        "usd_per_unit_hour": c.usd_per_unit_hour if c else None,
         "capex_usd_per_hour": c.capex_usd_per_hour if c else None,
         "energy_usd_per_hour": c.energy_usd_per_hour if c else None,
         "server_power_kw": kw(e.node_power.watts) if e.node_power else None,
         "server_power_from": e.node_power.basis if e.node_power else None,
+        "power_basis": e.node_power.text() if e.node_power else None,
+        "gpu_board_power_kw": kw(e.board_watts),
         "it_power_kw": kw(e.it_watts),
         "facility_power_kw": kw(e.facility_watts),
         "pue": e.pue,
@@ -152,7 +160,9 @@ def daily_record(d: DailyPlan) -> dict[str, Any]:
         "input_tokens_per_day": d.input_tokens_per_day,
         "output_tokens_per_day": d.output_tokens_per_day,
         "cost_basis": d.cost_basis,
+        "unit": d.unit,
         "fixed": {
+            "units": d.fixed_units,
             "instances": d.fixed_instances,
             "gpus": d.fixed_gpus,
             "servers": d.fixed_servers,
@@ -168,6 +178,7 @@ def daily_record(d: DailyPlan) -> dict[str, Any]:
             "energy_kwh": d.autoscaled_energy_kwh,
             "usd_per_million_tokens": d.usd_per_million_tokens(autoscaled=True),
             "gpu_hours_saved": d.gpu_hours_saved,
+            "scale_up_delay_s": d.scale_up_delay_s,
         },
         "hours": [
             {
@@ -177,6 +188,7 @@ def daily_record(d: DailyPlan) -> dict[str, Any]:
                 "instances": h.instances,
                 "gpus": h.gpus,
                 "servers": h.servers,
+                "units": h.units,
                 "cost_usd": h.cost_usd,
             }
             for h in d.hours
@@ -242,6 +254,7 @@ def result_record(study: Study, result: PlanResult) -> dict[str, Any]:
         "alternatives": [plan_record(a, engine) for a in result.alternatives],
         "rejected": [rejected_record(r) for r in result.rejected],
         "nearest_miss": result.nearest_miss,
+        "unranked": unranked(s.objective, result.feasible),
         "power_budget": None
         if budget_kw is None
         else {
@@ -253,6 +266,16 @@ def result_record(study: Study, result: PlanResult) -> dict[str, Any]:
         "offline": offline_record(study.offline, chosen),
         "techniques": describe(study.estimator.techniques),
     }
+
+
+def unranked(objective: str, feasible: list[Plan]) -> list[str]:
+    """Hardware whose plans lack the figure ``objective`` ranks by (a price, a power): ranked
+    last and listed, never silently ranked by servers."""
+    if objective not in ("cost", "power"):
+        return []
+    field = "cost_per_hour_usd" if objective == "cost" else "power_watts"
+    ids = (p.candidate.hardware_id for p in feasible if getattr(p, field) is None)
+    return list(dict.fromkeys(ids))
 
 
 def offline_record(batch: OfflineBatch | None, chosen: Plan | None) -> dict[str, Any] | None:

@@ -69,22 +69,22 @@ def economics_rows(plan: dict[str, Any], rec: dict[str, Any]) -> list[tuple[str,
     rows: list[tuple[str, str]] = []
     e = plan.get("economics")
     if e:
-        rows.append(
-            (
-                "per million tokens",
-                f"input {_usd(e['usd_per_million_input_tokens'])} · output "
-                f"{_usd(e['usd_per_million_output_tokens'])} · blended "
-                f"{_usd(e['usd_per_million_tokens'])} (prefill "
-                f"{e['input_share']:.0%} of GPU time)",
-            )
-        )
         if e["basis"]:
             rows.append(("cost basis", f"{e['basis']}: {e['price']}"))
+            rows.append(
+                (
+                    "per million tokens",
+                    f"output {_usd(e['usd_per_million_output_tokens'])} · input "
+                    f"{_usd(e['usd_per_million_input_tokens'])} · blended "
+                    f"{_usd(e['usd_per_million_tokens'])} (whole fleet at capacity; GPU time "
+                    f"split by prefill share {e['input_share']:.0%})",
+                )
+            )
         rows.append(
             (
                 "energy per token",
-                f"input {_num(e['joules_per_input_token'], ',.3g', ' J')} · output "
-                f"{_num(e['joules_per_output_token'], ',.3g', ' J')} · facility "
+                f"output {_num(e['joules_per_output_token'], ',.3g', ' J')} · input "
+                f"{_num(e['joules_per_input_token'], ',.3g', ' J')} (wall power) · facility "
                 f"{_num(e['facility_power_kw'], ',.1f', ' kW')} at PUE {e['pue']:g}",
             )
         )
@@ -100,12 +100,17 @@ def economics_rows(plan: dict[str, Any], rec: dict[str, Any]) -> list[tuple[str,
             ("daily traffic", f"{d['requests_per_day']:,.0f} requests · {tokens:,.3f} B tokens")
         )
         rows.append(
-            ("fixed fleet / day", f"{f['gpu_hours']:,.0f} GPU-h · {_usd(f['cost_usd'], 2)}")
+            (
+                "fixed fleet / day",
+                f"{f['units']} × {d['unit']} · {f['gpu_hours']:,.0f} GPU-h paid · "
+                f"{_usd(f['cost_usd'], 2)}",
+            )
         )
         rows.append(
             (
                 "autoscaled / day",
-                f"{a['gpu_hours']:,.0f} GPU-h ({a['gpu_hours_saved']:.0%} fewer) · "
+                f"{a['gpu_hours']:,.0f} GPU-h paid ({a['gpu_hours_saved']:.0%} fewer; whole "
+                f"units, started {a['scale_up_delay_s']:,.0f} s ahead) · "
                 f"{_usd(a['cost_usd'], 2)}",
             )
         )
@@ -163,22 +168,54 @@ def _stated_latency(rec: dict[str, Any], op: dict[str, Any]) -> list[tuple[str, 
     return rows
 
 
+def fleet_text(p: dict[str, Any]) -> str:
+    """'2 × lambda-8x-b200 (8-GPU instance) · 10 of 16 GPUs used (62 %) · 5 instances': the
+    units as they are sold or rented, and how much of what is paid for runs an instance."""
+    e = p.get("economics") or {}
+    if e.get("units") is None:
+        unit = "servers" if p["system"] else "8-GPU nodes"
+        return f"{p['servers']} × {p['hardware']} ({unit}) · {p['gpus']} GPUs · {p['instances']} instances"
+    text = (
+        f"{e['units']} × {p['hardware']} ({e['unit']}) · {p['gpus']} of {e['gpus_paid']} GPUs used"
+    )
+    text += f" ({e['utilisation']:.0%})"
+    if p["gpus_per_server"] < e["gpus_paid"] // max(e["units"], 1):
+        text += f" on {p['servers']} trays"
+    if e.get("spare_servers"):
+        text += f" incl. {e['spare_servers']} spare"
+    return text + f" · {p['instances']} instances"
+
+
+def power_text(p: dict[str, Any]) -> str:
+    """Wall power of what is paid for, how it was found, and the GPU boards' share."""
+    if p["power_kw"] is None:
+        return "—"
+    e = p.get("economics") or {}
+    text = f"{p['power_kw']:,.1f} kW at the wall, max"
+    if e.get("power_basis"):
+        text += f" ({e['power_basis']})"
+    if e.get("gpu_board_power_kw") is not None:
+        text += f" · GPU boards {e['gpu_board_power_kw']:,.1f} kW"
+    return text
+
+
+def cost_text(p: dict[str, Any]) -> str:
+    """'$107.04/hour = 2 × $53.52 per 8-GPU instance'."""
+    if p["cost_per_hour_usd"] is None:
+        return _money(None)
+    e = p.get("economics") or {}
+    text = f"{_money(p['cost_per_hour_usd'])}/hour"
+    if e.get("basis") == "cloud" and e.get("units"):
+        text += f" = {e['units']} × {_money(e['usd_per_unit_hour'])} per {e['unit']}"
+    return text
+
+
 def plan_table(rec: dict[str, Any]) -> Any:
     """The chosen plan as key/value rows."""
     p = rec["plan"]
     op = p["per_instance"]
-    unit = "servers" if p["system"] else "8-GPU nodes"
-    cost = (
-        f"{_money(p['cost_per_hour_usd'])}/hour · "
-        f"{_money(p['cost_per_million_output_tokens_usd'], 3)}/M output tokens"
-        if p["cost_per_hour_usd"] is not None
-        else _money(None)
-    )
     pairs: list[tuple[str, Any]] = [
-        (
-            "plan",
-            f"{p['servers']} × {p['hardware']} ({unit}) · {p['gpus']} GPUs · {p['instances']} instances",
-        ),
+        ("plan", fleet_text(p)),
         (
             "per instance",
             f"{p['precision']} (KV {p['kv_precision']}) · tp{p['tp']} pp{p['pp']} ep{p['ep']}"
@@ -203,8 +240,8 @@ def plan_table(rec: dict[str, Any]) -> Any:
             f"{p['capacity_rps']:,.1f} req/s · headroom {p['headroom']:+.1%} at "
             f"peak · {p['tokens_per_day'] / 1e9:,.3f} B output tokens/day",
         ),
-        ("power", "—" if p["power_kw"] is None else f"{p['power_kw']:,.1f} kW"),
-        ("cost", cost),
+        ("power", power_text(p)),
+        ("cost", cost_text(p)),
         *economics_rows(p, rec),
         ("engine", f"{p['engine']} ({p['efficiency']}; trust: {p['trust']})"),
     ]
@@ -224,7 +261,7 @@ def alternatives_table(rec: dict[str, Any]) -> Any:
             f"{a['per_instance']['itl_ms']:,.1f}",
             f"{a['headroom']:+.0%}",
             a["binding_constraint"],
-            "—" if a["cost_per_hour_usd"] is None else f"{a['cost_per_hour_usd']:,.0f}",
+            "unpriced" if a["cost_per_hour_usd"] is None else f"{a['cost_per_hour_usd']:,.0f}",
         ]
         for a in rec["alternatives"]
     ]
@@ -250,6 +287,9 @@ def search_lines(rec: dict[str, Any]) -> list[str]:
     defaults = [k for k in defaults if k in shown]
     if defaults:
         lines.append(f"tool defaults used for: {', '.join(defaults)} (see --help; flags override)")
+    if rec.get("unranked"):
+        what = "price" if rec.get("objective") == "cost" else "power"
+        lines.append(f"ranked last, no {what} in the catalog: {', '.join(rec['unranked'])}")
     return lines
 
 

@@ -21,6 +21,7 @@ from inferencesize.specs.common import (
 Positive = PositiveFloat
 HOURS_PER_DAY = 24
 SECONDS_PER_DAY = 86_400
+SECONDS_PER_HOUR = 3_600
 
 
 class EconomicsSpec(Spec):
@@ -64,6 +65,11 @@ class DailySpec(Spec):
     min_instances: CountOrZero = Field(
         default=1, description="instances kept running in an empty hour when autoscaling"
     )
+    scale_up_delay_s: Annotated[Float, Field(ge=0, le=3600)] = Field(
+        default=600.0,
+        description="seconds to start one more unit (boot, load the weights): a unit added for"
+        " an hour is started and paid that long before it",
+    )
 
     @model_validator(mode="after")
     def _one_shape(self) -> DailySpec:
@@ -90,6 +96,42 @@ class DailySpec(Spec):
                     f"(the busiest hour carries at least an even share; got {self.peak_hour_share})"
                 )
         return self
+
+
+class Redundancy(Spec):
+    """N + k: spare servers beyond what the peak needs, so a failed server costs no capacity."""
+
+    spare_servers: CountOrZero = Field(
+        default=0, description="k spare servers (nodes), paid and powered, serving nothing"
+    )
+
+
+class Users(Spec):
+    """Traffic stated as people: ``daily_active_users`` each sending ``requests_per_user``
+    requests within ``active_hours`` a day, evenly (see :mod:`inferencesize.demand`)."""
+
+    daily_active_users: Positive
+    requests_per_user: Positive
+    active_hours: Annotated[Float, Field(gt=0, le=HOURS_PER_DAY)] = HOURS_PER_DAY
+
+    @property
+    def requests_per_day(self) -> float:
+        return requests_per_day_of_users(self.daily_active_users, self.requests_per_user)
+
+    @property
+    def mean_rps(self) -> float:
+        """The mean rate while the users are active: requests/day / (active_hours · 3600)."""
+        return self.requests_per_day / (self.active_hours * SECONDS_PER_HOUR)
+
+
+def requests_per_day_of_users(daily_active_users: float, requests_per_user: float) -> float:
+    """U users × R requests each (678,720 users × 3 = 2,036,160 requests/day)."""
+    return daily_active_users * requests_per_user
+
+
+def users_of_requests(requests_per_day: float, requests_per_user: float) -> float:
+    """The inverse: requests/day / R (2,036,160 / 3 = 678,720 users)."""
+    return requests_per_day / requests_per_user
 
 
 class PipelineStage(Spec):

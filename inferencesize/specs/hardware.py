@@ -125,7 +125,7 @@ class SystemSpec(Spec):
     node at its maximum (GPUs, CPUs, NICs, fans; a tray's share of a rack's switches and power
     shelves); ``price_usd`` the purchase price of one unit; ``price_usd_per_gpu_hour`` the rent
     of one GPU of a unit (a unit rents as ``gpus_per_unit`` of them). A price missing from the
-    catalog is stated in ``prices_not_published``."""
+    catalog is stated in ``not_published``."""
 
     id: Id
     name: str
@@ -156,9 +156,9 @@ class SystemSpec(Spec):
     )
     price_date: PriceDate | None = None
     price_source: str | None = None
-    prices_not_published: str | None = Field(
+    not_published: str | None = Field(
         default=None,
-        description="which price (purchase, rent) no source publishes, and why",
+        description="which figures (purchase price, rent, power) no source publishes, and why",
     )
     source: Source
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
@@ -19,7 +19,13 @@ from inferencesize.specs.common import (
     Words,
     WordsOrZero,
 )
-from inferencesize.specs.economics import DailySpec, EconomicsSpec, PipelineStage
+from inferencesize.specs.economics import (
+    DailySpec,
+    EconomicsSpec,
+    PipelineStage,
+    Redundancy,
+    Users,
+)
 from inferencesize.specs.techniques import TechniquesSpec
 from inferencesize.units import PRECISIONS, tokens_from_words
 
@@ -199,6 +205,12 @@ class ScenarioSpec(Spec):
     objective: Literal["servers", "gpus", "cost", "power"] = "servers"
     economics: EconomicsSpec | None = None
     daily: DailySpec | None = None
+    users: Users | None = Field(
+        default=None, description="the mean rate as people: sets mean_rps (replaces it)"
+    )
+    redundancy: Redundancy | None = Field(
+        default=None, description="N + k: spare servers in the plan, its budget and cost"
+    )
     pipeline: list[PipelineStage] | None = Field(default=None, min_length=1)
     attention_dp: Auto | list[Degree] | None = Field(
         default=None,
@@ -234,6 +246,17 @@ class ScenarioSpec(Spec):
                 f"unknown precision {value!r}; expected one of {', '.join(PRECISIONS)}"
             )
         return value
+
+    @model_validator(mode="before")
+    @classmethod
+    def _users_rate(cls, data: Any) -> Any:
+        """``users:`` states the mean rate (``Users.mean_rps``); it replaces the others."""
+        if not isinstance(data, dict) or data.get("users") is None:
+            return data
+        if any(data.get(k) is not None for k in ("mean_rps", "peak_rps", "daily")):
+            raise ValueError("users: replaces mean_rps / peak_rps / daily; give only one of them")
+        users = Users.model_validate(data["users"])
+        return {**data, "mean_rps": users.mean_rps}
 
     @model_validator(mode="after")
     def _consistent(self, info: ValidationInfo) -> ScenarioSpec:

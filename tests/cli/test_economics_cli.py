@@ -52,7 +52,11 @@ def test_flags_override_the_scenario_economics() -> None:
         ]
     )["plan"]
     assert cloud["economics"]["basis"] == "cloud"
-    assert cloud["cost_per_hour_usd"] == pytest.approx(2 * cloud["gpus"])
+    # rented in whole 8-GPU servers: 2 $/GPU-h × 8 × servers, idle GPUs included
+    assert cloud["cost_per_hour_usd"] == pytest.approx(2 * 8 * cloud["servers"])
+    assert cloud["economics"]["utilisation"] == pytest.approx(
+        cloud["gpus"] / (8 * cloud["servers"])
+    )
 
 
 def test_objective_cost_prefers_the_cheaper_cloud() -> None:
@@ -129,8 +133,12 @@ def test_daily_block_from_flags() -> None:
     assert d["requests_per_day"] == pytest.approx(2.4e6)
     assert d["output_tokens_per_day"] == pytest.approx(2.4e6 * 250)
     assert d["fixed"]["instances"] == data["plan"]["instances"]
-    assert d["fixed"]["gpu_hours"] == 24 * data["plan"]["gpus"]
-    assert d["autoscaled"]["gpu_hours"] < d["fixed"]["gpu_hours"]
+    # paid in whole 8-GPU p5.48xlarge instances, however few GPUs run an instance
+    assert d["unit"] == "8-GPU instance"
+    units = -(-data["plan"]["gpus"] // 8)
+    assert d["fixed"]["units"] == units
+    assert d["fixed"]["gpu_hours"] == 24 * 8 * units
+    assert d["autoscaled"]["gpu_hours"] <= d["fixed"]["gpu_hours"]
     assert d["autoscaled"]["cost_usd"] == pytest.approx(6.88 * d["autoscaled"]["gpu_hours"])
     assert len(d["hours"]) == 24
 

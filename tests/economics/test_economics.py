@@ -8,17 +8,23 @@ from shipped import estimator as _est
 
 from inferencesize.economics import (
     HOURS_PER_YEAR,
+    WALL_PER_BOARD,
+    Fleet,
     Pricing,
     fleet_it_watts,
+    fleet_of,
     hourly_cost,
     input_share,
     owned_usd_per_hour,
+    require_figure,
+    sales_unit,
     server_power,
     token_economics,
 )
 from inferencesize.errors import InputError
 from inferencesize.latency import prefill
 from inferencesize.planner import Limits, PlanResult, plan
+from inferencesize.specs import SystemSpec
 
 
 def test_hours_per_year_is_365_25_days() -> None:
@@ -34,23 +40,41 @@ def test_owned_cost_hand_computed() -> None:
     assert energy == pytest.approx(6.3648)
 
 
-def test_cloud_cost_is_rent_times_gpus_without_energy() -> None:
+def _fleet(system: SystemSpec | None, servers: int, gpus: int) -> Fleet:
+    return fleet_of(sales_unit(system, 8), servers, gpus)
+
+
+def test_cloud_cost_rents_whole_instances_without_energy() -> None:
     gpu, system = _catalog().hardware("aws-p5-48xlarge")
-    cost = hourly_cost(Pricing(), gpu, system, gpus=13, servers=2, it_watts=9100.0)
+    # 13 GPUs on 2 nodes: p5.48xlarge rents only as 8 GPUs, so 2 × 8 × 6.88 = 110.08 $/h
+    cost = hourly_cost(Pricing(), gpu, system, _fleet(system, 2, 13), it_watts=9100.0)
     assert cost is not None and cost.basis == "cloud"
-    assert cost.usd_per_hour == pytest.approx(6.88 * 13)  # 89.44 $/h
+    assert cost.usd_per_hour == pytest.approx(2 * 8 * 6.88)
+    assert cost.usd_per_unit_hour == pytest.approx(55.04)  # the instance's published rate
     assert cost.energy_usd_per_hour == 0.0
+    assert cost.price.startswith("2 × 55.04 $/h per 8-GPU instance")
+    assert "2026-11-09" in cost.price  # the price's date travels with it
+
+
+def test_lambda_b200_ten_gpus_rent_two_servers() -> None:
+    # The issue's case: 10 GPUs on 8-GPU Lambda B200 servers rent 2 × 8 = 16 GPUs,
+    # 16 × 6.69 = 107.04 $/h (not 10 × 6.69 = 66.90), 62.5 % of what is paid for in use.
+    gpu, system = _catalog().hardware("lambda-8x-b200")
+    fleet = _fleet(system, 2, 10)
+    cost = hourly_cost(Pricing(), gpu, system, fleet, None)
+    assert cost is not None and cost.usd_per_hour == pytest.approx(107.04)
+    assert (fleet.units, fleet.gpus_paid, fleet.utilisation) == (2, 16, 0.625)
 
 
 def test_given_rent_overrides_the_catalog() -> None:
     gpu, system = _catalog().hardware("aws-p5-48xlarge")
-    cost = hourly_cost(Pricing(usd_per_gpu_hour=2.0), gpu, system, 10, 2, None)
-    assert cost is not None and cost.usd_per_hour == pytest.approx(20.0)
+    cost = hourly_cost(Pricing(usd_per_gpu_hour=2.0), gpu, system, _fleet(system, 2, 10), None)
+    assert cost is not None and cost.usd_per_hour == pytest.approx(2 * 8 * 2.0)
 
 
 def test_auto_uses_a_purchase_price_when_no_rent_is_known() -> None:
     gpu, system = _catalog().hardware("dgx-a100-320gb")  # 199,000 $, 6.5 kW, no rent
-    cost = hourly_cost(Pricing(), gpu, system, gpus=16, servers=2, it_watts=13_000.0)
+    cost = hourly_cost(Pricing(), gpu, system, _fleet(system, 2, 16), it_watts=13_000.0)
     assert cost is not None and cost.basis == "owned"
     capex = 199_000 * 2 / (4 * 8766)  # default 4 years
     energy = 13.0 * 1.3 * 0.10  # default PUE 1.3, 0.10 $/kWh
@@ -59,28 +83,64 @@ def test_auto_uses_a_purchase_price_when_no_rent_is_known() -> None:
 
 def test_no_price_means_no_cost_and_forced_basis_names_the_field() -> None:
     gpu, system = _catalog().hardware("dgx-h100")  # no price in the catalog
-    assert hourly_cost(Pricing(), gpu, system, 8, 1, 10_200.0) is None
+    fleet = _fleet(system, 1, 8)
+    assert hourly_cost(Pricing(), gpu, system, fleet, 10_200.0) is None
     with pytest.raises(InputError, match="usd_per_gpu_hour"):
-        hourly_cost(Pricing(basis="cloud"), gpu, system, 8, 1, 10_200.0)
+        hourly_cost(Pricing(basis="cloud"), gpu, system, fleet, 10_200.0)
     with pytest.raises(InputError, match="server_price_usd"):
-        hourly_cost(Pricing(basis="owned"), gpu, system, 8, 1, 10_200.0)
+        hourly_cost(Pricing(basis="owned"), gpu, system, fleet, 10_200.0)
 
 
-def test_server_power_sources() -> None:
+def test_nvl72_is_bought_as_a_rack_of_18_trays() -> None:
+    gpu, system = _catalog().hardware("gb200-nvl72")
+    unit = sales_unit(system, system.gpus_per_node if system else 0)
+    assert (unit.kind, unit.gpus, unit.nodes) == ("rack", 72, 18)
+    # 16 GPUs on 4 trays: one rack paid for and powered (18 trays × 6.67 kW = 120 kW)
+    fleet = fleet_of(unit, 4, 16)
+    assert (fleet.units, fleet.gpus_paid, fleet.nodes_paid) == (1, 72, 18)
+    assert fleet.utilisation == pytest.approx(16 / 72)
+    p = server_power(gpu, system, 4)
+    assert p is not None and fleet_it_watts(p, fleet) == pytest.approx(18 * 6670.0)
+    # 19 trays spill into a second rack
+    assert fleet_of(unit, 19, 76).units == 2
+
+
+def test_server_power_one_basis() -> None:
     c = _catalog()
     gpu, system = c.hardware("dgx-h100")
-    assert server_power(gpu, system, 8) == server_power(gpu, system, 8, None)
     p = server_power(gpu, system, 8)
     assert p is not None and (p.watts, p.basis) == (10_200.0, "system")
-    gpu, system = c.hardware("hgx-h100")  # no system power: 8 × 700 W TDP (lower bound)
-    p = server_power(gpu, system, 8)
-    assert p is not None and (p.watts, p.basis) == (5_600.0, "gpu-tdp")
-    # GPU-TDP power counts the GPUs used, a system's power whole servers
-    assert fleet_it_watts(p, servers=2, gpus=13, gpus_per_node=8) == pytest.approx(9_100.0)
-    s = server_power(*c.hardware("dgx-h100"), 8)
-    assert s is not None and fleet_it_watts(s, 2, 13, 8) == pytest.approx(20_400.0)
+    assert p.board_watts == 8 * 700.0  # GPU board power shown beside it
+    # no published wall power: 1.8 × the boards (DGX H100 10.2 kW / 5.6 kW = 1.82,
+    # DGX B200 14.3 kW / 8 kW = 1.79)
+    assert 10_200 / 5_600 == pytest.approx(WALL_PER_BOARD, abs=0.03)
+    assert 14_300 / 8_000 == pytest.approx(WALL_PER_BOARD, abs=0.03)
+    gpu, system = c.hardware("hgx-h100")
+    e = server_power(gpu, system, 8)
+    assert e is not None and e.basis == "estimate"
+    assert e.watts == pytest.approx(1.8 * 8 * 700)  # 10,080 W
+    assert "1.8 × GPU board power" in e.text()
+    # every node of the units paid for, whole servers: 13 GPUs on 2 servers = 2 servers' power
+    assert fleet_it_watts(e, _fleet(system, 2, 13)) == pytest.approx(2 * 10_080.0)
     g = server_power(gpu, system, 8, given_w=7_000.0)
     assert g is not None and (g.watts, g.basis) == (7_000.0, "given")
+
+
+def test_every_shipped_system_has_wall_power_and_states_its_prices() -> None:
+    c = _catalog()
+    for ident, system in c.systems.items():
+        gpu = c.gpus[system.gpu]
+        text = system.not_published or ""
+        power = server_power(gpu, system, system.gpus_per_node)
+        assert power is not None or "power" in text, ident
+        buy, rent = system.price_usd, system.price_usd_per_gpu_hour
+        if buy is not None or rent is not None:
+            assert system.price_date and system.price_source, ident
+        if buy is None or rent is None:  # a missing figure is said plainly
+            if buy is None:
+                assert "purchase" in text, ident
+            if rent is None:
+                assert "rent" in text, ident
 
 
 def test_token_economics_hand_computed() -> None:
@@ -161,10 +221,13 @@ def test_plan_carries_consistent_economics() -> None:
     r = _plan("servers", ["aws-p5-48xlarge"])
     p = r.chosen
     assert p is not None and p.economics is not None and p.economics.cost is not None
-    assert p.cost_per_hour_usd == pytest.approx(6.88 * p.gpus)
+    instances_rented = -(-p.servers // 1)  # one 8-GPU instance per node
+    assert p.cost_per_hour_usd == pytest.approx(55.04 * instances_rented)
     assert p.economics.cost.usd_per_hour == p.cost_per_hour_usd
-    # no system power for the AWS instance: GPUs × 700 W
-    assert p.power_watts == pytest.approx(700.0 * p.gpus)
+    # no published power for the AWS instance: 1.8 × 8 × 700 W per instance rented
+    assert p.power_watts == pytest.approx(1.8 * 8 * 700.0 * instances_rented)
+    # one $/M output tokens: the plan's figure is the economics' one
+    assert p.cost_per_million_output_tokens_usd == p.economics.tokens.usd_per_million_output
     assert p.economics.facility_watts == pytest.approx(1.3 * p.power_watts)
     # input share = per-instance rate × one prompt's prefill time
     c = _catalog()
@@ -215,3 +278,44 @@ def test_owned_pricing_in_the_planner_is_the_hand_formula() -> None:
     assert dearer.cost_per_hour_usd - p.cost_per_hour_usd == pytest.approx(
         10.2 * p.servers * 1.3 * 0.18
     )
+
+
+def test_power_compares_like_with_like() -> None:
+    # The issue's case: 10 MI300X used to read "7.5 kW" (10 × 750 W boards) against a whole
+    # DGX B200 at 14.3 kW. On one basis, wall power of whole servers: 10 MI300X fill 2 8-GPU
+    # servers, 2 × 1.8 × 8 × 750 W = 21.6 kW, more than the one DGX B200.
+    c = _catalog()
+    gpu, system = c.hardware("mi300x-8x")
+    mi = server_power(gpu, system, 8)
+    assert mi is not None and mi.basis == "estimate"
+    assert fleet_it_watts(mi, _fleet(system, 2, 10)) == pytest.approx(21_600.0)
+    gpu, system = c.hardware("dgx-b200")
+    b = server_power(gpu, system, 8)
+    assert b is not None and fleet_it_watts(b, _fleet(system, 1, 8)) == pytest.approx(14_300.0)
+
+
+def test_cost_objective_without_any_price_is_an_error_naming_them() -> None:
+    with pytest.raises(InputError) as err:
+        _plan("cost", ["dgx-h100", "mi300x-8x"])
+    message = str(err.value)
+    assert "dgx-h100" in message and "mi300x-8x" in message and "\n" not in message
+    # a given price makes them comparable
+    r = _plan("cost", ["dgx-h100"], pricing=Pricing(usd_per_gpu_hour=2.0))
+    assert r.chosen is not None and r.chosen.cost_per_hour_usd is not None
+
+
+def test_power_objective_without_any_power_is_an_error() -> None:
+    c = _catalog()
+    with pytest.raises(InputError, match="tpu-v5e-pod"):
+        require_figure("power", Pricing(), [c.hardware("tpu-v5e-pod")])
+    require_figure("power", Pricing(server_power_w=5_000.0), [c.hardware("tpu-v5e-pod")])
+
+
+def test_spare_servers_are_in_the_plan_and_its_cost() -> None:
+    base = _plan("servers", ["aws-p5-48xlarge"]).chosen
+    spare = _plan("servers", ["aws-p5-48xlarge"], pricing=Pricing(spare_servers=1)).chosen
+    assert base is not None and spare is not None
+    assert spare.servers == base.servers + 1
+    assert spare.gpus == base.gpus  # a spare runs no instance
+    assert spare.cost_per_hour_usd == pytest.approx(base.cost_per_hour_usd + 55.04)
+    assert spare.economics is not None and spare.economics.spare_servers == 1
