@@ -98,8 +98,9 @@ def validate(
     deployment it states: attention-DP and MoE-TP sizes from the notes, disaggregated rows at
     their prefill/decode split, spec_decoding=mtp rows with one draft head accepted 85 % of the
     time. tpot_ms_avg is compared with the mean ITL (closed loop, fixed lengths). Rows that
-    cannot be mapped are counted by reason and listed, never dropped silently. Also checks each serving point against Little's law, and
-    shows how far points measured more than once differ between runs (the data's own floor).
+    cannot be mapped are counted by reason and listed, never dropped silently. Also checks
+    each serving point against Little's law, and shows how far points measured more than once
+    differ between runs (the data's own floor).
     CSV: one row per accuracy group (table: by_metric, by_source, steady_by_metric).
 
     Examples:
