@@ -514,3 +514,68 @@ def test_request_handoff_is_paid_once_per_request_on_multi_gpu_instances(
     one_gpu, tp1 = at(1, 5e-3)
     assert one_gpu.handoff_s == 0.0
     assert tp1 == at(1, 0.0)[1]
+
+
+# ---------------------------------------------------------------------------------------------
+# Windows, linear attention and sparse attention in memory and step time
+# ---------------------------------------------------------------------------------------------
+
+
+def test_long_context_memory_is_bounded_by_the_window(
+    catalog: Catalog, estimator: Estimator
+) -> None:
+    res = resolve(catalog, estimator, "gemma-3-27b", "h200-sxm", "bf16", Parallelism(1), 131_072)
+    dep = dep_of(res)
+    # 62 layers, 5 local of every 6: 52 local (window 1024), 10 global; 2 · 16 · 128 · 2 B
+    # = 8192 B per layer-token
+    per = 8192
+    assert kv_bytes_per_sequence_per_gpu(dep, 131_072) == (10 * 131_072 + 52 * 1024) * per
+    # beyond the window only the 10 global layers grow
+    grow = kv_bytes_per_sequence_per_gpu(dep, 131_072) - kv_bytes_per_sequence_per_gpu(dep, 65_536)
+    assert grow == 10 * 65_536 * per
+    # against all 62 layers global: 62 · 131,072 / (10 · 131,072 + 52 · 1024) = 5.96x less
+    ratio = 62 * 131_072 * per / kv_bytes_per_sequence_per_gpu(dep, 131_072)
+    assert ratio == pytest.approx(5.958, abs=0.001)
+
+
+def test_linear_attention_state_per_gpu_is_constant_and_split_over_tp(
+    catalog: Catalog, estimator: Estimator
+) -> None:
+    res = resolve(
+        catalog, estimator, "qwen3-next-80b-a3b", "dgx-h100", "bf16", Parallelism(2), 8192
+    )
+    dep = dep_of(res)
+    assert dep.kv_bytes_per_element == 2
+    # KV: 12 gated-attention layers, 2 KV heads over TP 2 = one per GPU: 12 · 2 · 256 · 2 B
+    # = 12,288 B per token; state: 36 layers · 2,146,304 B / 2 GPUs = 38,633,472 B
+    for tokens in (1, 8192):
+        assert kv_bytes_per_sequence_per_gpu(dep, tokens) == 12_288 * tokens + 38_633_472
+
+
+def test_decode_reads_the_state_once_per_step(catalog: Catalog, estimator: Estimator) -> None:
+    def attention_s(ident: str, context: int) -> float:
+        res = resolve(catalog, estimator, ident, "h100-sxm", "bf16", Parallelism(1), 4096)
+        return float(decode_step(dep_of(res), 64, context).attention_s)
+
+    # with no context a softmax-only model has nothing to read; the linear layers still read
+    # and write their recurrent state (2 · 77,266,944 B per sequence)
+    assert attention_s("qwen3-32b", 0) == 0
+    assert attention_s("qwen3-next-80b-a3b", 0) > 0
+    # beyond that, time grows linearly in the context (the 12 softmax layers only)
+    t1, t2, t3 = (attention_s("qwen3-next-80b-a3b", n) for n in (1000, 2000, 3000))
+    assert t2 > t1
+    assert t3 - t2 == pytest.approx(t2 - t1, rel=1e-9)
+
+
+def test_sparse_attention_decode_is_bounded_at_long_context(
+    catalog: Catalog, estimator: Estimator
+) -> None:
+    def attention_s(ident: str, context: int) -> float:
+        res = resolve(catalog, estimator, ident, "dgx-h200", "fp8", Parallelism(8), 131_072)
+        return float(decode_step(dep_of(res), 32, context).attention_s)
+
+    # below top-k (2048) DSA reads 704 instead of 576 elements per token: a little more
+    assert attention_s("deepseek-v3.2", 1000) > attention_s("deepseek-v3", 1000)
+    # at 128k dense MLA reads and multiplies every token; DSA only 2048 latents plus the
+    # 128-element indexer keys: several times less
+    assert attention_s("deepseek-v3.2", 128_000) < attention_s("deepseek-v3", 128_000) / 2

@@ -13,15 +13,28 @@ from inferencesize.catalog import Catalog, load_catalog
 from inferencesize.specs import ModelSpec
 from inferencesize.transformer import (
     active_params,
+    attended_tokens,
+    attention_cap,
+    attention_pairs,
+    attention_params_per_layer,
     causal_pairs,
+    decode_cache_elements_read,
+    decode_extra_flops,
     decode_flops,
     experts_touched,
+    indexer_params_per_layer,
+    is_linear_attention_layer,
     is_moe_layer,
     kv_bytes_per_token,
     kv_cache_bytes,
+    linear_attention_layers,
+    linear_attention_params,
+    linear_state_bytes,
     local_attention_layers,
     model_costs,
+    mtp_params,
     num_moe_layers,
+    prefill_extra_flops,
     prefill_flops,
     total_params,
 )
@@ -284,3 +297,115 @@ def test_fixed_routing_reads_the_same_experts_at_any_batch() -> None:
     grow_real = float(decode_step(real, 64, 200).total_s) / float(decode_step(real, 1, 200).total_s)
     grow_fake = float(decode_step(fake, 64, 200).total_s) / float(decode_step(fake, 1, 200).total_s)
     assert grow_real > 2.0 > grow_fake
+
+
+# ---------------------------------------------------------------------------------------------
+# Linear attention, sparse attention, output gate, MTP (structure of the 2025-26 models)
+# ---------------------------------------------------------------------------------------------
+
+
+def test_qwen3_next_layer_kinds_and_weights_by_hand(catalog: Catalog) -> None:
+    m = model(catalog, "qwen3-next-80b-a3b")
+    # full_attention_interval 4: layers 3, 7, ..., 47 are gated attention, the other 36 linear
+    assert [i for i in range(48) if not is_linear_attention_layer(m, i)] == list(range(3, 48, 4))
+    assert linear_attention_layers(m) == 36
+    # Gated DeltaNet, h = 2048, key width 16·128 = 2048, value width 32·128 = 4096:
+    # in_proj_qkvz 2048·(2·2048 + 2·4096) = 25,165,824; in_proj_ba 2048·2·32 = 131,072;
+    # conv (2·2048 + 4096)·4 = 32,768; dt_bias + A_log 2·32 = 64; gated norm 128;
+    # out_proj 4096·2048 = 8,388,608
+    assert linear_attention_params(m) == 33_718_464
+    # gated attention: q_proj 2048·(16·256·2) = 16,777,216 (query and its gate); k, v
+    # 2·2048·2·256 = 2,097,152; o_proj 16·256·2048 = 8,388,608; q/k norms 2·256
+    assert attention_params_per_layer(m) == 27_263_488
+    costs = model_costs(m)
+    assert (costs.global_layers, costs.local_layers, costs.linear_layers) == (12, 0, 36)
+
+
+def test_qwen3_next_state_is_constant_and_kv_grows_on_12_layers(catalog: Catalog) -> None:
+    m = model(catalog, "qwen3-next-80b-a3b")
+    # state per layer: 32 value heads · 128 · 128 fp32 = 2,097,152 B, plus the conv's last
+    # 3 inputs of 8192 channels in bf16 = 49,152 B; 36 layers: 77,266,944 B per sequence
+    assert linear_state_bytes(m) == 2_146_304
+    state = 36 * 2_146_304
+    # KV of the 12 gated-attention layers: 2 · 2 KV heads · 256 · 2 B = 2048 B per layer-token
+    for tokens in (1, 4096, 262_144):
+        assert kv_cache_bytes(m, 2.0, tokens) == 12 * 2048 * tokens + state
+    # the per-token figure leaves the constant state out
+    assert kv_bytes_per_token(m, 2.0, context=1) == 12 * 2048
+
+
+def test_linear_layers_do_work_linear_in_tokens(catalog: Catalog) -> None:
+    costs = model_costs(model(catalog, "qwen3-next-80b-a3b"))
+    # recurrence per token per layer: 3 · 2 · 32 · 128 · 128 = 3,145,728 plus the conv
+    # 2 · 4 · 8192 = 65,536
+    assert costs.linear_flops_per_token_layer == 3_211_264
+    assert prefill_extra_flops(costs, 1000) == 36 * 3_211_264 * 1000
+    assert prefill_extra_flops(costs, 3000, 1000) == 36 * 3_211_264 * 2000
+    # decode: the same per token, whatever the context
+    assert decode_extra_flops(costs, 10) == decode_extra_flops(costs, 100_000) == 36 * 3_211_264
+    # the softmax attention of the 12 full layers still sees every token
+    assert attended_tokens(costs, 100_000) == 12 * 100_000
+
+
+def test_dsa_kv_holds_every_token_and_the_indexer_key(catalog: Catalog) -> None:
+    v3, v32 = model(catalog, "deepseek-v3"), model(catalog, "deepseek-v3.2")
+    # MLA latent 512 + rope 64 = 576 elements; DSA adds the indexer key, 128: 704
+    assert kv_bytes_per_token(v3, 2.0, context=1) == 61 * 576 * 2
+    assert kv_bytes_per_token(v32, 2.0, context=1) == 61 * 704 * 2
+    # the cache is not windowed: 100k tokens hold 100k entries per layer
+    assert kv_cache_bytes(v32, 1.0, 100_000) == 61 * 704 * 100_000
+    # indexer weights per layer: wq_b 1536 · 64 · 128 = 12,582,912; wk 7168 · 128 = 917,504;
+    # its LayerNorm 2 · 128; weights_proj 7168 · 64 = 458,752
+    assert indexer_params_per_layer(v32) == 13_959_424
+    assert attention_params_per_layer(v32) == attention_params_per_layer(v3) + 13_959_424
+
+
+def test_dsa_attention_is_bounded_by_top_k_and_the_indexer_scans_everything(
+    catalog: Catalog,
+) -> None:
+    costs = model_costs(model(catalog, "deepseek-v3.2"))
+    dense = model_costs(model(catalog, "deepseek-v3"))
+    assert attention_cap(costs) == 2048 and attention_cap(dense) == 0
+    # below top-k the two attend alike; above, DSA attends 2048 tokens on each of 61 layers
+    assert attended_tokens(costs, 1000) == attended_tokens(dense, 1000) == 61 * 1000
+    assert attended_tokens(costs, 100_000) == 61 * 2048
+    # indexer: 2 · 64 heads · 128 per scored pair, on every cached token of every layer
+    assert costs.index_flops_per_pair == 16_384
+    growth = decode_flops(costs, 1, 100_000) - decode_flops(costs, 1, 50_000)
+    assert growth == 61 * 50_000 * 16_384
+    # decode reads the latents of the 2048 chosen tokens and every token's indexer key
+    assert decode_cache_elements_read(costs, 100_000) == 61 * (2048 * 576 + 100_000 * 128)
+    # prefill pairs: sum_i min(i, 2048) per layer, as a 2048-token window
+    assert attention_pairs(costs, 10_000) == 61 * causal_pairs(10_000, 2048)
+
+
+def test_mtp_module_weights(catalog: Catalog) -> None:
+    v3 = model(catalog, "deepseek-v3")
+    # one more MoE layer as layer 60, the 2h -> h projection and three norms; DeepSeek states
+    # 11.5B unique MTP parameters (README_WEIGHTS.md of deepseek-ai/DeepSeek-V3)
+    layer = total_params(v3) - total_params(v3.model_copy(update={"num_layers": 60}))
+    assert mtp_params(v3) == layer + 2 * 7168 * 7168 + 3 * 7168
+    assert mtp_params(v3) == pytest.approx(11.5e9, rel=0.02)
+    # not part of the total the vendor states (671B)
+    assert total_params(v3) == pytest.approx(671e9, rel=0.001)
+    assert mtp_params(model(catalog, "kimi-k2.5")) == 0
+
+
+@pytest.mark.parametrize(
+    "ident",
+    [
+        "qwen3-next-80b-a3b",
+        "qwen3.5-397b-a17b",
+        "qwen3-coder-480b-a35b",
+        "deepseek-v3.2",
+        "glm-5",
+        "glm-4.7",
+        "minimax-m2",
+    ],
+)
+def test_structured_models_total_within_2_percent_of_published(
+    catalog: Catalog, ident: str
+) -> None:
+    m = model(catalog, ident)
+    assert m.published_params_b is not None
+    assert total_params(m) / 1e9 == pytest.approx(m.published_params_b, rel=0.02)
