@@ -16,7 +16,9 @@ from inferencesize.cli.common import (
     usage_error,
 )
 from inferencesize.errors import InputError
+from inferencesize.specs.economics import requests_per_day_of_users, users_of_requests
 from inferencesize.traffic import mean_rps_from_daily, peak_rps, traffic_model
+from inferencesize.units import SECONDS_PER_HOUR
 
 FORMATS = ("plain", *report.FORMATS)
 
@@ -57,6 +59,25 @@ def peak(
             show_default=False,
         ),
     ] = None,
+    daily_active_users: Annotated[
+        float | None,
+        typer.Option(
+            "--daily-active-users",
+            metavar="U",
+            help="People a day instead of --mean-rps (with --requests-per-user): U × R"
+            " requests over --active-hours.",
+            show_default=False,
+        ),
+    ] = None,
+    requests_per_user: Annotated[
+        float | None,
+        typer.Option(
+            "--requests-per-user",
+            metavar="R",
+            help="Requests each user sends a day; with a rate or volume, prints the users.",
+            show_default=False,
+        ),
+    ] = None,
     percentile: Annotated[
         float,
         typer.Option(
@@ -91,7 +112,9 @@ def peak(
     The PERCENTILE quantile of the number of requests in a WINDOW-S window, divided by the
     window, for random (Poisson) arrivals at the mean rate. With 64 requests/s on average, 95 % of one-second windows see at most 77 requests, so size
     for 77 requests/s. Give the mean as --mean-rps, or as --requests-per-day (optionally with
-    --active-hours: 8.64 million requests/day over 24 h is 100 requests/s).
+    --active-hours: 8.64 million requests/day over 24 h is 100 requests/s), or as people:
+    --daily-active-users U --requests-per-user R is U × R requests/day. With a rate or a
+    volume, --requests-per-user counts the users it takes (both directions).
 
     Burstier traffic: the rate itself varies hour to hour with a squared coefficient of
     variation of D (--dispersion D), which makes the counts negative binomial with variance
@@ -104,23 +127,37 @@ def peak(
       infersize peak --mean-rps 64  # prints 77
       infersize peak --mean-rps 64 --percentile 0.99 --format json
       infersize peak --requests-per-day 2e6 --active-hours 10 --dispersion 0.05
+      infersize peak --daily-active-users 678720 --requests-per-user 3 --active-hours 8
+      infersize peak --mean-rps 70.7 --active-hours 8 --requests-per-user 3 -f table  # users
       infersize peak --mean-rps 20 --window-s 60  # the peak of one-minute averages
     """
     check_format(fmt, FORMATS)
-    if (mean_rps is None) == (requests_per_day is None):
-        raise usage_error("give exactly one of --mean-rps or --requests-per-day")
-    if active_hours is not None and requests_per_day is None:
-        raise usage_error("--active-hours goes with --requests-per-day, not --mean-rps")
+    given = [x for x in (mean_rps, requests_per_day, daily_active_users) if x is not None]
+    if len(given) != 1:
+        raise usage_error(
+            "give exactly one of --mean-rps, --requests-per-day or --daily-active-users"
+        )
+    if daily_active_users is not None and requests_per_user is None:
+        raise usage_error("--daily-active-users needs --requests-per-user")
+    if active_hours is not None and mean_rps is not None and requests_per_user is None:
+        raise usage_error(
+            "--active-hours goes with --requests-per-day or --daily-active-users, or with"
+            " --mean-rps and --requests-per-user (to count the users)"
+        )
+    hours = 24.0 if active_hours is None else active_hours
     try:
-        if requests_per_day is not None:
-            hours = 24.0 if active_hours is None else active_hours
-            mean = mean_rps_from_daily(requests_per_day, hours)
-        else:
-            assert mean_rps is not None  # narrowed by the exactly-one check above
-            mean = mean_rps
+        day = _daily_volume(
+            mean_rps, requests_per_day, daily_active_users, requests_per_user, hours
+        )
+        mean = mean_rps if mean_rps is not None else mean_rps_from_daily(day or 0.0, hours)
         peak_value = peak_rps(mean, percentile, window_s, dispersion)
     except ValueError as err:
         raise InputError(_option_names(str(err))) from None
+    users = (
+        users_of_requests(day, requests_per_user)
+        if day is not None and requests_per_user is not None
+        else None
+    )
 
     data: dict[str, Any] = {
         "mean_rps": mean,
@@ -130,17 +167,24 @@ def peak(
         "dispersion": dispersion,
         "model": traffic_model(dispersion),
     }
+    if day is not None:
+        data |= {"requests_per_day": day, "active_hours": hours}
+    if users is not None:
+        data |= {"daily_active_users": users, "requests_per_user": requests_per_user}
     if fmt == "plain":
+        if mean_rps is None:  # say what the number is the peak of (stderr: stdout stays a number)
+            report.emit(sys.stderr, _derivation(data))
         report.emit(sys.stdout, format_number(peak_value))
         return
 
     def table(out: Any) -> None:
         pairs: list[tuple[str, Any]] = []
-        if requests_per_day is not None:
-            pairs.append(("requests/day", format_number(requests_per_day)))
-            pairs.append(
-                ("active hours", format_number(24.0 if active_hours is None else active_hours))
-            )
+        if users is not None:
+            pairs.append(("daily active users", f"{users:,.0f}"))
+            pairs.append(("requests/user", format_number(requests_per_user or 0.0)))
+        if day is not None:
+            pairs.append(("requests/day", f"{day:,.0f}"))
+            pairs.append(("active hours", format_number(hours)))
         pairs += [
             ("mean rate", f"{format_number(mean)} req/s"),
             ("percentile", format_number(percentile)),
@@ -157,12 +201,57 @@ def peak(
     emit_data(fmt, data, table=table)
 
 
+def _daily_volume(
+    mean_rps: float | None,
+    requests_per_day: float | None,
+    users: float | None,
+    requests_per_user: float | None,
+    hours: float,
+) -> float | None:
+    """Requests/day from users (U × R), as given, or from a mean rate over the active hours
+    when users are to be counted (mean · hours · 3600); None when it is not asked for."""
+    if users is not None:
+        assert requests_per_user is not None
+        for name, value in (
+            ("daily_active_users", users),
+            ("requests_per_user", requests_per_user),
+        ):
+            if not value > 0 or value != value or value == float("inf"):
+                raise ValueError(f"{name} must be a finite number > 0 (got {value})")
+        return requests_per_day_of_users(users, requests_per_user)
+    if requests_per_day is not None:
+        return requests_per_day
+    if mean_rps is not None and requests_per_user is not None:
+        if not 0 < hours <= 24:
+            raise ValueError(f"active_hours must be in (0, 24] hours (got {hours})")
+        return mean_rps * hours * SECONDS_PER_HOUR
+    return None
+
+
+def _derivation(data: dict[str, Any]) -> str:
+    """One line: users → requests/day → mean rate → the peak printed on stdout."""
+    parts = []
+    if "daily_active_users" in data:
+        parts.append(
+            f"{data['daily_active_users']:,.0f} users × {format_number(data['requests_per_user'])}"
+            " requests"
+        )
+    parts.append(
+        f"{data['requests_per_day']:,.0f} requests/day over {format_number(data['active_hours'])} h"
+    )
+    parts.append(f"mean {data['mean_rps']:,.1f} req/s")
+    stat = "Poisson" if not data["dispersion"] else "negative binomial"
+    return " = ".join(parts) + f"; {stat} p{data['percentile'] * 100:g} peak (req/s):"
+
+
 def _option_names(message: str) -> str:
     """Name the flags, not the Python arguments, in a validation message."""
     for arg, flag in (
         ("mean_rps", "--mean-rps"),
         ("requests_per_day", "--requests-per-day"),
         ("active_hours", "--active-hours"),
+        ("daily_active_users", "--daily-active-users"),
+        ("requests_per_user", "--requests-per-user"),
         ("percentile", "--percentile"),
         ("window_s", "--window-s"),
         ("dispersion", "--dispersion"),

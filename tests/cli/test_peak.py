@@ -93,8 +93,18 @@ def test_requests_per_day_with_active_hours() -> None:
         ["peak", "--mean-rps", "64", "--active-hours", "8"],
         ["peak", "--mean-rps", "64", "--format", "xml"],
         ["peak", "--mean-rps", "many"],
+        ["peak", "--daily-active-users", "1000"],
+        ["peak", "--daily-active-users", "1000", "--requests-per-user", "3", "--mean-rps", "2"],
     ],
-    ids=["neither", "both", "hours-without-daily", "bad-format", "not-a-number"],
+    ids=[
+        "neither",
+        "both",
+        "hours-without-daily",
+        "bad-format",
+        "not-a-number",
+        "users-without-requests",
+        "users-and-rate",
+    ],
 )
 def test_usage_errors_exit_2(args: list[str]) -> None:
     result = runner.invoke(app, args)
@@ -105,7 +115,9 @@ def test_usage_errors_exit_2(args: list[str]) -> None:
 
 def test_exactly_one_rate_message() -> None:
     result = runner.invoke(app, ["peak"])
-    assert result.stderr == "error: give exactly one of --mean-rps or --requests-per-day\n"
+    assert result.stderr == (
+        "error: give exactly one of --mean-rps, --requests-per-day or --daily-active-users\n"
+    )
 
 
 @pytest.mark.parametrize(
@@ -132,8 +144,20 @@ def test_exactly_one_rate_message() -> None:
             ["--requests-per-day", "1000", "--active-hours", "25"],
             "--active-hours must be in (0, 24] hours (got 25.0)",
         ),
+        (
+            ["--daily-active-users", "0", "--requests-per-user", "3"],
+            "--daily-active-users must be a finite number > 0 (got 0.0)",
+        ),
     ],
-    ids=["percentile-95", "percentile-1", "negative-rate", "zero-window", "dispersion", "hours"],
+    ids=[
+        "percentile-95",
+        "percentile-1",
+        "negative-rate",
+        "zero-window",
+        "dispersion",
+        "hours",
+        "no-users",
+    ],
 )
 def test_bad_values_exit_1_with_one_line(args: list[str], message: str) -> None:
     result = runner.invoke(app, ["peak", *args])
@@ -147,3 +171,56 @@ def test_help_explains_dispersion() -> None:
     assert result.exit_code == 0
     assert "squared coefficient of variation" in result.stdout
     assert "infersize peak --mean-rps 64" in result.stdout
+
+
+USERS = [
+    "peak",
+    "--daily-active-users",
+    "678720",
+    "--requests-per-user",
+    "3",
+    "--active-hours",
+    "8",
+]
+BACK = ["peak", "--mean-rps", "70.7", "--active-hours", "8", "--requests-per-user", "3"]
+
+
+def test_users_to_requests_to_rate_and_back() -> None:
+    # 678,720 users × 3 requests = 2,036,160 requests/day; over an 8-hour working day that is
+    # 2,036,160 / (8 · 3600 s) = 70.7 req/s on average; Poisson ppf(0.95, 70.7) = 85 req/s.
+    result = runner.invoke(
+        app,
+        [
+            "peak",
+            "--daily-active-users",
+            "678720",
+            "--requests-per-user",
+            "3",
+            "--active-hours",
+            "8",
+        ],
+    )
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout == "85\n"  # the peak alone on stdout, for scripts
+    assert "mean 70.7 req/s" in result.stderr and "2,036,160 requests/day" in result.stderr
+    assert "Poisson p95 peak" in result.stderr
+    forward = json.loads(
+        runner.invoke(
+            app,
+            [*USERS, "-f", "json"],
+        ).stdout
+    )
+    assert forward["requests_per_day"] == 2_036_160
+    assert forward["mean_rps"] == pytest.approx(70.7)
+    # the same peak as the mean given directly
+    assert f"{forward['peak_rps']:g}\n" == runner.invoke(app, ["peak", "--mean-rps", "70.7"]).stdout
+    # and back: 70.7 req/s for 8 hours at 3 requests each is 678,720 users
+    back = json.loads(
+        runner.invoke(
+            app,
+            [*BACK, "-f", "json"],
+        ).stdout
+    )
+    assert back["requests_per_day"] == pytest.approx(2_036_160)
+    assert back["daily_active_users"] == pytest.approx(678_720)
+    assert back["peak_rps"] == forward["peak_rps"]
