@@ -217,6 +217,7 @@ POINT_CEILINGS: dict[str, int] = {
     "tp": MAX_PARALLEL,
     "pp": MAX_PARALLEL,
     "ep": MAX_PARALLEL,
+    "dp": MAX_PARALLEL,
     "isl": MAX_TOKENS,
     "osl": MAX_TOKENS,
     "concurrency": MAX_COUNT,

@@ -183,7 +183,7 @@ def estimate(
     request. E2E = TTFT + (OSL − 1) · ITL.
 
     Batch mode: --points FILE, a CSV with the columns model, hardware, precision, tp, pp, ep,
-    isl, osl, concurrency or rate (cv with rate), batching, kv_precision (model, hardware, isl,
+    dp, isl, osl, concurrency or rate (cv with rate), batching, kv_precision (model, hardware, isl,
     osl and one of concurrency or rate per row required; the others take the flags'
     defaults); one output row per input row.
 
@@ -551,6 +551,9 @@ def _parse_point(
         num("pp", 1),
         num("ep", 1),
     )
+    dp = num("dp", 1)  # attention data parallelism (optional column)
+    if dp != 1:
+        cand = replace(cand, par=replace(cand.par, dp=dp))
     key = (cand.model.id, cand.hardware_id, cand.precision, cand.kv_precision, cand.par, batching)
     has_conc = bool((row.get("concurrency") or "").strip())
     has_rate = bool((row.get("rate") or "").strip())

@@ -5,6 +5,7 @@ the record must hold, not floats of today's model."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -119,3 +120,23 @@ def test_simulate_runs_an_attention_dp_instance() -> None:
     # 64 closed-loop clients: Little's law on the simulated requests
     rate_e2e = rec["requests_per_s"] * rec["e2e_ms"]["mean"] / 1000
     assert rate_e2e == pytest.approx(64, rel=0.05)
+
+
+def test_points_take_a_dp_column(tmp_path: Path) -> None:
+    points = tmp_path / "points.csv"
+    points.write_text(
+        "model,hardware,tp,ep,dp,isl,osl,concurrency\n"
+        "deepseek-r1,b200,1,8,8,1024,1024,64\n"
+        "deepseek-r1,b200,8,1,,1024,1024,64\n"
+    )
+    result = invoke("--points", str(points), "--format", "json")
+    assert result.exit_code == 0, result.stderr
+    first, second = json.loads(result.stdout)
+    assert (first["dp"], first["gpus"]) == (8, 8)
+    assert (second["dp"], second["gpus"]) == (1, 8)
+
+
+def test_points_refuse_the_point_flags(tmp_path: Path) -> None:
+    points = tmp_path / "points.csv"
+    points.write_text("model,hardware,isl,osl,concurrency\nllama-3-8b,h100-sxm,200,200,4\n")
+    assert_one_line_error(invoke("--points", str(points), "--dp", "2"), 2, "drop --points")
