@@ -212,7 +212,9 @@ def _required(catalog: Catalog, data: Mapping[str, Any], shown: str, traffic: bo
         ("osl", ("osl", "osl_words"), "--osl"),
     ]
     if traffic and "offline" not in data:
-        need.append(("traffic", ("mean_rps", "peak_rps", "daily"), "--mean-rps or --peak-rps"))
+        need.append(
+            ("traffic", ("mean_rps", "peak_rps", "daily", "users"), "--mean-rps or --peak-rps")
+        )
     for what, keys, flag in need:
         if not any(k in data for k in keys):
             raise CatalogError(shown, what, f"required: give {flag} (or state it in a scenario)")

@@ -229,3 +229,99 @@ def test_a_choice_flag_names_its_choices_as_a_usage_error(
     assert result.exit_code == 2
     words = result.stderr.replace("│", " ").split()
     assert choices in " ".join(words)
+
+
+LAMBDA = ["plan", "--model", "llama-3-8b", "--hardware", "lambda-8x-b200", "--objective", "cost"]
+LAMBDA += ["--isl", "1000", "--osl", "200", "--peak-rps", "300", "--ttft-ms", "500"]
+LAMBDA += ["--itl-ms", "20", "--precision", "fp8", "--tp", "1", "--pp", "1"]
+
+
+def test_cost_objective_costs_whole_lambda_servers() -> None:
+    data = _json([*LAMBDA, "--top", "5", "--format", "json"])
+    for p in [data["plan"], *data["alternatives"]]:
+        e = p["economics"]
+        units = -(-p["gpus"] // 8)  # 8-GPU servers, rented whole
+        assert e["units"] == units and e["gpus_paid"] == 8 * units
+        assert e["utilisation"] == pytest.approx(p["gpus"] / (8 * units))
+        assert e["usd_per_unit_hour"] == pytest.approx(8 * 6.69)  # 53.52 $/h per server
+        assert p["cost_per_hour_usd"] == pytest.approx(units * 8 * 6.69)
+        # one $/M output tokens, the economics' own
+        assert p["cost_per_million_output_tokens_usd"] == e["usd_per_million_output_tokens"]
+    table = runner.invoke(app, LAMBDA).stdout
+    assert "× lambda-8x-b200 (8-GPU instance)" in table and "GPUs used" in table
+    assert "per 8-GPU instance" in table
+    assert table.count("$/M") == 0 and table.count("per million tokens") == 1
+
+
+def test_cost_objective_without_prices_exits_1_naming_them() -> None:
+    result = runner.invoke(
+        app, ["plan", "default", "--hardware", "dgx-h100,mi300x-8x", "--objective", "cost"]
+    )
+    assert result.exit_code == 1
+    assert result.stdout == ""
+    line = result.stderr.strip()
+    assert "\n" not in line and "dgx-h100" in line and "mi300x-8x" in line
+    assert "--usd-per-gpu-hour" in line
+    power = runner.invoke(
+        app, ["plan", "default", "--hardware", "tpu-v5e-pod", "--objective", "power"]
+    )
+    assert power.exit_code == 1 and "tpu-v5e-pod" in power.stderr
+
+
+def test_unpriced_candidates_are_listed_and_ranked_last() -> None:
+    args = ["plan", "default", "--hardware", "aws-p5-48xlarge,dgx-h100", "--objective", "cost"]
+    data = _json([*args, "--top", "30", "--format", "json"])
+    assert data["unranked"] == ["dgx-h100"]
+    assert data["plan"]["hardware"] == "aws-p5-48xlarge"
+    costs = [a["cost_per_hour_usd"] for a in data["alternatives"]]
+    priced = [c for c in costs if c is not None]
+    assert costs[: len(priced)] == priced  # every unpriced plan after every priced one
+    table = runner.invoke(app, [*args, "--top", "30"]).stdout
+    assert "ranked last, no price in the catalog: dgx-h100" in table
+    assert "unpriced" in table
+
+
+def test_nvl72_plan_reads_as_the_rack_it_is_sold_as() -> None:
+    args = ["plan", "--model", "llama-3.1-70b", "--hardware", "gb200-nvl72", "--isl", "1000"]
+    args += ["--osl", "300", "--peak-rps", "20", "--ttft-ms", "1000", "--itl-ms", "50"]
+    args += ["--precision", "fp8"]
+    data = _json([*args, "--format", "json"])
+    p, e = data["plan"], data["plan"]["economics"]
+    assert e["unit"] == "72-GPU rack of 18 × 4-GPU trays"
+    assert e["units"] == -(-p["gpus"] // 72) and e["gpus_paid"] == 72 * e["units"]
+    # the rack is powered whole: 18 trays × 6.67 kW
+    assert p["power_kw"] == pytest.approx(18 * 6.67 * e["units"])
+    assert e["gpu_board_power_kw"] == pytest.approx(72 * 1.2 * e["units"])
+    table = runner.invoke(app, args).stdout
+    assert "gb200-nvl72 (72-GPU rack" in table and "(servers)" not in table
+
+
+def test_spare_servers_in_plan_cost_and_check() -> None:
+    base = _json([*LAMBDA, "--format", "json"])["plan"]
+    spare = _json([*LAMBDA, "--spare-servers", "1", "--format", "json"])["plan"]
+    assert spare["servers"] == base["servers"] + 1 and spare["gpus"] == base["gpus"]
+    assert spare["economics"]["spare_servers"] == 1
+    assert spare["cost_per_hour_usd"] == pytest.approx(base["cost_per_hour_usd"] + 53.52)
+    check = ["check", *LAMBDA[1:], "--spare-servers", "1", "--max-servers", str(base["servers"])]
+    assert runner.invoke(app, check).exit_code == 4  # N + 1 needs one server more
+    check[-1] = str(base["servers"] + 1)
+    assert runner.invoke(app, check).exit_code == 0
+
+
+def test_scenario_users_and_redundancy(tmp_path: Path) -> None:
+    path = tmp_path / "users.yaml"
+    path.write_text(
+        "model: llama-3-8b\nisl: 1000\nosl: 200\nttft_ms: 500\nhardware: [lambda-8x-b200]\n"
+        "precision: [fp8]\ntp: [1]\npp: [1]\n"
+        "users: {daily_active_users: 678720, requests_per_user: 3, active_hours: 8}\n"
+        "redundancy: {spare_servers: 1}\n"
+    )
+    data = _json(["plan", str(path), "--format", "json"])
+    # 678,720 × 3 / (8 · 3600 s) = 70.7 req/s, Poisson p95 = 85 req/s (as `peak` prints)
+    assert data["mean_rps"] == pytest.approx(70.7)
+    assert data["peak_rps"] == 85.0
+    assert data["plan"]["economics"]["spare_servers"] == 1
+    both = tmp_path / "both.yaml"
+    both.write_text(path.read_text() + "mean_rps: 3\n")
+    r = runner.invoke(app, ["plan", str(both)])
+    assert r.exit_code == 1 and "users: replaces mean_rps" in r.stderr
