@@ -359,3 +359,44 @@ def test_import_never_overwrites(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     )
     assert out.read_text(encoding="utf-8") == "keep me\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["existing.yaml"]
+
+
+def _error(config: dict[str, Any]) -> str:
+    with pytest.raises(CatalogError) as err:
+        model_entry_from_hf(config, "x", "c.json")
+    return str(err.value)
+
+
+def test_qwen3_next_layer_types_must_be_every_kth_full() -> None:
+    config = _fixture("qwen3-next-80b-a3b")
+    # an explicit layer_types list with the same pattern gives the same entry
+    listed = dict(config, layer_types=(["linear_attention"] * 3 + ["full_attention"]) * 12)
+    assert _convert(listed) == _convert(config)
+    irregular = dict(config, layer_types=["full_attention"] * 2 + ["linear_attention"] * 46)
+    assert _error(irregular) == (
+        "c.json: layer_types: only 'every k-th layer is full attention, the others linear'"
+        " can be imported"
+    )
+    unknown = dict(config, layer_types=["mamba"] * 48)
+    assert _error(unknown) == (
+        "c.json: layer_types: unsupported layer type 'mamba' (linear_attention, full_attention)"
+    )
+
+
+def test_sparse_attention_fields_are_required_and_shared_indexers_refused() -> None:
+    config = _fixture("deepseek-v3.2")
+    missing = {k: v for k, v in config.items() if k != "index_topk"}
+    assert _error(missing) == (
+        "c.json: index_topk: required in config.json for deepseek_v32"
+        " (tokens each query attends (DeepSeek Sparse Attention))"
+    )
+    shared = dict(_fixture("glm-5"), index_topk_freq=4)
+    assert _error(shared).startswith("c.json: index_topk_freq: only an indexer on every layer")
+
+
+def test_qwen3_5_reads_text_config_and_its_mtp_layer() -> None:
+    model = _convert(_fixture("qwen3.5-397b-a17b"))
+    assert model.linear_attention is not None
+    assert model.linear_attention.num_value_heads == 64
+    assert model.mtp_layers == 1
+    assert model.intermediate_size == 1024  # no dense FFN: the expert width
