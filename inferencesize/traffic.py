@@ -29,11 +29,15 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Literal
+from typing import Any, Literal
+
+import numpy as np
 
 SECONDS_PER_HOUR = 3600.0
 
 TrafficModel = Literal["poisson", "negative-binomial"]
+#: P(j±1)/P(j) of a count distribution, elementwise on an array of j
+Ratio = Callable[[Any], Any]
 
 # Relative size (to the mode's term) below which Poisson terms are dropped: far below the double
 # precision of a probability near 1 (1 - q >= 1.1e-16), and 20 orders of magnitude below q itself
@@ -179,50 +183,48 @@ def _nbinom_quantile(q: float, mu: float, dispersion: float) -> int:
     )
 
 
-def _quantile_by_summation(
-    q: float, mode: int, up: Callable[[int], float], down: Callable[[int], float]
-) -> int:
+def _quantile_by_summation(q: float, mode: int, up: Ratio, down: Ratio) -> int:
     """Smallest k with P(N ≤ k) ≥ q for a unimodal count N given by its mass ratios.
 
-    ``up(j)`` is P(j+1)/P(j) and ``down(j)`` is P(j−1)/P(j). The mass is summed relative to
-    the mode (t(mode) = 1) and normalised by the (correctly rounded) total, so no term under-
-    or overflows and no normalising constant (e^(−mu), p^n) is ever formed. For q ≥ 0.5 the
-    upper tail P(N > k) is summed from the far end and compared with 1 − q, which keeps full
-    relative precision for percentiles close to 1.
+    ``up(j)`` is P(j+1)/P(j) and ``down(j)`` is P(j−1)/P(j), elementwise on arrays of j. The
+    mass is summed relative to the mode (t(mode) = 1) and normalised by the total (pairwise
+    summation), so no term under- or overflows and no normalising constant (e^(−mu),
+    p^n) is ever formed. For q ≥ 0.5 the upper tail P(N > k) is summed from the far end and
+    compared with 1 − q, which keeps full relative precision for percentiles close to 1.
+    Products and running sums are sequential (``cumprod``, ``cumsum``), as a loop would form
+    them.
     """
     lower_cut = max(_MIN_CUT, min(_TAIL_CUT, q * 1e-20))
-    lower: list[float] = []  # t(m−1), t(m−2), … down to lower_cut
-    t = 1.0
-    j = mode
-    while j > 0:
-        t *= down(j)
-        if t < lower_cut:
-            break
-        lower.append(t)
-        j -= 1
-    first = mode - len(lower)
-    terms = lower[::-1]
-    terms.append(1.0)
-    t = 1.0
-    j = mode
-    while True:
-        t *= up(j)
-        j += 1
-        if t < _TAIL_CUT:
-            break
-        terms.append(t)
-    total = math.fsum(terms)
+    below = _run(mode, -1, down, lower_cut)  # t(m−1), t(m−2), … while ≥ lower_cut
+    above_mode = _run(mode, 1, up, _TAIL_CUT)  # t(m+1), t(m+2), … while ≥ _TAIL_CUT
+    first = mode - len(below)
+    terms = np.concatenate((below[::-1], [1.0], above_mode))
+    total = float(np.sum(terms))  # pairwise: relative error ~1e-16·log2(len)
     if q < 0.5:  # lower half: P(N ≤ k) from the bottom, smallest terms first
-        cumulative = 0.0
-        for offset, term in enumerate(terms):
-            cumulative += term
-            if cumulative / total >= q:
-                return first + offset
-    # upper half: P(N > k) ≤ 1 − q (exact for q ≥ 0.5) from the top, smallest terms first
-    tail = 1.0 - q
-    above = 0.0  # sum of the terms above the current index
-    for offset in range(len(terms) - 1, 0, -1):
-        if (above + terms[offset]) / total > tail:
-            return first + offset
-        above += terms[offset]
-    return first
+        reached = np.cumsum(terms) / total >= q
+        if reached.any():
+            return first + int(np.argmax(reached))
+    # upper half: P(N > k) ≤ 1 − q (exact for q ≥ 0.5) from the top, smallest terms first:
+    # the first k from the top whose tail sum with its own term exceeds 1 − q
+    tail = np.cumsum(terms[:0:-1]) / total > (1.0 - q)
+    if not tail.any():
+        return first
+    return first + len(terms) - 1 - int(np.argmax(tail))
+
+
+def _run(mode: int, step: int, ratio: Ratio, cut: float) -> Any:
+    """t(mode + step·i) for i = 1, 2, … relative to t(mode) = 1, while ≥ ``cut`` (and j ≥ 0)."""
+    parts = []
+    t, j, size = 1.0, mode, 256
+    while True:
+        js = np.arange(j, j + size) if step > 0 else np.arange(j, max(j - size, 0), -1)
+        if len(js) == 0:
+            break
+        run = np.cumprod(np.concatenate(([t], ratio(js.astype(float)))))[1:]
+        small = run < cut
+        if small.any():
+            parts.append(run[: int(np.argmax(small))])
+            break
+        parts.append(run)
+        t, j, size = float(run[-1]), j + step * len(js), size * 2
+    return np.concatenate(parts) if parts else np.empty(0)
