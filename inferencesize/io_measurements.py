@@ -600,9 +600,10 @@ def reference_server(catalog: Catalog, gpu_id: str) -> SystemSpec | None:
     GPU between them), whose network a bare GPU id does not state. None if the catalog has
     none."""
     for prefix in REFERENCE_SERVERS:
-        system: SystemSpec | None = catalog.systems.get(prefix + gpu_id)
-        if system is not None:
-            return system
+        for ident in sorted(catalog.systems):
+            system: SystemSpec = catalog.systems[ident]
+            if ident.startswith(prefix) and system.gpu == gpu_id:
+                return system
     return None
 
 

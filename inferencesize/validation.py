@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from inferencesize.catalog import Catalog
-from inferencesize.deployment import peak_flops
+from inferencesize.deployment import BARE_GPU_NODE, peak_flops
 from inferencesize.errors import UnknownIdError
 from inferencesize.estimate import Candidate, Estimator
 from inferencesize.io_measurements import Measurement, stated_precision
@@ -82,6 +82,24 @@ class Mapped:
     scale: float  # instances the measured rate covers (per DGX: several; per GPU: a share)
     #: A disaggregated row: (prefill pool, decode pool); predicted by ``disagg_point``.
     pools: tuple[PoolPoint, PoolPoint] | None = None
+
+
+def deployment_kind(x: Mapped) -> str:
+    """The shape a row ran on, for the error tables: disaggregated, or one instance (with
+    attention DP, across servers, with speculative decoding as it applies)."""
+    if x.pools is not None:
+        return "disaggregated"
+    par = x.candidate.par
+    system = x.candidate.system
+    node = system.gpus_per_node if system is not None else BARE_GPU_NODE
+    parts = ["one instance"]
+    if par.dp > 1:
+        parts.append("attention DP")
+    if par.gpus > node:
+        parts.append("across servers")
+    if speculative_method(x.m.notes) in DRAFT_HEADS:
+        parts.append("MTP")
+    return ", ".join(parts)
 
 
 def per_gpu_rates(

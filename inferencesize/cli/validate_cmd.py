@@ -45,6 +45,7 @@ from inferencesize.validation import (
     STEADY_TOLERANCE,
     Prediction,
     SteadyCheck,
+    deployment_kind,
     estimator_chooser,
     not_predicted,
     point_key,
@@ -132,6 +133,9 @@ def validate(
     ]
     by_metric = _summary_rows(preds, lambda p: p.mapped.m.metric)
     by_source = _summary_rows(preds, lambda p: f"{p.mapped.m.source} · {p.mapped.m.metric}")
+    by_deployment = _summary_rows(
+        preds, lambda p: f"{deployment_kind(p.mapped)} · {p.mapped.m.metric}"
+    )
     checks = steady_checks(mapped)
     off = [c for c in checks if not c.steady]
     off_points = {c.point for c in off}
@@ -161,6 +165,7 @@ def validate(
         "unmapped_by_reason": by_reason,
         "by_metric": by_metric,
         "by_source": by_source,
+        "by_deployment": by_deployment,
         "efficiency_sets": sets_used,
         "steady_state": {
             "checked": len(checks),
@@ -173,6 +178,7 @@ def validate(
     }
     if fmt != "table":
         groups = [("by_metric", by_metric), ("by_source", by_source)]
+        groups.append(("by_deployment", by_deployment))
         groups.append(("steady_by_metric", by_metric_steady))
         emit_data(fmt, result, [{"table": name, **r} for name, rs in groups for r in rs])
         return
@@ -194,6 +200,7 @@ def validate(
 
     out.print(report.table("accuracy by metric", cols, fmt_rows(by_metric)))
     out.print(report.table("accuracy by source and metric", cols, fmt_rows(by_source)))
+    out.print(report.table("accuracy by deployment and metric", cols, fmt_rows(by_deployment)))
     if off:
         ratios = [c.ratio for c in off]
         out.print(

@@ -974,6 +974,7 @@ VALIDATE_KEYS = {
     "unmapped_by_reason",
     "by_metric",
     "by_source",
+    "by_deployment",
     "efficiency_sets",
     "steady_state",
     "repeat_runs",

@@ -197,3 +197,7 @@ def test_a_bare_gpu_across_servers_runs_on_its_reference_server(catalog: Catalog
     assert not skipped
     assert [x.candidate.hardware_id for x in mapped] == ["dgx-b200", "b200"]
     assert mapped[0].candidate.par.gpus == 16
+    # the server of an H200 SXM is the DGX H200 (its id does not repeat the GPU's)
+    h200 = replace(wide, gpu="H200-SXM-141GB")
+    [on_dgx], _ = map_measurements(catalog, [h200])
+    assert on_dgx.candidate.hardware_id == "dgx-h200"
