@@ -22,7 +22,7 @@ from inferencesize.io_measurements import (
 from inferencesize.measured_shape import WORKERS_NOT_STATED, Pool, parse_pool, row_shape
 from inferencesize.parallelism import Parallelism
 from inferencesize.techniques import MEASURED_MTP_ACCEPTANCE, MEASURED_MTP_DRAFT_TOKENS
-from inferencesize.validation import estimator_chooser, predict_all
+from inferencesize.validation import deployment_kind, estimator_chooser, predict_all
 
 
 @pytest.fixture(scope="module")
@@ -201,3 +201,16 @@ def test_a_bare_gpu_across_servers_runs_on_its_reference_server(catalog: Catalog
     h200 = replace(wide, gpu="H200-SXM-141GB")
     [on_dgx], _ = map_measurements(catalog, [h200])
     assert on_dgx.candidate.hardware_id == "dgx-h200"
+
+
+def test_deployment_kind_names_the_shape(catalog: Catalog) -> None:
+    dp8 = replace(dsr1(DP8), num_gpus=8, tp=1, ep=8, tp_cell="1", ep_cell="8")
+    tp16 = replace(dsr1("attention_dp=1, moe_tp=16, moe_ep=1"), num_gpus=16, tp=16, tp_cell="16")
+    mtp = dsr1("spec_decoding=mtp")
+    mapped, skipped = map_measurements(catalog, [dp8, tp16, mtp])
+    assert not skipped
+    assert [deployment_kind(x) for x in mapped] == [
+        "one instance, attention DP",
+        "one instance, across servers",
+        "one instance, MTP",
+    ]
