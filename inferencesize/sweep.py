@@ -23,7 +23,7 @@ import itertools
 import math
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache, lru_cache
 from typing import Annotated, Any
 
 import numpy as np
@@ -161,7 +161,9 @@ def _scalar(name: str, text: str) -> Any:
         return text
 
 
+@cache
 def _adapter(name: str) -> TypeAdapter[Any]:
+    """The validator of one scenario field (built once: building one takes ~1 ms)."""
     info = ScenarioSpec.model_fields[name]
     form: Any = info.annotation
     if info.metadata:
@@ -375,23 +377,26 @@ class Sweeper:
     _results: dict[tuple[Any, ...], PlanResult] | None = None
     _setups: dict[tuple[Any, ...], tuple[Estimator, dict[str, Any]]] | None = None
 
-    def setup(self, s: ScenarioSpec) -> tuple[Estimator, dict[str, Any]]:
-        """The estimator and extra planner arguments of ``s`` (cached per workload)."""
+    def setup(
+        self, s: ScenarioSpec, key: tuple[Any, ...] | None = None
+    ) -> tuple[Estimator, dict[str, Any]]:
+        """The estimator and extra planner arguments of ``s`` (cached per workload; ``key``:
+        its :func:`workload_key`, when known)."""
         if self._setups is None:
             self._setups = {}
-        key = workload_key(s)
+        key = key or workload_key(s)
         if key not in self._setups:
             self._setups[key] = self.configure(s) if self.configure else (self.est, {})
         return self._setups[key]
 
-    def capacity(self, s: ScenarioSpec) -> PlanResult:
+    def capacity(self, s: ScenarioSpec, key: tuple[Any, ...] | None = None) -> PlanResult:
         """The planner's result for the workload of ``s`` (sized for 1 req/s; re-size with
         :func:`inferencesize.planner.at_peak`)."""
         if self._results is None:
             self._results = {}
-        key = workload_key(s)
+        key = key or workload_key(s)
         if key not in self._results:
-            est, extra = self.setup(s)
+            est, extra = self.setup(s, key)
             self._results[key] = plan_scenario(self.lookup, s, 1.0, est, top=0, **extra)
         return self._results[key]
 
@@ -408,21 +413,22 @@ class Sweeper:
     def _chunk(
         self, base: Mapping[str, Any], grid: Sequence[Mapping[str, Any]], first: int
     ) -> Iterator[Row]:
-        specs: list[tuple[ScenarioSpec, float] | str] = []
+        specs: list[tuple[ScenarioSpec, float, tuple[Any, ...]] | str] = []
         groups: dict[tuple[Any, ...], list[int]] = {}
         peak_at: dict[int, float] = {}
         for i, values in enumerate(grid):
             try:
                 spec = ScenarioSpec.model_validate(apply(base, values))
                 peak_at[i] = scenario_peak(spec)
-                specs.append((spec, peak_at[i]))
+                key = workload_key(spec)
+                specs.append((spec, peak_at[i], key))
             except ValidationError as err:
                 specs.append(_invalid(err))
                 continue
             except ValueError as err:
                 specs.append(f"invalid traffic: {err}")
                 continue
-            groups.setdefault(workload_key(spec), []).append(i)
+            groups.setdefault(key, []).append(i)
         chosen: dict[int, int] = {}
         done: set[tuple[Any, ...]] = set()
         for i, values in enumerate(grid):
@@ -430,10 +436,9 @@ class Sweeper:
             if isinstance(item, str):
                 yield Row(first + i, dict(values), None, None, None, None, item)
                 continue
-            s, pk = item
-            key = workload_key(s)
-            result = self.capacity(s)
-            est, extra = self.setup(s)
+            s, pk, key = item
+            result = self.capacity(s, key)
+            est, extra = self.setup(s, key)
             pricing = extra.get("pricing")
             objective = extra.get("objective", "servers")
             fast = objective == "servers" and pricing is None
