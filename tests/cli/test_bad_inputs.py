@@ -21,8 +21,9 @@ FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 BAD = FIXTURES / "bad"
 MINI = FIXTURES / "mini_catalog"
 SUPPORTED = (
-    "deepseek_v2, deepseek_v3, gemma, gemma2, gemma3, gemma3_text, gpt_oss, llama, llama4,"
-    " llama4_text, mistral, mixtral, qwen2, qwen2_moe, qwen3, qwen3_moe"
+    "deepseek_v2, deepseek_v3, deepseek_v32, gemma, gemma2, gemma3, gemma3_text, glm4_moe,"
+    " glm_moe_dsa, gpt_oss, kimi_k2, llama, llama4, llama4_text, minimax_m2, mistral, mixtral,"
+    " qwen2, qwen2_moe, qwen3, qwen3_5_moe, qwen3_5_moe_text, qwen3_moe, qwen3_next"
 )
 BYTE_UNITS = "B, KB, MB, GB, TB, KiB, MiB, GiB, TiB"
 
