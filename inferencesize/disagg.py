@@ -39,6 +39,9 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
 
 from inferencesize.comm import Link, p2p_time
 from inferencesize.deployment import (
@@ -314,11 +317,27 @@ def prefill_ttft_s(
     return (1.0 + (PREFILL_TTFT_STEPS - 1.0) * busy) * t + t_kv, p
 
 
+#: Points of the geometric grids on which :func:`closed_loop` evaluates the step times.
+CLOSED_LOOP_GRID = 256
+
+
+def _tabulated(step: Callable[[Any], Any], top: float) -> Callable[[float], float]:
+    """``step`` evaluated once on a geometric grid over [1, top] (one vectorised call) and
+    interpolated linearly in between; flat beyond the ends."""
+    grid = np.unique(np.geomspace(1.0, max(top, 1.0), CLOSED_LOOP_GRID))
+    values = np.broadcast_to(np.asarray(step(grid), dtype=float), grid.shape)
+
+    def at(x: float) -> float:
+        return float(np.interp(x, grid, values))
+
+    return at
+
+
 def closed_loop(
-    prefill_step: Callable[[float], float],
+    prefill_step: Callable[[Any], Any],
     prefill_instances: int,
     prefill_slots: float,
-    decode_itl: Callable[[float], float],
+    decode_itl: Callable[[Any], Any],
     decode_instances: int,
     decode_slots: float,
     t_kv: float,
@@ -334,9 +353,16 @@ def closed_loop(
     the loop: every client is waiting for its first token or decoding, clients = X · TTFT +
     D · b; b is found by bisection (the left side grows with b). When the decode slots are
     full, or the prefill pool saturates, the clients left over wait (in the engine's queue)
-    for their first token: TTFT = (clients − D · b) / X."""
+    for their first token: TTFT = (clients − D · b) / X.
+
+    ``prefill_step`` (prompts) and ``decode_itl`` (batch) take numpy arrays: each is evaluated
+    once on a geometric grid of :data:`CLOSED_LOOP_GRID` points and interpolated (both are
+    smooth, nearly affine in the batch)."""
     steps = max(osl - 1.0, 1.0)
     top_prompts = max(min(prefill_slots, clients / max(prefill_instances, 1)), 1.0)
+    top = min(decode_slots, clients / decode_instances)
+    prefill_step = _tabulated(prefill_step, top_prompts)
+    decode_itl = _tabulated(decode_itl, top)
 
     def state(b: float) -> tuple[float, float, float, float]:
         itl = decode_itl(max(b, 1.0))
@@ -348,7 +374,6 @@ def closed_loop(
         _, rate, ttft, _ = state(b)
         return rate * ttft + decode_instances * b - clients
 
-    top = min(decode_slots, clients / decode_instances)
     lo, hi = 0.0, top
     if excess(top) <= 0:
         lo = top

@@ -18,9 +18,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from inferencesize import latency
 from inferencesize.disagg import (
     closed_loop,
-    decode_itl_s,
     kv_link_between,
     kv_streams,
     kv_transfer_time,
@@ -113,10 +113,10 @@ def disaggregated_point(
     step_cohort = prefill_step_s(pre_dep, float(cohort_step_prompts(cohort)), isl)
     wait = float(cohort_wait_s(sync, step_cohort, step_one))
     loop = closed_loop(
-        lambda p: prefill_step_s(pre_dep, p, isl),
+        lambda p: latency.prefill(pre_dep, p, isl).total_s,  # prefill_step_s on arrays
         prefill.instances,
         pre_res.max_concurrency,
-        lambda b: decode_itl_s(dec_dep, b, isl, osl),
+        lambda b: latency.per_token_decode_s(dec_dep, b, isl + osl / 2.0),  # decode_itl_s
         decode.instances,
         dec_res.max_concurrency,
         t_kv + wait,
