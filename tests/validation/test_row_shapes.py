@@ -214,3 +214,15 @@ def test_deployment_kind_names_the_shape(catalog: Catalog) -> None:
         "one instance, across servers",
         "one instance, MTP",
     ]
+
+
+def test_inferencemax_rows_are_predicted_at_their_mean_lengths(catalog: Catalog) -> None:
+    """bench_serving --random-range-ratio 0.8: lengths uniform in 80-100 % of the nominal
+    ones, 0.9 on average: a 2000 / 200 InferenceMAX row is the 1800 / 180 point."""
+    imax = row("ttft_ms_avg", source="inferencemax")
+    lab = row("ttft_ms_avg", isl=1800.0, osl=180.0)
+    mapped, skipped = map_measurements(catalog, [imax, lab])
+    assert not skipped
+    assert (mapped[0].m.isl, mapped[0].m.osl) == (1800.0, 180.0)
+    a, b = (p.predicted for p in predict_all(estimator_chooser(catalog), mapped))
+    assert a == pytest.approx(b, rel=1e-12)
