@@ -92,8 +92,31 @@ def row_shape(
     if disagg is not None:
         return _disaggregated(disagg, pp or 1, ep_cell, num_gpus, notes)
     stated_dp = _note_int(notes, "attention_dp")
+    if stated_dp is None and tp and _ATTENTION_DP_ON.search(notes):
+        # attention DP switched on with no size: over the TP ranks (SGLang --enable-dp-attention
+        # with dp = tp, TensorRT-LLM enable_attention_dp): attention TP 1, TP groups of one
+        return _aggregated(1, pp, ep, tp, num_gpus, notes, tp)
     dp = stated_dp or 1
     width = tp or (num_gpus // ((pp or 1) * dp) if num_gpus else 1)
+    return _aggregated(width, pp, ep, dp, num_gpus, notes, stated_dp)
+
+
+#: Notes that switch attention data parallelism on without a size.
+_ATTENTION_DP_ON = re.compile(
+    r"\b(?:dp[-_ ]?attn|dp[-_ ]?attention|enable[-_ ]attention[-_ ]dp)\b\s*[=:]?\s*(?:true|yes|on|1)\b",
+    re.I,
+)
+
+
+def _aggregated(
+    width: int,
+    pp: int | None,
+    ep: int | None,
+    dp: int,
+    num_gpus: int | None,
+    notes: str,
+    stated_dp: int | None,
+) -> Shape:
     par = Parallelism(max(width, 1), pp or 1, ep or 1, dp)
     # num_gpus is the instance's where the notes state attention DP; elsewhere it may be the
     # server's (a per-DGX rate of TP2 instances), as before

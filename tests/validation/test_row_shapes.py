@@ -226,3 +226,15 @@ def test_inferencemax_rows_are_predicted_at_their_mean_lengths(catalog: Catalog)
     assert (mapped[0].m.isl, mapped[0].m.osl) == (1800.0, 180.0)
     a, b = (p.predicted for p in predict_all(estimator_chooser(catalog), mapped))
     assert a == pytest.approx(b, rel=1e-12)
+
+
+@pytest.mark.parametrize("flag", ["dp-attn: true", "dp_attention=True", "enable_attention_dp: yes"])
+def test_attention_dp_switched_on_without_a_size_spans_the_tp_ranks(flag: str) -> None:
+    """SGLang --enable-dp-attention (dp = tp), TensorRT-LLM enable_attention_dp: attention
+    data parallel over the 8 ranks, attention TP 1; the experts over all 8 in 8 EP groups."""
+    shape = row_shape("8", 8, 1, "8", 8, 8, f"image x; {flag}; nightly")
+    assert shape.aggregated == Parallelism(tp=1, pp=1, ep=8, dp=8)
+
+
+def test_attention_dp_switched_off_keeps_tp() -> None:
+    assert row_shape("8", 8, 1, "8", 8, 8, "dp-attn: false").aggregated == Parallelism(8, 1, 8)
