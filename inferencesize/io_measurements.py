@@ -61,6 +61,11 @@ COLUMNS = [
 REQUIRED = ("model", "gpu", "metric", "value")
 
 
+#: An engine label naming NVIDIA Dynamo before the engine it runs ("Dynamo+TensorRT-LLM",
+#: "dynamo-sglang").
+_DYNAMO = re.compile(r"^dynamo\s*[+\-_/ ]\s*", re.I)
+
+
 @dataclass(frozen=True)
 class Measurement:
     """One measured metric at one operating point (blank = not stated by the source)."""
@@ -96,8 +101,9 @@ class Measurement:
         """(engine, version) that ran the model: a ``Dynamo+X`` row is engine X with its version
         not stated (``engine_version`` is then the Dynamo runtime's); ``(disagg)`` dropped."""
         engine = re.sub(r"\s*\(disagg\)\s*", " ", self.engine).strip()
-        if engine.lower().startswith("dynamo+"):
-            return engine[len("dynamo+") :].strip(), ""
+        dynamo = _DYNAMO.match(engine)
+        if dynamo and engine[dynamo.end() :].strip():
+            return engine[dynamo.end() :].strip(), ""
         return engine, self.engine_version
 
     @property

@@ -76,6 +76,9 @@ def test_dynamo_row_is_its_engine_with_version_not_stated() -> None:
     assert m.served_engine == ("TensorRT-LLM", "")
     sglang = row("ttft_ms_avg", engine="SGLang (disagg)", engine_version="0.5.8")
     assert sglang.served_engine == ("SGLang", "0.5.8")
+    dashed = row("ttft_ms_avg", engine="dynamo-sglang", engine_version="0.4.0")
+    assert dashed.served_engine == ("sglang", "")
+    assert row("ttft_ms_avg", engine="Dynamo").served_engine == ("Dynamo", "1.0")
 
 
 def test_tpot_row_is_the_closed_loop_mean_gap_between_tokens(catalog: Catalog) -> None:
