@@ -32,6 +32,7 @@ from inferencesize.measured_shape import DRAFT_HEADS, speculative_method
 from inferencesize.serving import inflight_arrays
 from inferencesize.serving_steps import static_batch
 from inferencesize.specs import EfficiencySet
+from inferencesize.specs.efficiency import engine_set
 from inferencesize.techniques import (
     MEASURED_MTP_ACCEPTANCE,
     MEASURED_MTP_DRAFT_TOKENS,
@@ -184,7 +185,8 @@ def estimator_chooser(
 ) -> Callable[[Measurement], Estimator]:
     """The estimator of a row: ``fixed`` if given, else the set of the row's engine and version
     (``Catalog.efficiency_for``) that served the model (``Measurement.served_engine``: a
-    Dynamo row is predicted with its engine's set), matched once per engine label.
+    Dynamo row is predicted with its engine's set), matched once per engine label; a
+    static-batch row of an engine no set names takes the set fitted to static batching.
 
     A row run with speculative decoding by draft heads (``spec_decoding=mtp`` in its notes)
     gets them on top: ``techniques.MEASURED_MTP_DRAFT_TOKENS`` drafted tokens accepted with
@@ -194,15 +196,22 @@ def estimator_chooser(
     it there (``techniques.Techniques.weight_only``)."""
     one = Estimator(fixed) if fixed is not None else None
     estimators = {s.id: Estimator(s) for s in catalog.efficiency.values()}
-    by_label: dict[tuple[str, str], Estimator] = {}
+    by_label: dict[tuple[str, str, bool], Estimator] = {}
     with_heads: dict[tuple[int, str, bool], Estimator] = {}
+
+    static = next((s for s in catalog.efficiency.values() if _static_set(s)), None)
 
     def base(m: Measurement) -> Estimator:
         if one is not None:
             return one
-        key = m.served_engine
+        engine, version = m.served_engine
+        key = (engine, version, mode_of(m) == Batching.STATIC)
         if key not in by_label:
-            by_label[key] = estimators[catalog.efficiency_for(*key).id]
+            chosen = catalog.efficiency_for(engine, version)
+            named = engine_set(catalog.efficiency.values(), engine, version) is not None
+            if key[2] and not named and static is not None:
+                chosen = static  # a static-batch row of an engine no set names
+            by_label[key] = estimators[chosen.id]
         return by_label[key]
 
     def pick(m: Measurement) -> Estimator:
@@ -225,6 +234,11 @@ def estimator_chooser(
         return with_heads[key]
 
     return pick
+
+
+def _static_set(s: EfficiencySet) -> bool:
+    """A set fitted to static batching (it names ``static batching`` among its engines)."""
+    return any("static batching" in e.lower() for e in s.engines)
 
 
 def _weight_only(catalog: Catalog, m: Measurement) -> bool:

@@ -21,6 +21,7 @@ from inferencesize.validation import (
     Prediction,
     Summary,
     estimator_chooser,
+    mode_of,
     predict_all,
     summary_table,
 )
@@ -54,12 +55,15 @@ def table(predictions: tuple[list[Prediction], int, int]) -> dict[str, Summary]:
 def test_engine_selection(catalog: Catalog) -> None:
     pick = estimator_chooser(catalog)
     rows = dedupe([m for path in DATA for m in read_measurements(path)])
-    chosen: dict[tuple[str, str], set[str]] = {}
+    chosen: dict[tuple[str, str, bool], set[str]] = {}
     for m in rows:
-        chosen.setdefault((m.source, m.engine_version), set()).add(pick(m).efficiency.id)
+        static = mode_of(m) == "static"
+        chosen.setdefault((m.source, m.engine_version, static), set()).add(pick(m).efficiency.id)
     by_source = {k: v.pop() for k, v in chosen.items() if len(v) == 1}
-    assert len(by_source) == len(chosen)  # one set per source and engine version
-    versions = {(s, v): i for (s, v), i in by_source.items()}
+    assert len(by_source) == len(chosen)  # one set per source, engine version and batching
+    versions = {(s, v): i for (s, v, _), i in by_source.items()}
+    # the seed's static-batch example (TensorRT-LLM, no version) takes the static set
+    assert by_source[("seed", "", True)] == "trtllm-0.9-static"
     assert {i for (s, _), i in versions.items() if s == "nvidia_dli_nim"} == {"nim-2024"}
     assert {i for (s, _), i in versions.items() if s == "nvidia_dli_trtllm_static"} == {
         "trtllm-0.9-static"

@@ -241,3 +241,14 @@ def test_attention_dp_switched_on_without_a_size_spans_the_tp_ranks(flag: str) -
 
 def test_attention_dp_switched_off_keeps_tp() -> None:
     assert row_shape("8", 8, 1, "8", 8, 8, "dp-attn: false").aggregated == Parallelism(8, 1, 8)
+
+
+def test_a_static_row_of_an_unnamed_engine_takes_the_static_set(catalog: Catalog) -> None:
+    """Llama-2-70B TP4 batch 8 prefill (the seed's TensorRT-LLM example, no version): static
+    batching, so the set fitted to static batching; the same engine serving in flight keeps
+    the default set."""
+    pick = estimator_chooser(catalog)
+    static = row("prefill_ms", engine="TensorRT-LLM", engine_version="", concurrency="8")
+    inflight = row("ttft_ms_avg", engine="TensorRT-LLM", engine_version="")
+    assert "static batching" in pick(static).efficiency.engines
+    assert pick(inflight).efficiency.id == catalog.efficiency_for("TensorRT-LLM", "").id
