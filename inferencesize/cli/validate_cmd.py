@@ -326,6 +326,9 @@ def calibrate(
     fill = {"model": model, "tp": tp, "isl": isl, "osl": osl, "concurrency": concurrency}
     rows = [_fill(m, fill, gpu.id, precision) for m in rows]
     mapped, skipped = map_measurements(catalog, rows, hardware=hardware, precision=precision)
+    # the fit predicts one instance per row: disaggregated rows are listed, not fitted
+    skipped += [(r.m, "disaggregated: calibrate fits one instance") for r in mapped if r.pools]
+    mapped = [r for r in mapped if r.pools is None]
     if not mapped:
         reasons = sorted({why for _, why in skipped})
         raise InputError(f"{data[0]}: no usable rows ({'; '.join(reasons[:3]) or 'empty'})")
