@@ -37,10 +37,11 @@ from inferencesize.cli.options import (
     engine_options,
     with_options,
 )
+from inferencesize.cli.stream import write_rows
 from inferencesize.errors import InputError, UsageError
 from inferencesize.estimate import Candidate
-from inferencesize.io_trace import read_trace, requests_csv
-from inferencesize.io_write import check_target, write_atomic
+from inferencesize.io_trace import read_trace, request_blocks
+from inferencesize.io_write import atomic_file, check_target
 from inferencesize.simulate import (
     BALANCERS,
     POLICIES,
@@ -426,7 +427,9 @@ def simulate_command(
             )
             progress.advance()
     if requests_out is not None and last is not None:
-        write_atomic(requests_out, requests_csv(last), "--requests-out", inputs=inputs)
+        with atomic_file(requests_out, "--requests-out", inputs=inputs) as fh:
+            for block in request_blocks(last):
+                write_rows(fh, block)
     emit_data(fmt, records[0] if len(records) == 1 else records, records, lambda _: _print(records))
     if fmt == "table":
         for r in records:
