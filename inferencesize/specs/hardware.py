@@ -56,6 +56,41 @@ class DenseFlops(Spec):
         return value
 
 
+#: A MIG profile name: compute slices "g", then the memory it is sold as ("2g.20gb").
+MigProfileName = Annotated[str, Field(pattern=r"^\d+g\.\d+gb$")]
+
+
+class MigProfile(Spec):
+    """One MIG GPU-instance profile: its compute slices (GPCs, ``g`` in "2g.20gb"), memory
+    slices (each a share of the HBM capacity, bandwidth and L2) and how many fit on one GPU."""
+
+    compute_slices: Degree
+    memory_slices: Degree
+    instances: Degree = Field(description="the most of this profile one GPU holds")
+
+
+class MigProfiles(Spec):
+    """Multi-Instance GPU partitions of a GPU: the vendor's profile table, by profile name."""
+
+    compute_slices: Degree = Field(description="compute slices of the whole GPU (7 on GA100/GH100)")
+    memory_slices: Degree = Field(description="memory slices of the whole GPU (8 on GA100/GH100)")
+    profiles: dict[MigProfileName, MigProfile] = Field(min_length=1)
+    source: Source
+
+    @model_validator(mode="after")
+    def _fit(self) -> MigProfiles:
+        for name, p in self.profiles.items():
+            if (
+                p.compute_slices * p.instances > self.compute_slices
+                or p.memory_slices * p.instances > self.memory_slices
+            ):
+                raise ValueError(
+                    f"profiles: {p.instances} x {name} need more slices than the GPU has"
+                    f" ({self.compute_slices} compute, {self.memory_slices} memory)"
+                )
+        return self
+
+
 class GpuSpec(Spec):
     """One accelerator SKU. Memory is the capacity software can use (GiB-based), bandwidth decimal."""
 
@@ -90,6 +125,9 @@ class GpuSpec(Spec):
         default=None,
         description="GPU whose fitted efficiencies an efficiency set applies when it has none"
         " of this one: the same compute die, SM count and power class (H200 SXM: H100 SXM)",
+    )
+    mig_profiles: MigProfiles | None = Field(
+        default=None, description="MIG partitions (None: the GPU has no MIG)"
     )
     source: Source
 
