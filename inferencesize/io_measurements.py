@@ -601,9 +601,18 @@ def _candidate(
     if prec not in PRECISIONS:
         return f"precision {m.precision!r} not stated or unknown"
     kv = m.kv_precision if m.kv_precision in PRECISIONS else default_kv_precision(prec)
-    if system is None and (servers or par.gpus > BARE_GPU_NODE):
-        system = reference_server(catalog, gpu.id)
-    return Candidate(model, gpu, system, prec, kv, par)
+    return on_servers(catalog, Candidate(model, gpu, system, prec, kv, par), servers)
+
+
+def on_servers(catalog: Catalog, cand: Candidate, spans: bool = False) -> Candidate:
+    """``cand`` on its GPU's reference server (:func:`reference_server`) when it names a bare
+    GPU and its instance is wider than a server, or its deployment spans servers (``spans``:
+    disaggregated pools); otherwise as it is."""
+    if cand.system is None and (spans or cand.par.gpus > BARE_GPU_NODE):
+        system = reference_server(catalog, cand.gpu.id)
+        if system is not None:
+            return replace(cand, system=system)
+    return cand
 
 
 #: Prefixes of the vendor's reference 8-GPU servers, in the order they are preferred.

@@ -12,6 +12,7 @@ from inferencesize.cli.common import emit_data
 from inferencesize.disagg_point import DisaggPoint, disaggregated_point
 from inferencesize.errors import UsageError
 from inferencesize.estimate import Candidate
+from inferencesize.io_measurements import on_servers
 from inferencesize.measured_shape import parse_pool
 from inferencesize.study import candidate, resolve_point
 from inferencesize.units import MS_PER_S
@@ -78,7 +79,8 @@ def estimate_disaggregated(
     for flag, text in (("--prefill", prefill), ("--decode", decode)):
         tp, pp, ep, dp, instances = pool_option(text, flag)
         cand = candidate(catalog, model, hardware, precision, kv_precision, tp, pp, ep)
-        pools.append(PoolPoint(replace(cand, par=replace(cand.par, dp=dp)), instances))
+        cand = replace(cand, par=replace(cand.par, dp=dp))
+        pools.append(PoolPoint(on_servers(catalog, cand, spans=True), instances))
     pre, dec = pools
     point = resolve_point(
         catalog,

@@ -47,7 +47,7 @@ from inferencesize.estimate import (
     rate_record,
     record,
 )
-from inferencesize.io_measurements import point_int, read_points
+from inferencesize.io_measurements import on_servers, point_int, read_points
 from inferencesize.render.plan_table import techniques_text
 from inferencesize.specs.common import MAX_RPS, brief
 from inferencesize.study import candidate, resolve_point
@@ -251,6 +251,7 @@ def estimate(
     cand = candidate(catalog, model, hardware, precision, kv_precision, tp, pp, ep)
     if dp != 1:
         cand = replace(cand, par=replace(cand.par, dp=dp))
+    cand = on_servers(catalog, cand)  # a bare GPU wider than a server: its DGX/HGX servers
     point = resolve_point(
         catalog,
         engine=engine,
@@ -554,6 +555,7 @@ def _parse_point(
     dp = num("dp", 1)  # attention data parallelism (optional column)
     if dp != 1:
         cand = replace(cand, par=replace(cand.par, dp=dp))
+    cand = on_servers(catalog, cand)
     key = (cand.model.id, cand.hardware_id, cand.precision, cand.kv_precision, cand.par, batching)
     has_conc = bool((row.get("concurrency") or "").strip())
     has_rate = bool((row.get("rate") or "").strip())

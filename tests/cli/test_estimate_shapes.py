@@ -140,3 +140,9 @@ def test_points_refuse_the_point_flags(tmp_path: Path) -> None:
     points = tmp_path / "points.csv"
     points.write_text("model,hardware,isl,osl,concurrency\nllama-3-8b,h100-sxm,200,200,4\n")
     assert_one_line_error(invoke("--points", str(points), "--dp", "2"), 2, "drop --points")
+
+
+def test_a_bare_gpu_wider_than_a_server_runs_on_its_dgx() -> None:
+    wide = as_json(*DSR1, "--hardware", "b200", "--tp", "16", "--ep", "4")
+    narrow = as_json(*DSR1, "--hardware", "b200", "--tp", "8")
+    assert (wide["hardware"], narrow["hardware"]) == ("dgx-b200", "b200")
