@@ -40,6 +40,7 @@ from inferencesize.cli.options import (
 from inferencesize.cli.stream import write_rows
 from inferencesize.errors import InputError, UsageError
 from inferencesize.estimate import Candidate
+from inferencesize.io_measurements import on_servers
 from inferencesize.io_trace import read_trace, request_blocks
 from inferencesize.io_write import atomic_file, check_target
 from inferencesize.simulate import (
@@ -403,6 +404,7 @@ def simulate_command(
     cand = candidate(catalog, model, hardware, precision, kv_precision, tp, pp, ep)
     if dp != 1:
         cand = replace(cand, par=replace(cand.par, dp=dp))
+    cand = on_servers(catalog, cand)  # a bare GPU wider than a server: its DGX/HGX servers
     longest = int((wl.isl + wl.osl).max())
     res = est.resolve(cand, longest)
     if res.deployment is None or res.reason is not None:
