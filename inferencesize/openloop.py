@@ -117,6 +117,8 @@ _BURST_BINS = (0.0, 0.5, 1.5, 3.0, 6.0, math.inf)
 #: Smoother gaps (cv < 1) use a mixed Erlang with at most this many phases (cv ≥ 1/√12).
 _MAX_ERLANG_PHASES = 12
 _EPS = 1e-12
+#: Cells of the table of Y's CDF that the quantiles of X + s·Y (E2E) are read from.
+_SUM_CELLS = 4096
 
 
 @dataclass(frozen=True)
@@ -353,6 +355,7 @@ class _Spectrum:
     lam: ComplexArray  # [m, J]
     vec: ComplexArray  # [m, J, J]
     inv: ComplexArray  # [m, J, J]
+    poisson_rps: float | None = None  # one phase: counts are Poisson, in closed form
 
 
 def _spectrum(arr: _Arrivals, size: int, radius: float = 1.0) -> _Spectrum:
@@ -361,9 +364,41 @@ def _spectrum(arr: _Arrivals, size: int, radius: float = 1.0) -> _Spectrum:
     if arr.phases == 1:
         lam = gen[:, :, 0].astype(complex)
         one = np.ones((size, 1, 1), dtype=complex)
-        return _Spectrum(size, radius, lam, one, one)
+        return _Spectrum(size, radius, lam, one, one, float(arr.exit[0]))
     lam, vec = np.linalg.eig(gen)
     return _Spectrum(size, radius, lam, vec, np.linalg.inv(vec))
+
+
+@lru_cache(maxsize=8)
+def _gauss(kind: Literal["legendre", "laguerre"], nodes: int) -> tuple[FloatArray, FloatArray]:
+    """Gauss–Legendre (on [−1, 1]) or Gauss–Laguerre nodes and weights, computed once."""
+    if kind == "legendre":
+        x, w = np.polynomial.legendre.leggauss(nodes)
+    else:
+        x, w = np.polynomial.laguerre.laggauss(nodes)
+    x.flags.writeable = False
+    w.flags.writeable = False
+    return x, w
+
+
+@lru_cache(maxsize=16)
+def _log_factorials(size: int) -> FloatArray:
+    from scipy.special import gammaln
+
+    out = np.asarray(gammaln(np.arange(size, dtype=float) + 1.0), dtype=float)
+    out.flags.writeable = False
+    return out
+
+
+def _poisson_pmf(mean: FloatArray, size: int) -> FloatArray:
+    """P(a) = e^{−m} m^a / a! for a = 0..size−1, one row per mean (the one-phase case of the
+    generating matrix: exp((z − 1)·λτ), whose inversion this is, without the FFT)."""
+    m = np.asarray(mean, dtype=float)[:, None]
+    a = np.arange(size, dtype=float)[None, :]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        logp = a * np.log(m) - m - _log_factorials(size)[None, :]
+    pmf = np.exp(np.where(a > 0, logp, -m))
+    return np.asarray(np.where(m > 0, pmf, a == 0), dtype=float)
 
 
 def _invert(gf: ComplexArray, spec: _Spectrum, axis: int) -> FloatArray:
@@ -378,6 +413,9 @@ def _invert(gf: ComplexArray, spec: _Spectrum, axis: int) -> FloatArray:
 
 def _counts(spec: _Spectrum, taus: FloatArray) -> FloatArray:
     """P(a arrivals in τ, phase j after | phase i before): [τ, a, i, j]."""
+    if spec.poisson_rps is not None:
+        rate_taus = spec.poisson_rps * np.asarray(taus, dtype=float)
+        return _poisson_pmf(rate_taus, spec.size)[:, :, None, None]
     e = np.exp(spec.lam[None, :, :] * np.asarray(taus, dtype=float)[:, None, None])
     gf = np.einsum("mij,tmj,mjk->tmik", spec.vec, e, spec.inv)
     return _invert(gf, spec, 1)
@@ -385,11 +423,27 @@ def _counts(spec: _Spectrum, taus: FloatArray) -> FloatArray:
 
 def _counts_from(spec: _Spectrum, taus: FloatArray, left: FloatArray) -> FloatArray:
     """P(a arrivals in τ) from the phase distribution ``left``: [τ, a]."""
+    if spec.poisson_rps is not None:
+        return _poisson_pmf(spec.poisson_rps * np.asarray(taus, dtype=float), spec.size)
     e = np.exp(spec.lam[None, :, :] * np.asarray(taus, dtype=float)[:, None, None])
     head = np.einsum("i,mij->mj", left.astype(complex), spec.vec)
     tail = np.einsum("mjk->mj", spec.inv)
     gf = np.einsum("mj,tmj,mj->tm", head, e, tail)
     return _invert(gf, spec, 1)
+
+
+def _own_counts(arr: _Arrivals, taus: FloatArray, size: int) -> FloatArray:
+    """P(n arrivals in τ_n) for n = 0..len(τ) − 1 (each window's own count), from a fresh gap
+    (phase α): Poisson in closed form; otherwise the diagonal of the inverted table, M = ``size``
+    points (> the counts that matter)."""
+    n = np.arange(taus.size)
+    if arr.phases == 1:
+        log_fact = _log_factorials(int(taus.size))
+        m = arr.rate * np.asarray(taus, dtype=float)
+        with np.errstate(divide="ignore"):
+            logp = np.where(n > 0, n * np.log(m), 0.0) - m - log_fact
+        return np.asarray(np.where(m > 0, np.exp(logp), n == 0), dtype=float)
+    return _counts_from(_spectrum(arr, size), taus, arr.start)[n, n]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -562,7 +616,7 @@ def _ttft_atoms(
     """
     kmax, size, ph = st.per_step, qu.size, arr.phases
     pi = ch.pi
-    u, du = np.polynomial.legendre.leggauss(_POSITION_NODES)
+    u, du = _gauss("legendre", _POSITION_NODES)
     u, du = 0.5 * (u + 1.0), 0.5 * du
     # periods: decode nodes, prompt steps of k (the last: K, with a carried queue)
     tau = np.concatenate([ch.decode_len_s, st.prompt_s[1:]])
@@ -631,20 +685,29 @@ def _ttft_atoms(
 def _batch_pmf(mean: Any, idc: float, slots: int) -> FloatArray:
     """P(B = b) for b = 0..``slots`` (rows: one per ``mean``): negative binomial with that
     mean and variance mean·``idc`` (Poisson at idc = 1), the mass above ``slots`` lumped at
-    ``slots`` (the KV slots are full; the rest wait for one)."""
+    ``slots`` (the KV slots are full; the rest wait for one). Computed where the rows have
+    mass: within 14 standard deviations and 40 e-foldings of the geometric tail of the mean
+    (beyond, below e⁻⁴⁰ of the mode: zero)."""
     from scipy.special import gammaln
 
     mu = np.atleast_1d(np.asarray(mean, dtype=float))[:, None]
-    b = np.arange(slots + 1, dtype=float)[None, :]
     safe = np.maximum(mu, 1e-300)
+    spread = 14.0 * math.sqrt(float(safe.max()) * max(idc, 1.0)) + 30.0
+    if idc > 1.0 + 1e-9:
+        spread += 40.0 / -math.log1p(-1.0 / idc)
+    first = max(0, int(float(safe.min()) - spread))
+    last = min(slots, int(float(safe.max()) + spread) + 1)
+    b = np.arange(first, last + 1, dtype=float)[None, :]
+    log_fact = _log_factorials(slots + 1)[first : last + 1][None, :]
     if idc <= 1.0 + 1e-9:
-        logp = b * np.log(safe) - safe - gammaln(b + 1.0)
+        logp = b * np.log(safe) - safe - log_fact
     else:
         p = 1.0 / idc
         r = safe / (idc - 1.0)
-        logp = gammaln(b + r) - gammaln(r) - gammaln(b + 1.0) + r * math.log(p)
+        logp = gammaln(b + r) - gammaln(r) - log_fact + r * math.log(p)
         logp = logp + b * math.log1p(-p)
-    pmf = np.exp(np.asarray(logp, dtype=float))
+    pmf = np.zeros((mu.shape[0], slots + 1))
+    pmf[:, first : last + 1] = np.exp(np.asarray(logp, dtype=float))
     pmf[:, -1] = np.maximum(0.0, 1.0 - pmf[:, :-1].sum(axis=1))
     pmf[mu[:, 0] <= 0] = np.eye(1, slots + 1)[0]
     return np.asarray(pmf, dtype=float)
@@ -680,6 +743,88 @@ def _compress(values: FloatArray, probs: FloatArray, nodes: int) -> tuple[FloatA
     return np.asarray(m[keep] / w[keep], dtype=float), np.asarray(w[keep], dtype=float)
 
 
+def _batch_mean(
+    st: _Steps, per_s: FloatArray, need: float, idc: float, hint: float | None = None
+) -> float | None:
+    """The mean μ of the batch whose supply E[B/d(B)] (B ~ ``_batch_pmf``(μ)) is ``need``
+    tokens/s, or None when even a batch 4^20 times the lightest one falls short (saturated).
+    The supply grows with μ: from ``hint`` (the last solution of a fixed-point iteration) or
+    the root of the deterministic balance μ = need·d(μ) (a few substitutions), the root is
+    bracketed geometrically, then found by ``_root`` to 1e-11 of μ."""
+
+    def gap(mu: float) -> float:
+        return float(_batch_pmf(mu, idc, st.slots)[0] @ per_s) - need
+
+    top = max(need * float(st.decode_s[1]), 1e-3) * 4.0**20
+    if hint is not None and hint > 0:
+        # near the last solution: the secant from it, bracketed below if it wanders off
+        x0, x1 = hint, hint * 1.001
+        g0, g1 = gap(x0), gap(x1)
+        for _ in range(8):
+            if not (g1 != g0 and math.isfinite(g0) and math.isfinite(g1)):
+                break
+            x0, x1, g0 = x1, x1 - g1 * (x1 - x0) / (g1 - g0), g1
+            if not 0 < x1 < top:
+                break
+            g1 = gap(x1)
+            if abs(x1 - x0) <= 1e-10 * x1:
+                return x1
+        guess, step = hint, 1.02
+    else:
+        guess, step = min(need * float(st.decode_s[1]), float(st.slots)), 1.25
+        for _ in range(8):
+            guess = min(need * float(st.decode(guess)), float(st.slots))
+        guess = max(guess, 1e-9)
+    lo, hi = guess, guess
+    if gap(guess) < 0:
+        while True:
+            hi = min(hi * step, top)
+            if gap(hi) >= 0:
+                break
+            if hi >= top:
+                return None
+            lo, step = hi, step * step
+    else:
+        while True:
+            lo /= step
+            if lo < 1e-9:
+                lo = 0.0
+                break
+            if gap(lo) < 0:
+                break
+            hi, step = lo, step * step
+    return _root(gap, lo, hi, 1e-11)
+
+
+def _root(f: Any, lo: float, hi: float, rel_tol: float) -> float:
+    """The root of the increasing ``f`` in [lo, hi] (f(lo) < 0 ≤ f(hi)) to ``rel_tol`` of it:
+    Anderson–Björck regula falsi (bisection after 60 steps, a guard that never acts on a
+    smooth ``f``), ending where the bracket is ``rel_tol`` of it or a step lands within it."""
+    f_lo, f_hi = f(lo), f(hi)
+    side = 0
+    for step in range(200):
+        if hi - lo <= rel_tol * hi or f_hi == 0.0:
+            break
+        if step >= 60 or not f_hi > f_lo:
+            x = 0.5 * (lo + hi)
+        else:
+            x = min(max(lo - f_lo * (hi - lo) / (f_hi - f_lo), lo), hi)
+        fx = f(x)
+        if fx < 0:
+            if side < 0:  # lo moved twice running: scale f(hi) down
+                m = 1.0 - fx / f_lo
+                f_hi *= m if m > 0 else 0.5
+            lo, f_lo, side = x, fx, -1
+        else:
+            if side > 0:
+                m = 1.0 - fx / f_hi if f_hi != 0 else 0.0
+                f_lo *= m if m > 0 else 0.5
+            hi, f_hi, side = x, fx, 1
+        if abs(fx) <= 1e-13 * abs(f_hi - f_lo) or abs(fx) == 0.0:
+            return x
+    return hi if f_hi == 0.0 else lo - f_lo * (hi - lo) / (f_hi - f_lo)
+
+
 @dataclass(frozen=True)
 class _Decode:
     """The running sequences at a rate: their distribution (b = 0..c), the decode life and
@@ -691,6 +836,7 @@ class _Decode:
     gamma: float  # 1/(1 − ρ_p): how much a prompt step stretches the lives it interrupts
     level: float  # share of a request's step time that grows with the batch
     beta_seen: float  # E[B]·d′/d over the batch a request sees (size-biased)
+    mu: float = 0.0  # the negative binomial's mean before the mass above c is lumped at c
 
     @property
     def full(self) -> float:
@@ -706,6 +852,7 @@ def _decode(
     burst: float,
     damping: float = 1.0,
     gamma: float | None = None,
+    hint: float | None = None,
 ) -> _Decode | None:
     """Solve the token balance (1 − ρ_p) · E[B/d(B)] = λ(OSL − 1) for the batch in decode
     time, B negative binomial with variance/mean ``idc``; None when no batch keeps up
@@ -719,20 +866,9 @@ def _decode(
     per_s[1:] = b[1:] / st.decode_s[1:]
     need = rate * (st.osl - 1.0) / max(1.0 - prefill_share, 1e-12)
 
-    # bracket on a geometric grid of means, then three rounds of a 16-point grid inside it
-    grid = max(need * float(st.decode_s[1]), 1e-3) * 4.0 ** np.arange(-2, 21, dtype=float)
-    supply = _batch_pmf(grid, idc, st.slots) @ per_s
-    hit = int(np.argmax(supply >= need))
-    if supply[hit] < need:
+    mu = _batch_mean(st, per_s, need, idc, hint)
+    if mu is None:
         return None
-    lo, hi = (grid[hit - 1], grid[hit]) if hit > 0 else (0.0, grid[0])
-    for _ in range(3):
-        mus = np.linspace(lo, hi, 17)
-        supply = _batch_pmf(mus, idc, st.slots) @ per_s
-        i = min(max(int(np.argmax(supply >= need)), 1), 16)
-        lo, hi = float(mus[i - 1]), float(mus[i])
-        s_lo, s_hi = float(supply[i - 1]), float(supply[i])
-    mu = lo + (hi - lo) * (need - s_lo) / (s_hi - s_lo) if s_hi > s_lo else hi
     pmf = _batch_pmf(mu, idc, st.slots)[0]
     mean_b = float(pmf @ b)
     # The regression slope of d(B) on B (B ≥ 1), relative to the mean step, over two views:
@@ -760,7 +896,7 @@ def _decode(
         gamma = 1.0 / (1.0 - prefill_share)
     overall = mean_b + (gamma - 1.0) * gamma * burst
     overall = min(max(overall, 0.0), float(st.slots))
-    return _Decode(pmf, overall / rate, beta, gamma, level, beta_seen)
+    return _Decode(pmf, overall / rate, beta, gamma, level, beta_seen, mu)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -825,7 +961,15 @@ class _Mixture:
         shape = self.gmean**2 / self.var
         scale = self.var / self.gmean
         y = np.maximum(x[:, None] - self.shift[None, :], 0.0) / scale[None, :]
-        cdf = np.asarray(gammainc(shape[None, :], y) @ self.w, dtype=float)
+        # a component 40 standard deviations below x holds all its mass there (its gamma
+        # tail beyond is under e⁻⁴⁰), one at or above x none of it: the special function only
+        # where it is neither
+        a = np.broadcast_to(shape[None, :], y.shape)
+        below = y > a + 40.0 * np.sqrt(a)
+        mid = (y > 0) & ~below
+        values = below.astype(float)
+        values[mid] = gammainc(a[mid], y[mid])
+        cdf = np.asarray(values @ self.w, dtype=float)
         return np.where(x >= self.cap, 1.0, cdf)
 
     def bounds(self) -> tuple[float, float]:
@@ -835,18 +979,58 @@ class _Mixture:
         return min(lo, self.cap), min(hi, max(self.cap, lo))
 
     def quantiles(self, qs: tuple[float, ...]) -> list[float]:
-        """Quantiles: the CDF on a grid, then bisection in the cell that holds each."""
+        """Quantiles: where the CDF reaches each (``_cdf_roots``), over the components of
+        weight above 1e-13 (what the others hold moves no quantile by a visible amount)."""
         lo, hi = self.bounds()
-        grid = np.linspace(lo, hi, 129)
-        values = self.cdf(grid)
-        target = np.asarray(qs, dtype=float)
-        cell = np.clip(np.searchsorted(values, target, side="left"), 1, grid.size - 1)
-        a, b = grid[cell - 1], grid[cell]
-        for _ in range(30):
-            mid = 0.5 * (a + b)
-            below = self.cdf(mid) < target
-            a, b = np.where(below, mid, a), np.where(below, b, mid)
-        return [float(v) for v in 0.5 * (a + b)]
+        big = self.w > 1e-13
+        view = _Mixture(self.shift[big], self.gmean[big], self.var[big], self.w[big], self.cap)
+        return _cdf_roots(view.cdf, lo, hi, qs)
+
+
+def _cdf_roots(
+    cdf: Any, lo: float, hi: float, qs: tuple[float, ...], points: int = 17
+) -> list[float]:
+    """The least x in [lo, hi] with cdf(x) ≥ q for each q (``cdf`` non-decreasing and
+    vectorised): the CDF on a grid of ``points`` finds the cell holding each, then
+    Anderson–Björck regula falsi in it (bisection after 60 steps, a guard that never acts on
+    a smooth CDF), until the cell is 1e-10 of [lo, hi] or the CDF is within 1e-14 of q."""
+    grid = np.linspace(lo, hi, points)
+    values = cdf(grid)
+    target = np.asarray(qs, dtype=float)
+    cell = np.clip(np.searchsorted(values, target, side="left"), 1, grid.size - 1)
+    a, b = grid[cell - 1], grid[cell]
+    fa, fb = values[cell - 1] - target, values[cell] - target
+    tol = 1e-10 * max(hi - lo, 1e-300)
+    side = np.zeros(target.shape)
+    best = 0.5 * (a + b)
+    done = (b - a <= tol) | (fb == 0.0)
+    best = np.where(fb == 0.0, b, best)
+    for step in range(120):
+        if done.all():
+            break
+        width = b - a
+        slope = fb - fa
+        usable = (slope > 0) & (fa < 0) & (fb >= 0) & (step < 60)  # then bisect
+        x = np.where(usable, a - fa * width / np.where(usable, slope, 1.0), 0.5 * (a + b))
+        x = np.minimum(np.maximum(x, a), b)
+        fx = cdf(x) - target
+        below = fx < 0
+        # Anderson–Björck: the end kept twice running has its value scaled down
+        keep_b = below & (side < 0)
+        keep_a = ~below & (side > 0)
+        m_b = np.where(keep_b, 1.0 - fx / np.where(fa != 0, fa, 1.0), 1.0)
+        m_a = np.where(keep_a, 1.0 - fx / np.where(fb != 0, fb, 1.0), 1.0)
+        fb = np.where(keep_b, fb * np.where(m_b > 0, m_b, 0.5), fb)
+        fa = np.where(keep_a, fa * np.where(m_a > 0, m_a, 0.5), fa)
+        a, fa = np.where(below, x, a), np.where(below, fx, fa)
+        b, fb = np.where(below, b, x), np.where(below, fb, fx)
+        side = np.where(below, -1.0, 1.0)
+        hit = np.abs(fx) <= 1e-14
+        newly = ~done & (hit | (b - a <= tol))
+        best = np.where(newly, np.where(hit, x, 0.5 * (a + b)), best)
+        done |= newly
+    best = np.where(done, best, 0.5 * (a + b))
+    return [float(v) for v in best]
 
 
 def _mixture(
@@ -885,27 +1069,23 @@ def _merge(mix: _Mixture, nodes: int) -> _Mixture:
 def _sum_quantiles(
     atoms: FloatArray, mix: _Mixture, scale: float, qs: tuple[float, ...]
 ) -> list[float]:
-    """Quantiles of X + scale·Y, X equal-mass ``atoms``, Y ~ ``mix``, independent: the CDF on
-    a grid, then bisection inside the grid cell that holds each quantile."""
+    """Quantiles of X + scale·Y, X equal-mass ``atoms``, Y ~ ``mix``, independent: their
+    CDF, the mean over the atoms of Y's, inverted by ``_cdf_roots``."""
     small = _merge(mix, 32)
+    b_lo, b_hi = small.bounds()
+    # Y's CDF once, on a grid of 4096 cells over its range (linear in between: within
+    # (cell/σ)²/8 of the CDF, ~1e-7), then the mean over the atoms
+    table_y = np.linspace(b_lo, b_hi, _SUM_CELLS + 1)
+    table_f = small.cdf(table_y)
 
     def cdf(x: FloatArray) -> FloatArray:
         y = (x[:, None] - atoms[None, :]) / scale
-        return np.asarray(small.cdf(y.ravel()).reshape(y.shape).mean(axis=1), dtype=float)
+        at = np.interp(y.ravel(), table_y, table_f, left=0.0, right=1.0)
+        return np.asarray(at.reshape(y.shape).mean(axis=1), dtype=float)
 
-    b_lo, b_hi = small.bounds()
     lo = float(atoms.min() + scale * b_lo)
     hi = float(atoms.max() + scale * b_hi)
-    grid = np.linspace(lo, hi, 65)
-    values = cdf(grid)
-    target = np.asarray(qs, dtype=float)
-    cell = np.clip(np.searchsorted(values, target, side="left"), 1, grid.size - 1)
-    a, b = grid[cell - 1], grid[cell]
-    for _ in range(24):
-        mid = 0.5 * (a + b)
-        below = cdf(mid) < target
-        a, b = np.where(below, mid, a), np.where(below, b, mid)
-    return [float(v) for v in 0.5 * (a + b)]
+    return _cdf_roots(cdf, lo, hi, qs)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -947,6 +1127,7 @@ def _point(
     qu = _queue(st, arr)
     # warm starts: P(idle | nothing waits), batch variance/mean, damping, gamma
     state = [1.0, max(idc_a, 1.0), 1.0, 0.0]
+    hint: list[float | None] = [None]  # the batch mean last solved: where the next starts
 
     def evaluate(w: float) -> tuple[float, _Decode | None, _Chain]:
         """F(w): prompt-step time per request that the chain gives when it is w now (the
@@ -960,7 +1141,9 @@ def _point(
             idle_target = 1.0
             lens, probs = st.prompt_s[1:2], np.ones(1)
             if steps > 0:
-                dec = _decode(st, rate, rate * w, idc, (idc_a - 1.0) / 2.0, damping, gamma)
+                dec = _decode(st, rate, rate * w, idc, (idc_a - 1.0) / 2.0, damping, gamma, hint[0])
+                if dec is not None:
+                    hint[0] = dec.mu
                 view = dec
                 if view is None:  # no batch keeps up at this prompt share: slots full
                     pmf = np.zeros(st.slots + 1)
@@ -1006,6 +1189,7 @@ def _point(
     f_lo, dec, ch = evaluate(lo)
     g_lo = f_lo - lo
     if g_lo > 0 and hi > lo:
+        hi = min(hi, f_lo)  # F falls: the root w = F(w) is at most F(lo), usually near it
         f_hi, dec, ch = evaluate(hi)
         g_hi = f_hi - hi
         side = 0
@@ -1050,7 +1234,7 @@ def _point(
         m1 = float(itl.w @ itl.mean)
         cs2 = float(itl.w @ (itl.var + itl.mean**2)) / (m1 * m1) - 1.0
         kv_mean = dec.full * (idc_a + max(cs2, 0.0)) / (2.0 * (top - rate))
-        x, h = np.polynomial.laguerre.laggauss(24)
+        x, h = _gauss("laguerre", 24)
         cond = kv_mean / dec.full
         tv = np.concatenate([tv, (tv[:, None] + cond * x[None, :]).ravel()])
         tp = np.concatenate([tp * (1.0 - dec.full), (tp[:, None] * dec.full * h[None, :]).ravel()])
@@ -1125,8 +1309,7 @@ def _itl_mixture(st: _Steps, arr: _Arrivals, ch: _Chain, dec: _Decode, cap_s: fl
         size = 32
         while size < need:
             size *= 2
-        counts = _counts_from(_spectrum(arr, size), span, arr.start)  # [n, count]
-        pa = work / span * counts[np.arange(n_max + 1), np.arange(n_max + 1)]
+        pa = work / span * _own_counts(arr, span, size)
         lives = span
     else:  # many arrivals: the busy period is inverse Gaussian (first passage with drift)
         var = mean_a * idc_a * per_arrival**2
@@ -1191,67 +1374,194 @@ def max_rate_within(
 ) -> float:
     """The highest rate (requests/s) at which every ``limits`` entry holds: metric ("ttft",
     "itl", "e2e"; a ``_s`` suffix is accepted) → (statistic: "mean", a fraction or "pNN";
-    limit in seconds). Every statistic grows with the rate, so a bracketed search on
-    (0, λ_max) to ``rel_tol``; 0 when even a vanishing rate misses."""
-    st = _steps(dep, isl, osl, max_in_flight, step_tokens)
-    wanted: list[tuple[Metric, str | float, float]] = []
-    qs: set[float] = set()
-    tables: set[Metric] = set()
-    for name, (stat, limit) in limits.items():
-        metric = name.removesuffix("_s")
-        if metric == "ttft" or metric == "itl" or metric == "e2e":
-            if stat != "mean":  # only the percentiles asked for, of the metrics asked for
-                qs.add(_fraction(stat))
-                tables.add(cast(Metric, metric))
-            wanted.append((cast(Metric, metric), stat, float(limit)))
-        else:
-            raise ValueError(f"unknown metric {name!r}; expected ttft, itl or e2e")
-    quantiles = tuple(sorted(qs))
-    only = frozenset(tables)
-    top = st.max_rate_rps
+    limit in seconds), on a grid of relative step ``rel_tol`` below λ_max (:class:`RateSearch`);
+    0 when even a vanishing rate misses."""
+    search = RateSearch(
+        dep, isl, osl, limits, cv, max_in_flight, step_tokens=step_tokens, rel_tol=rel_tol
+    )
+    return search.highest()
 
-    def score(rate: float) -> float:
-        """max over the limits of log(statistic / limit): ≤ 0 where all hold, +∞ unstable."""
-        p = _point(st, rate, cv, quantiles, only)
+
+#: The lowest rate a search tries, as a share of λ_max: below it a request is alone.
+_VANISHING = 1e-6
+
+
+class RateSearch:
+    """The highest rate one instance serves with every limit held at its statistic.
+
+    The answer is defined on a fixed grid, r_j = λ_max·(1 + ``rel_tol``)^(−j) for j = 1 … J
+    (r_J the first at or below 10⁻⁶·λ_max): the largest r_j whose statistics meet every limit,
+    0 when even r_J misses. Every statistic grows with the rate, so the grid rates that meet
+    are those at or below the answer, and a point at any rate narrows one bracket of grid
+    indices: [``meets``] at a rate tells every grid rate at or below it meets, a miss that every
+    one at or above it misses. The answer therefore does not depend on which points were
+    evaluated, nor in what order: a planner may ask ``meets`` at the rate it needs first and
+    still get the exhaustive search's answer from ``highest``, and ``start`` (the share of
+    λ_max the first point is placed at; another candidate's answer is a good one) changes
+    how many points it takes, never the answer.
+
+    ``highest`` places its points by regula falsi per limit on u = ρ/(1 − ρ) (ρ = rate/λ_max):
+    the queueing part of a latency grows about linearly in u (Pollaczek–Khinchine, Kingman),
+    so the secant through the points nearest the limit (or the line through the two highest
+    that meet, while every miss is unstable) lands near it; the first limit to bind sets the
+    next point, snapped to the grid inside the bracket. A step that does not halve the bracket
+    twice running is replaced by a bisection of the rate (Illinois-style safeguard), so the
+    search ends in about log₂(J) points at worst and in four or five usually."""
+
+    def __init__(
+        self,
+        dep: Deployment,
+        isl: float,
+        osl: float,
+        limits: Mapping[str, tuple[str | float, float]],
+        cv: float = 1.0,
+        max_in_flight: int = 1,
+        *,
+        step_tokens: int = STEP_TOKENS,
+        rel_tol: float = 1e-3,
+        start: float = 0.5,
+    ) -> None:
+        if not 0 < rel_tol < 1:
+            raise ValueError(f"rel_tol must be in (0, 1) (got {rel_tol})")
+        self._st = _steps(dep, isl, osl, max_in_flight, step_tokens)
+        wanted: list[tuple[Metric, str | float, float]] = []
+        qs: set[float] = set()
+        tables: set[Metric] = set()
+        for name, (stat, limit) in limits.items():
+            metric = name.removesuffix("_s")
+            if metric == "ttft" or metric == "itl" or metric == "e2e":
+                if stat != "mean":  # only the percentiles asked for, of the metrics asked for
+                    qs.add(_fraction(stat))
+                    tables.add(cast(Metric, metric))
+                wanted.append((cast(Metric, metric), stat, float(limit)))
+            else:
+                raise ValueError(f"unknown metric {name!r}; expected ttft, itl or e2e")
+        self._wanted = wanted
+        self._quantiles = tuple(sorted(qs))
+        self._tables = frozenset(tables)
+        self._cv = cv
+        self._start = min(max(start, _VANISHING), 1.0 - rel_tol)
+        self.top_rps = self._st.max_rate_rps
+        self._log_step = math.log1p(rel_tol)
+        self._last = math.ceil(math.log(1.0 / _VANISHING) / self._log_step)
+        self._meets_j = self._last + 1  # smallest index known to meet (J + 1: none yet)
+        self._miss_j = 0  # largest index known to miss (0: λ_max itself, unstable)
+        # evaluated points: (u, value / limit per limit), and the outcome of each step
+        self._seen: list[tuple[float, list[float]]] = [(0.0, self._alone())]
+        self._widths: list[int] = []
+        #: Points solved so far (``_point`` calls).
+        self.solves = 0
+
+    def _alone(self) -> list[float]:
+        """Statistic / limit per limit at a vanishing rate, where every request is alone (the
+        low-load limit, in closed form): its prompt step and hand-off, then decode steps of
+        one sequence; every percentile the same. Guides the first steps only."""
+        st = self._st
+        ttft = float(st.prompt_s[1]) + st.handoff_s
+        itl = float(st.decode_s[1]) if st.osl > 1 else 0.0
+        value = {"ttft": ttft, "itl": itl, "e2e": ttft + (st.osl - 1.0) * itl}
+        return [value[m] / lim if lim > 0 else math.inf for m, _, lim in self._wanted]
+
+    def rate_at(self, j: int) -> float:
+        """Grid rate r_j, requests/s."""
+        return self.top_rps * math.exp(-j * self._log_step)
+
+    def _index(self, rate: float) -> float:
+        return math.log(self.top_rps / rate) / self._log_step
+
+    def _ratios(self, rate: float) -> list[float]:
+        """Statistic / limit per limit at ``rate`` (inf: unstable or missed outright; 0: a
+        vanishing statistic within a limit ≥ 0)."""
+        self.solves += 1
+        p = _point(self._st, rate, self._cv, self._quantiles, self._tables)
         if not p.stable:
-            return math.inf
-        worst = -math.inf
-        for mt, stat, lim in wanted:
-            value = p.statistic(mt, stat)
-            if not (lim > 0 and value > 0 and math.isfinite(value)):
-                if value <= lim:  # a vanishing statistic within a limit ≥ 0
-                    continue
-                return math.inf
-            worst = max(worst, math.log(value / lim))
-        return max(worst, -50.0)
+            return [math.inf] * len(self._wanted)
+        out = []
+        for metric, stat, lim in self._wanted:
+            value = p.statistic(metric, stat)
+            if lim > 0 and value > 0 and math.isfinite(value):
+                out.append(value / lim)
+            else:
+                out.append(0.0 if value <= lim else math.inf)
+        return out
 
-    lo, hi = top * 1e-6, top
-    s_lo, s_hi = score(lo), math.inf
-    if s_lo > 0:
-        return 0.0
-    # Every statistic grows with the rate: a bracket [lo meets, hi misses] shrunk to rel_tol
-    # by Illinois-corrected regula falsi on the score (bisection while the miss is unstable,
-    # or where a step did not halve the bracket), so the answer is the bisection's.
-    side = 0
-    widths = [hi - lo]
-    while hi - lo > rel_tol * hi:
-        if math.isinf(s_hi) or (len(widths) >= 3 and widths[-1] > 0.5 * widths[-3]):
-            x = 0.5 * (lo + hi)
-            widths.clear()
+    def meets(self, rate: float) -> bool:
+        """Do the statistics at ``rate`` (requests/s) meet every limit? (One point, at most;
+        none where a point already evaluated decides it.) Narrows the search's bracket."""
+        if not rate > 0:
+            raise ValueError(f"rate must be > 0 requests/s (got {rate})")
+        if rate >= self.top_rps:
+            return False
+        x = self._index(rate)
+        if math.ceil(x - 1e-9) >= self._meets_j:  # at or below a rate known to meet
+            return True
+        if math.floor(x + 1e-9) <= self._miss_j:  # at or above a rate known to miss
+            return False
+        ratios = self._ratios(rate)
+        rho = rate / self.top_rps
+        if all(math.isfinite(r) for r in ratios):
+            self._seen.append((rho / (1.0 - rho), ratios))
+        ok = max(ratios, default=0.0) <= 1.0
+        if ok:
+            self._meets_j = min(self._meets_j, math.ceil(x - 1e-9))
         else:
-            x = hi - s_hi * (hi - lo) / (s_hi - s_lo)
-            margin = 0.25 * rel_tol * hi
-            x = min(max(x, lo + margin), hi - margin)
-        sx = score(x)
-        if sx <= 0:
-            lo, s_lo = x, sx
-            if side < 0 and math.isfinite(s_hi):
-                s_hi *= 0.5
-            side = -1
-        else:
-            hi, s_hi = x, sx
-            if side > 0:
-                s_lo *= 0.5
-            side = 1
-        widths.append(hi - lo)
-    return lo
+            self._miss_j = max(self._miss_j, math.floor(x + 1e-9))
+        return ok
+
+    def highest(self) -> float:
+        """The answer (requests/s; 0 when even a vanishing rate misses)."""
+        if not self._wanted:
+            return self.rate_at(1)
+        while self._meets_j - self._miss_j > 1:
+            j = self._next()
+            self.meets(self.rate_at(j))
+            self._widths.append(self._meets_j - self._miss_j)
+        return self.rate_at(self._meets_j) if self._meets_j <= self._last else 0.0
+
+    def _next(self) -> int:
+        """The next grid index to evaluate, strictly inside the bracket."""
+        lo_j, hi_j = self._miss_j + 1, self._meets_j - 1  # the open bracket, as indices
+        w = self._widths
+        stalled = len(w) >= 3 and w[-1] > 0.5 * w[-3]
+        guess = None if stalled else self._predict()
+        if guess is None:
+            if max(self._seen[0][1]) > 1.0 and self._meets_j > self._last:
+                guess = 0.0  # even a request alone misses: the vanishing rate first
+            elif len(self._seen) == 1:
+                guess = self._start * self.top_rps  # nothing evaluated yet: where it starts
+            else:  # bisect the rate between the bracket's ends
+                top = self.rate_at(self._miss_j)
+                bottom = self.rate_at(self._meets_j) if self._meets_j <= self._last else 0.0
+                guess = 0.5 * (top + bottom)
+            if stalled:
+                self._widths.clear()
+        if guess <= 0:
+            return hi_j
+        x = self._index(guess)
+        # the grid point on the side of the guess whose end of the bracket is farther: a good
+        # guess then moves that end next to the other, and the next one closes the bracket
+        j = math.ceil(x) if self._meets_j - x > x - self._miss_j else math.floor(x)
+        return min(max(j, lo_j), hi_j)
+
+    def _predict(self) -> float | None:
+        """Rate where the first limit is predicted to bind: per limit, the line in u through
+        the nearest points either side of it (or the two highest below it)."""
+        if len(self._seen) < 2:
+            return None
+        best = math.inf
+        for i in range(len(self._wanted)):
+            pts = sorted((u, r[i]) for u, r in self._seen)
+            below = [(u, r) for u, r in pts if r <= 1.0]
+            above = [(u, r) for u, r in pts if r > 1.0]
+            if below and above:
+                (u0, r0), (u1, r1) = below[-1], above[0]
+            elif len(below) >= 2:
+                (u0, r0), (u1, r1) = below[-2], below[-1]
+            else:
+                continue
+            if r1 <= r0 or u1 <= u0:
+                continue  # flat: this limit does not bind nearby
+            best = min(best, u0 + (1.0 - r0) * (u1 - u0) / (r1 - r0))
+        if not math.isfinite(best):
+            return None
+        return self.top_rps * best / (1.0 + best) if best > 0 else 0.0

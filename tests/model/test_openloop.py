@@ -379,3 +379,109 @@ def test_max_rate_within_agrees_with_plain_bisection(
     )
     bisected = _plain_bisection(res.deployment, isl, osl, limits, cv, res.max_concurrency)
     assert 0 < bisected and rate == pytest.approx(bisected, rel=5e-3)
+
+
+# ---------------------------------------------------------------------------------------------
+# The rate search and the numerics that make a point fast
+# ---------------------------------------------------------------------------------------------
+
+LIMITS_P99 = {"ttft": ("p99", 1.0), "itl": ("p99", 0.05)}
+
+
+def _search(start: float = 0.5) -> ol.RateSearch:
+    res = _case()
+    assert res.deployment is not None
+    c = res.max_concurrency
+    return ol.RateSearch(res.deployment, ISL, OSL, LIMITS_P99, max_in_flight=c, start=start)
+
+
+def test_the_search_answer_is_the_highest_grid_rate_that_meets() -> None:
+    s = _search()
+    rate = s.highest()
+    j = round(math.log(s.top_rps / rate) / math.log1p(1e-3))
+    assert rate == pytest.approx(s.rate_at(j), rel=1e-12)
+    # the grid rate at the answer meets every limit, the next one up misses one (fresh points)
+    assert _search().meets(s.rate_at(j)) and not _search().meets(s.rate_at(j - 1))
+    assert s.solves <= 8  # a handful of points, not a bisection of 14 000 grid steps
+
+
+def test_the_search_answer_does_not_depend_on_the_points_asked_first() -> None:
+    want = _search().highest()
+    for start in (0.05, 0.5, 0.95):
+        assert _search(start=start).highest() == want
+    probed = _search()
+    top = probed.top_rps
+    answers = [probed.meets(f * top) for f in (0.9, 0.2, 0.7, 0.75)]
+    assert probed.highest() == want
+    # each answer agrees with where the limits bind
+    assert answers == [f * top <= want for f in (0.9, 0.2, 0.7, 0.75)]
+
+
+def test_a_search_nothing_meets_answers_zero_in_one_point() -> None:
+    res = _case()
+    assert res.deployment is not None
+    p1 = float(prefill(res.deployment, 1, ISL).total_s)
+    s = ol.RateSearch(
+        res.deployment, ISL, OSL, {"ttft": ("p50", 0.5 * p1)}, max_in_flight=res.max_concurrency
+    )
+    assert s.highest() == 0.0 and s.solves == 1
+
+
+def test_poisson_counts_in_closed_form_match_the_inverted_generating_function() -> None:
+    arr = ol._arrivals(3.0, 1.0)
+    spec = ol._spectrum(arr, 128)
+    generic = ol._Spectrum(spec.size, spec.radius, spec.lam, spec.vec, spec.inv)  # FFT path
+    taus = np.array([0.01, 0.5, 2.0, 9.0])
+    assert ol._counts(spec, taus) == pytest.approx(ol._counts(generic, taus), abs=1e-12)
+    left = np.ones(1)
+    assert ol._counts_from(spec, taus, left) == pytest.approx(
+        ol._counts_from(generic, taus, left), abs=1e-12
+    )
+    # each window's own count P(A(τ_n) = n), for gamma gaps too (the table's diagonal)
+    spans = 0.2 + 0.3 * np.arange(40)
+    for cv in (1.0, 2.0):
+        a = ol._arrivals(3.0, cv)
+        table = ol._counts_from(ol._spectrum(a, 256), spans, a.start)
+        want = table[np.arange(40), np.arange(40)]
+        assert ol._own_counts(a, spans, 256) == pytest.approx(want, abs=1e-12)
+
+
+@pytest.mark.parametrize("q", [0.5, 0.9, 0.99])
+def test_quantiles_by_regula_falsi_match_the_exact_inverse(q: float) -> None:
+    for dist in (stats.norm(3.0, 0.5), stats.gamma(2.0, scale=0.1), stats.gamma(400.0, scale=0.01)):
+        got = ol._cdf_roots(dist.cdf, 0.0, 10.0, (q,))[0]
+        assert got == pytest.approx(dist.ppf(q), abs=1e-9)
+    # a jump (the cap of an ITL distribution): the least x where the CDF reaches q
+    capped = lambda x: np.where(np.asarray(x) >= 2.0, 1.0, stats.norm(3.0, 0.5).cdf(x))  # noqa: E731
+    assert ol._cdf_roots(capped, 0.0, 10.0, (q,))[0] == pytest.approx(2.0, abs=1e-8)
+
+
+@pytest.mark.parametrize("idc", [1.0, 1.7, 6.0])
+def test_batch_pmf_by_window_is_the_negative_binomial(idc: float) -> None:
+    slots = 400
+    for mean in (0.3, 12.0, 150.0, 390.0):
+        pmf = ol._batch_pmf(mean, idc, slots)[0]
+        b = np.arange(slots)
+        if idc == 1.0:
+            want = stats.poisson.pmf(b, mean)
+        else:
+            p = 1.0 / idc
+            want = stats.nbinom.pmf(b, mean / (idc - 1.0), p)
+        assert pmf[:-1] == pytest.approx(want, rel=1e-10, abs=1e-15)
+        assert pmf.sum() == pytest.approx(1.0, abs=1e-12)
+
+
+def test_the_batch_mean_balances_the_tokens() -> None:
+    res = _case()
+    assert res.deployment is not None
+    st = ol._steps(res.deployment, ISL, OSL, res.max_concurrency, ol.STEP_TOKENS)
+    b = np.arange(st.slots + 1, dtype=float)
+    per_s = np.zeros_like(b)
+    per_s[1:] = b[1:] / st.decode_s[1:]
+    for need, idc, hint in ((500.0, 1.0, None), (2500.0, 2.5, None), (2500.0, 2.5, 40.0)):
+        mu = ol._batch_mean(st, per_s, need, idc, hint)
+        assert mu is not None
+        supply = float(ol._batch_pmf(mu, idc, st.slots)[0] @ per_s)
+        assert supply == pytest.approx(need, rel=1e-9)
+    # more than the full batch can supply: saturated
+    assert ol._batch_mean(st, per_s, 2.0 * float(per_s.max()), 1.0) is None
