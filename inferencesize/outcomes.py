@@ -23,8 +23,9 @@ from enum import StrEnum
 from typing import Any, ClassVar, Literal, TypeAlias
 
 Metric = Literal["ttft", "itl", "e2e"]
-#: The coarse kind a binding constraint is reported with (``PlanResult.binding_constraint``).
-Family = Literal["invalid", "memory", "ttft", "itl", "e2e"]
+#: The coarse kind a binding constraint is reported with (``PlanResult.binding_constraint``);
+#: "pruned": not searched to the end, since it could not beat the plans kept.
+Family = Literal["invalid", "memory", "ttft", "itl", "e2e", "pruned"]
 
 METRIC_NAMES: dict[Metric, str] = {"ttft": "TTFT", "itl": "ITL", "e2e": "E2E"}
 
@@ -41,6 +42,7 @@ class RejectKind(StrEnum):
     TTFT = "ttft"
     ITL = "itl"
     E2E = "e2e"
+    PRUNED = "pruned"  # not searched to the end: it cannot beat the plans kept (a bound says)
 
     @property
     def label(self) -> str:
@@ -62,6 +64,7 @@ _LABELS = {
     RejectKind.TTFT: "TTFT",
     RejectKind.ITL: "ITL",
     RejectKind.E2E: "E2E",
+    RejectKind.PRUNED: "pruned",
 }
 _FAMILIES: dict[RejectKind, Family] = {
     RejectKind.INVALID_SPLIT: "invalid",
@@ -73,6 +76,7 @@ _FAMILIES: dict[RejectKind, Family] = {
     RejectKind.TTFT: "ttft",
     RejectKind.ITL: "itl",
     RejectKind.E2E: "e2e",
+    RejectKind.PRUNED: "pruned",
 }
 
 
@@ -252,6 +256,29 @@ class LatencyMiss(_Worded):
 
 
 @dataclass(frozen=True)
+class Pruned(_Worded):
+    """An open-loop candidate not searched to the end: a bound shows it needs at least
+    ``needs_instances`` instances, more than any plan kept (the chosen one and the
+    alternatives shown) allows at its own packing and prices. ``basis``: "sustainable_rate":
+    ``rate_rps`` is its sustainable rate per instance (no latency limit lets it serve more);
+    "limits": one point at ``rate_rps``, the rate per instance it would need to fit, misses a
+    limit (every statistic grows with the rate)."""
+
+    basis: Literal["sustainable_rate", "limits"]
+    rate_rps: float
+    needs_instances: int
+    kind: ClassVar[RejectKind] = RejectKind.PRUNED
+
+    @property
+    def message(self) -> str:
+        if self.basis == "sustainable_rate":
+            why = f"its sustainable rate, {self.rate_rps:.3g} req/s per instance,"
+        else:
+            why = f"it misses a limit at {self.rate_rps:.3g} req/s per instance, so it"
+        return f"cannot beat the plans shown: {why} needs at least {self.needs_instances} instances"
+
+
+@dataclass(frozen=True)
 class Described(_Worded):
     """A reason known by its sentence only: what the resolver words without numbers the
     planner can read back (no tensor units for a precision, no inter-node network), or what a
@@ -266,7 +293,13 @@ class Described(_Worded):
 
 
 RejectReason: TypeAlias = (
-    SplitProblem | MemoryShortfall | ContextTooLong | BatchTooLarge | LatencyMiss | Described
+    SplitProblem
+    | MemoryShortfall
+    | ContextTooLong
+    | BatchTooLarge
+    | LatencyMiss
+    | Pruned
+    | Described
 )
 
 #: A reason given as a string with a coarse kind (invalid | memory | ttft | itl | e2e).
@@ -415,7 +448,8 @@ def _n(count: int, word: str) -> str:
 
 def summary_sentence(s: SearchSummary) -> str:
     """``searched 3 systems × 3 precisions × 11 splits = 99 candidates; rejected 41 (out of
-    memory 30, TTFT 11)``. Systems with their own split counts read ``2 systems (11 + 9
+    memory 30, TTFT 11)``; candidates pruned by a bound are counted apart inside it
+    (``rejected 61 (out of memory 1; 60 pruned: cannot beat the plans shown)``). Systems with their own split counts read ``2 systems (11 + 9
     splits) × 3 precisions``; with their own precisions too, ``2 systems (3 precisions × 11
     splits + 2 precisions × 9 splits)``."""
     hw = s.hardware
@@ -436,6 +470,11 @@ def summary_sentence(s: SearchSummary) -> str:
     if s.skipped_splits:
         text += f"; {_n(s.skipped_splits, 'structurally impossible split')} skipped"
     text += f"; rejected {s.rejected}"
-    if s.rejected:
-        text += " (" + ", ".join(f"{k.label} {n}" for k, n in s.rejected_by_kind.items()) + ")"
+    kinds = (f"{k.label} {n}" for k, n in s.rejected_by_kind.items() if k is not RejectKind.PRUNED)
+    parts = ", ".join(kinds)
+    pruned = s.rejected_by_kind.get(RejectKind.PRUNED, 0)
+    if pruned:  # evaluated only as far as a bound: said apart from the reasons found
+        parts += ("; " if parts else "") + f"{pruned} pruned: cannot beat the plans shown"
+    if parts:
+        text += f" ({parts})"
     return text

@@ -28,7 +28,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import numpy as np
 
@@ -52,6 +52,7 @@ from inferencesize.outcomes import (
     LatencyMiss,
     MemoryShortfall,
     Metric,
+    Pruned,
     RejectKind,
     RejectReason,
     SearchSummary,
@@ -60,7 +61,7 @@ from inferencesize.outcomes import (
 )
 from inferencesize.outcomes import Rejected as Rejected
 from inferencesize.outcomes import fmt_seconds as fmt_seconds
-from inferencesize.packing import instances_for
+from inferencesize.packing import RATE_SLACK, instances_for
 from inferencesize.packing import pack_servers as pack_servers
 from inferencesize.parallelism import Parallelism, enumerate_splits, split_problem
 from inferencesize.serving import InflightArrays, OperatingPoint, inflight_arrays, select
@@ -68,6 +69,9 @@ from inferencesize.specs import GpuSpec, ModelSpec, SystemSpec
 from inferencesize.specs.scenario import ScenarioSpec
 from inferencesize.transformer import ModelCosts
 from inferencesize.units import SECONDS_PER_DAY
+
+if TYPE_CHECKING:  # imported where searched: the open-loop model loads only when used
+    from inferencesize.openloop import RateSearch
 
 #: GPUs per node assumed for a bare GPU id (no system): HGX/DGX-style 8-GPU servers.
 BARE_GPU_NODE = 8
@@ -508,7 +512,12 @@ LIGHT_LOAD_SHARE = 1e-3
 
 
 def search_rate(
-    res: Resolved, isl: float, osl: float, limits: Limits, cv: float = 1.0
+    res: Resolved,
+    isl: float,
+    osl: float,
+    limits: Limits,
+    cv: float = 1.0,
+    search: RateSearch | None = None,
 ) -> tuple[OperatingPoint, Binding] | tuple[None, RejectReason]:
     """Open loop: the highest request rate one in-flight instance serves with every limit met
     at its statistic (:func:`inferencesize.openloop.max_rate_within`, gamma arrivals with
@@ -516,8 +525,10 @@ def search_rate(
     and the limit that binds it (the one nearest its limit there).
 
     Returns (None, reason) when the candidate cannot run, or when even a vanishing rate misses
-    a limit (:class:`~inferencesize.outcomes.LatencyMiss` at the lightest load)."""
-    from inferencesize.openloop import max_rate_rps, max_rate_within, open_loop
+    a limit (:class:`~inferencesize.outcomes.LatencyMiss` at the lightest load). ``search``:
+    the candidate's :class:`~inferencesize.openloop.RateSearch` for these limits where a
+    caller has already asked it something (its points are reused; the answer is the same)."""
+    from inferencesize.openloop import RateSearch, max_rate_rps, open_loop
 
     top = res.max_concurrency
     if top < 1 or res.deployment is None:
@@ -526,7 +537,9 @@ def search_rate(
         return None, why
     dep = res.deployment
     wanted = limits.open_loop_limits()
-    rate = max_rate_within(dep, isl, osl, wanted, cv, top) if wanted else 0.0
+    if wanted and search is None:
+        search = RateSearch(dep, isl, osl, wanted, cv, top)
+    rate = search.highest() if search is not None else 0.0
     if not wanted:
         rate = max_rate_rps(dep, isl, osl, max_in_flight=top)
     if rate <= 0.0:
@@ -724,6 +737,7 @@ def plan(
     batch_sizes: Sequence[int] | None = None,
     arrivals: Literal["poisson", "closed-loop"] = "closed-loop",
     cv: float = 1.0,
+    prune: bool = False,
 ) -> PlanResult:
     """Size a deployment: every candidate, its best operating point, ranked plans.
 
@@ -741,6 +755,18 @@ def plan(
     with coefficient of variation ``cv`` (:func:`search_rate`; in-flight batching: static
     batching keeps the closed-loop batch model). The peak is split evenly over the instances
     (a least-loaded balancer), so N instances serve it when peak / N is within one's rate.
+
+    ``prune`` (open loop only): branch and bound over the candidates, for a caller that wants
+    the chosen plan and the ``top`` alternatives and not every other feasible plan. Each
+    candidate's sustainable rate (:func:`inferencesize.openloop.max_rate_rps`, cheap) bounds
+    the rate any limit lets it serve, hence its instances, servers, GPUs, cost and power from
+    below; candidates are searched in the order of that bound, and one whose bound cannot
+    beat the ``1 + top`` best plans found so far is not searched (nor is any after it). One
+    that could is first tested at the one rate per instance it would need
+    (:meth:`inferencesize.openloop.RateSearch.meets`): a miss there prunes it too. Either is
+    recorded as a rejection of kind :attr:`RejectKind.PRUNED` (:class:`Pruned`, with its
+    bound), never dropped; the plans kept are the exhaustive search's, the same rates to the
+    bit (the rate search's answer does not depend on the points it evaluated).
     """
     if peak_rps <= 0:
         raise ValueError(f"peak_rps must be > 0 (got {peak_rps})")
@@ -761,6 +787,7 @@ def plan(
 
     def run(multi_node: bool) -> None:
         nonlocal candidates
+        queue: list[tuple[Candidate, HardwareOption]] = []  # bounded: searched in bound order
         for i, hw in enumerate(options):
             node = hw.instance_span(span_nvlink_domain)
             if multi_node:
@@ -781,15 +808,25 @@ def plan(
                     candidates += 1
                     if problem is not None:
                         rejected.append(Rejected(cand.label(), problem))
+                    elif bounded:
+                        queue.append((cand, hw))
                     else:
                         _evaluate(cand, hw)
+        if queue:
+            _bound_and_search(queue)
 
-    def _evaluate(cand: Candidate, hw: HardwareOption) -> None:
-        res = est.resolve(cand, isl + osl)
-        cannot = unrunnable(res, isl + osl, est.costs(model))
-        if cannot is not None:
-            rejected.append(Rejected(cand.label(), cannot))
-            return
+    def _evaluate(
+        cand: Candidate,
+        hw: HardwareOption,
+        res: Resolved | None = None,
+        search: RateSearch | None = None,
+    ) -> None:
+        if res is None:
+            res = est.resolve(cand, isl + osl)
+            cannot = unrunnable(res, isl + osl, est.costs(model))
+            if cannot is not None:
+                rejected.append(Rejected(cand.label(), cannot))
+                return
         # The same instance on another package of the same GPU (a DGX and its bare GPU)
         # has the same deployment: search it once.
         try:
@@ -799,7 +836,7 @@ def plan(
             key, found = None, None
         if found is None:
             if open_loop:
-                found = search_rate(res, isl, osl, limits, cv)
+                found = search_rate(res, isl, osl, limits, cv, search)
             else:
                 found = search_point(res, isl, osl, limits, batching, batch_sizes)
             if key is not None:
@@ -818,6 +855,82 @@ def plan(
             name, value, limit, _ = limits.worst_ratio(at)
             nearest = LatencyMiss(name, value, limit, why.at, why.unit)
         rejected.append(Rejected(cand.label(), why, nearest=nearest))
+
+    bounded = prune and open_loop
+    kept = 1 + max(top, 0)  # the plans a pruned candidate must not be able to beat
+    wanted = limits.open_loop_limits()
+    searches: dict[Any, RateSearch] = {}  # per deployment, like ``searched``
+    shares: list[float] = []  # answers so far, as shares of their sustainable rates
+
+    def ranked(p: Plan) -> tuple[Any, ...]:
+        if objective == "servers":
+            return p.sort_key()
+        return (*p.objective_key(objective), p.candidate.label())
+
+    def sized(cand: Candidate, res: Resolved, hw: HardwareOption, n: int) -> tuple[float, ...]:
+        """The ranking prefix (servers, GPUs, cost, power in ``objective``'s order) of
+        ``cand`` at ``n`` instances: the plan's own sizing at a rate that needs n."""
+        at = OperatingPoint(0.0, 0.0, 0.0, 0.0, 0.0, peak_rps / n, 0.0, 0.0, 0.0, None, None)
+        return _plan_for(cand, res, at, "memory", hw, peak_rps, isl, osl, pricing).objective_key(
+            objective
+        )[:-1]
+
+    def most(cand: Candidate, res: Resolved, hw: HardwareOption, n: int, bar: Any) -> int | None:
+        """The most instances (≥ ``n``, which fits) at which ``cand`` still sizes within
+        ``bar`` (the prefix is monotone in the count); None when no count exceeds it."""
+        step = 1
+        while sized(cand, res, hw, n + step) <= bar:
+            n += step
+            step *= 2
+            if n > 1 << 40:
+                return None
+        while step > 1:  # n fits, n + step does not
+            step //= 2
+            if sized(cand, res, hw, n + step) <= bar:
+                n += step
+        return n
+
+    def _bound_and_search(queue: list[tuple[Candidate, HardwareOption]]) -> None:
+        """Branch and bound over ``queue`` (``prune`` in :func:`plan`)."""
+        from inferencesize.openloop import RateSearch, max_rate_rps
+
+        bounds = []
+        for order, (cand, hw) in enumerate(queue):
+            res = est.resolve(cand, isl + osl)
+            cannot = unrunnable(res, isl + osl, est.costs(model))
+            if cannot is not None:
+                rejected.append(Rejected(cand.label(), cannot))
+                continue
+            assert res.deployment is not None
+            cap = max_rate_rps(res.deployment, isl, osl, max_in_flight=res.max_concurrency)
+            fewest = instances_for(peak_rps, cap)
+            bounds.append((sized(cand, res, hw, fewest), order, cand, hw, res, cap, fewest))
+        bounds.sort(key=lambda b: (b[0], b[1]))
+        for low, _, cand, hw, res, cap, fewest in bounds:
+            best = sorted(feasible, key=ranked)[:kept]
+            bar = best[-1].objective_key(objective)[:-1] if len(best) == kept else None
+            if bar is not None and low > bar:
+                rejected.append(Rejected(cand.label(), Pruned("sustainable_rate", cap, fewest)))
+                continue
+            key = (res.deployment, res.max_concurrency)
+            search = searches.get(key)
+            if search is None and wanted and key not in searched:
+                # the first point where the answers so far lie (their median share of the
+                # sustainable rate): fewer points, the same answer
+                start = float(np.median(shares)) if shares else 0.5
+                assert res.deployment is not None
+                search = RateSearch(
+                    res.deployment, isl, osl, wanted, cv, res.max_concurrency, start=start
+                )
+                searches[key] = search
+            n = most(cand, res, hw, fewest, bar) if bar is not None and search else None
+            need = peak_rps / (n + RATE_SLACK) if n is not None else 0.0
+            if search is not None and n is not None and not search.meets(need):
+                rejected.append(Rejected(cand.label(), Pruned("limits", need, n + 1)))
+                continue
+            _evaluate(cand, hw, res, search)
+            if search is not None and search.highest() > 0:
+                shares.append(search.highest() / search.top_rps)
 
     run(multi_node=False)
     multi_node = not feasible

@@ -425,10 +425,12 @@ class Study:
 
     # ---- the answers
     def plan(self, top: int = 3) -> PlanResult:
-        """Aggregated sizing of a single-model scenario at its peak."""
+        """Aggregated sizing of a single-model scenario at its peak: the chosen plan and
+        ``top`` alternatives (open loop: candidates that cannot beat them are pruned)."""
         return plan_scenario(
-            self.catalog, self.spec, self.peak_rps, self.estimator, top=top, **self.options
-        )
+            self.catalog, self.spec, self.peak_rps, self.estimator, top=top, prune=True,
+            **self.options,
+        )  # fmt: skip
 
     def disaggregated(self, aggregated: PlanResult) -> Comparison | None:
         """Disaggregated sizing next to the aggregated plan, when the scenario asks for it."""

@@ -89,3 +89,80 @@ def test_the_flags_reach_the_open_loop_planner() -> None:
     assert rec["arrivals"] == "poisson" and rec["statistics"]["ttft"] == "p99"
     op = rec["plan"]["per_instance"]
     assert op["ttft_ms_p99"] <= 1000 * (1 + 1e-3) and op["itl_ms_p99"] <= 50 * (1 + 1e-3)
+
+
+# ---------------------------------------------------------------------------------------------
+# Branch and bound (prune=True) against the exhaustive search
+# ---------------------------------------------------------------------------------------------
+
+
+def _both(**kw: object) -> tuple[object, object]:
+    c = catalog()
+    args = dict(
+        model=c.model("llama-3.1-8b"),
+        hardware=[c.hardware("h100-sxm"), c.hardware("b200")],
+        precisions=["fp8", "bf16"],
+        isl=1000,
+        osl=200,
+        peak_rps=20.0,
+        limits=Limits(ttft_s=1.0, itl_s=0.05, stats=("p99", "p99", "mean")),
+        est=estimator(),
+        tps=[1, 2, 4],
+        pps=[1],
+        arrivals="poisson",
+        top=1,
+    )
+    args.update(kw)
+    full = plan(**args)  # type: ignore[arg-type]
+    pruned = plan(**args, prune=True)  # type: ignore[arg-type]
+    return full, pruned
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {},
+        {"objective": "gpus", "top": 0, "peak_rps": 60.0},
+        {"limits": Limits(ttft_s=0.5, itl_s=0.03), "peak_rps": 8.0, "top": 2},
+    ],
+    ids=["servers-top1", "gpus-top0", "mean-limits-top2"],
+)
+def test_pruned_search_keeps_the_exhaustive_plans(options: dict[str, object]) -> None:
+    from inferencesize.outcomes import Pruned, RejectKind, summary_sentence
+
+    full, pruned = _both(**options)
+    shown = [full.chosen, *full.alternatives]  # type: ignore[attr-defined]
+    kept = [pruned.chosen, *pruned.alternatives]  # type: ignore[attr-defined]
+    assert full.chosen is not None  # type: ignore[attr-defined]
+    # the same plans, in the same order, at the same rates to the bit
+    assert [(p.candidate.label(), p.instances, p.gpus, p.servers) for p in kept] == [
+        (p.candidate.label(), p.instances, p.gpus, p.servers) for p in shown
+    ]
+    assert [p.rate for p in kept] == [p.rate for p in shown]
+    assert [p.point for p in kept] == [p.point for p in shown]
+    # every candidate accounted for: searched (feasible or rejected alike) or pruned
+    s = pruned.summary  # type: ignore[attr-defined]
+    assert s.candidates == full.summary.candidates  # type: ignore[attr-defined]
+    assert s.candidates == len(pruned.feasible) + len(pruned.rejected)  # type: ignore[attr-defined]
+    cut = [r for r in pruned.rejected if r.why.kind is RejectKind.PRUNED]  # type: ignore[attr-defined]
+    assert s.rejected_by_kind.get(RejectKind.PRUNED, 0) == len(cut)
+    # a pruned candidate's bound is honest: where the exhaustive search found it feasible, it
+    # needed at least the instances its bound says (and so could not enter the plans shown)
+    found = {p.candidate.label(): p for p in full.feasible}  # type: ignore[attr-defined]
+    for r in cut:
+        assert isinstance(r.why, Pruned)
+        if r.candidate in found:
+            assert found[r.candidate].instances >= r.why.needs_instances
+            assert found[r.candidate] not in shown
+    if cut:
+        assert f"{len(cut)} pruned: cannot beat the plans shown" in summary_sentence(s)
+
+
+def test_closed_loop_plans_are_never_pruned() -> None:
+    c = catalog()
+    args = (c.model("llama-3.1-8b"), [c.hardware("h100-sxm")], ["fp8"], 1000, 200, 20.0)
+    a = plan(*args, LIMITS, estimator(), tps=[1, 2], pps=[1], top=0)
+    b = plan(*args, LIMITS, estimator(), tps=[1, 2], pps=[1], top=0, prune=True)
+    assert len(a.feasible) == len(b.feasible) and not any(
+        r.why.kind.value == "pruned" for r in b.rejected
+    )
