@@ -234,7 +234,9 @@ def validate(
         out.print(
             report.table(title, ["reason", "rows"], [[r["reason"], r["rows"]] for r in by_reason])
         )
-    for u in unmapped[:20]:
+    # one example row per reason (the JSON lists every row)
+    examples = {u["reason"]: u for u in reversed(unmapped)}
+    for u in sorted(examples.values(), key=lambda u: u["row"])[:20]:
         out.print(f"  row {u['row']} ({u['source']}, {u['model']}, {u['metric']}): {u['reason']}")
 
 
