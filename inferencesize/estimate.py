@@ -20,6 +20,7 @@ from inferencesize.parallelism import Parallelism
 from inferencesize.roofline import Efficiency
 from inferencesize.serving import InflightArrays, OperatingPoint, inflight, points, static
 from inferencesize.serving_steps import longest_gap_s
+from inferencesize.sharing import Share, shared_efficiency, shared_gpu
 from inferencesize.specs import EfficiencySet, GpuSpec, ModelSpec, SystemSpec
 from inferencesize.techniques import NO_TECHNIQUES, Techniques, describe
 from inferencesize.transformer import ModelCosts, capped_costs, model_costs
@@ -31,7 +32,8 @@ Batching = BatchingMode
 
 @dataclass(frozen=True)
 class Candidate:
-    """What runs: a model on hardware with a precision and a split."""
+    """What runs: a model on hardware with a precision and a split; ``share``: one of several
+    instances on a GPU (a MIG slice or a shared GPU, :mod:`inferencesize.sharing`)."""
 
     model: ModelSpec
     gpu: GpuSpec
@@ -39,6 +41,12 @@ class Candidate:
     precision: str
     kv_precision: str
     par: Parallelism
+    share: Share | None = None
+
+    @property
+    def instance_gpu(self) -> GpuSpec:
+        """The GPU one instance sees: the whole GPU, or its share of it."""
+        return shared_gpu(self.gpu, self.share) if self.share else self.gpu
 
     @property
     def hardware_id(self) -> str:
@@ -50,7 +58,8 @@ class Candidate:
             if self.kv_precision != default_kv_precision(self.precision)
             else ""
         )
-        return f"{self.hardware_id} {self.precision}{kv} {self.par.label()}"
+        share = f" {self.share.label()}" if self.share else ""
+        return f"{self.hardware_id} {self.precision}{kv} {self.par.label()}{share}"
 
     def fields(self) -> dict[str, Any]:
         """The record keys every output uses for what runs: hardware, precisions, split."""
@@ -107,13 +116,17 @@ class Estimator:
         return self._costs[model.id]
 
     def resolve(self, cand: Candidate, seq_len: float) -> Resolved:
-        key = (cand.model.id, cand.hardware_id, cand.precision, cand.kv_precision, cand.par)
+        key: tuple[Any, ...] = (cand.model.id, cand.hardware_id, cand.precision)
+        key += (cand.kv_precision, cand.par, cand.share)
+        gpu = cand.instance_gpu
         if key not in self._deps:
             found = efficiency_resolution(self.efficiency, cand.gpu, cand.precision)
             eff = Efficiency(**{k: v for k, v in found.values.items() if v is not None})
+            if cand.share:
+                eff = shared_efficiency(eff, cand.share)
             dep = build_deployment(
                 self.costs(cand.model),
-                cand.gpu,
+                gpu,
                 cand.system,
                 cand.precision,
                 cand.kv_precision,
@@ -134,18 +147,19 @@ class Estimator:
                 f"ISL + OSL = {seq_len:.0f} exceeds the context window {cand.model.max_context}",
                 trust,
             )
-        mem = memory_budget(dep, cand.gpu.memory_bytes, seq_len)
+        mem = memory_budget(dep, gpu.memory_bytes, seq_len)
         reason = None
         if not mem.fits:
+            cap = gpu.memory_bytes / GIB
             need = (mem.weights_bytes + mem.activations_bytes + mem.reserve_bytes) / GIB
             reason = (
                 f"out of memory: weights {mem.weights_bytes / GIB:.1f} GiB + runtime "
                 f"{(mem.activations_bytes + mem.reserve_bytes) / GIB:.1f} GiB per GPU leave no room"
-                f" for one {seq_len:.0f}-token sequence on {cand.gpu.memory_bytes / GIB:.0f} GiB"
-                if need < cand.gpu.memory_bytes / GIB
+                f" for one {seq_len:.0f}-token sequence on {cap:.0f} GiB"
+                if need < cap
                 else f"out of memory: weights {mem.weights_bytes / GIB:.1f} GiB + runtime "
                 f"{(mem.activations_bytes + mem.reserve_bytes) / GIB:.1f} GiB per GPU exceed "
-                f"{cand.gpu.memory_bytes / GIB:.0f} GiB"
+                f"{cap:.0f} GiB"
             )
         return Resolved(cand, dep, mem, origin, reason, trust)
 
