@@ -15,19 +15,18 @@ from pathlib import Path
 
 import yaml
 
-from inferencesize.calibration import GLOBAL_PARAMS, fit
+from inferencesize.calibration import fit, fittable, free_parameters
 from inferencesize.catalog import Catalog, load_catalog
 from inferencesize.io_measurements import Measurement, dedupe, map_measurements, read_measurements
 from inferencesize.specs import EfficiencySet, names_engine
-from inferencesize.specs.efficiency import OPTIONAL_PARAMS
 from inferencesize.validation import summary_table
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = [
     ROOT / "data/calibration/measurements.csv",
     ROOT / "data/calibration/static_batching_sweep.csv",
+    ROOT / "data/calibration/measurements_modern.csv",
 ]
-SERVING_ONLY = {"prefill_sync", "cohort_tokens", "arrival_spread_s"}
 #: Parameters a set states instead of fitting, because its rows do not pin them (README).
 #: nim-2024's prefill attention: refitted with each ISL, OSL or model left out in turn it
 #: lands anywhere from 0.12 to 1.00, so it takes trtllm-0.9-static's value (0.589, fitted to
@@ -58,8 +57,9 @@ def _unfitted_serving(base: EfficiencySet) -> str:
 def _belongs(catalog: Catalog, base: EfficiencySet, m: Measurement) -> bool:
     """A row fits the set that `validate` predicts it with, if its label names the set's engine
     (rows that only fall back to the default set stay out of its fit)."""
-    return catalog.efficiency_for(m.engine, m.engine_version).id == base.id and names_engine(
-        base, m.engine, m.engine_version
+    engine, version = m.served_engine  # a Dynamo row: its engine's, not Dynamo's, version
+    return catalog.efficiency_for(engine, version).id == base.id and names_engine(
+        base, engine, version
     )
 
 
@@ -69,18 +69,12 @@ def main(ids: list[str]) -> None:
     mapped, _ = map_measurements(catalog, rows)
     for set_id in ids or list(catalog.efficiency):
         base = catalog.efficiency_set(set_id)
-        mine = [r for r in mapped if _belongs(catalog, base, r.m)]
+        mine = [r for r in fittable(mapped) if _belongs(catalog, base, r.m)]
         if not mine:
             print(f"{set_id}: no rows for engines {base.engines}")
             continue
         serving = any(r.mode == "inflight" for r in mine)
-        free = [
-            g
-            for g in GLOBAL_PARAMS
-            if (serving or g not in SERVING_ONLY)
-            and (g not in OPTIONAL_PARAMS or getattr(base.defaults, g) is not None)
-            and g not in STATED.get(set_id, {})
-        ]
+        free = free_parameters(base, mine, tuple(STATED.get(set_id, {})))
         held = STATED.get(set_id, {})
         t0 = time.perf_counter()
         archs = {g.id: g.architecture for g in catalog.gpus.values()}

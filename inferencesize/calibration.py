@@ -10,15 +10,16 @@ few odd rows cannot drag the physics; each metric gets equal total weight.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 from scipy.optimize import least_squares
 
+from inferencesize.deployment import BARE_GPU_NODE, scale_up_domain
 from inferencesize.estimate import Estimator
 from inferencesize.specs import EfficiencyEntry, EfficiencySet, EfficiencyValues
-from inferencesize.specs.efficiency import PARAMETERS
+from inferencesize.specs.efficiency import OPTIONAL_PARAMS, PARAMETERS
 from inferencesize.validation import Mapped, Prediction, predict_all
 
 #: Parameters the fit shares across a set: name -> (lower, upper) bound (``PARAMETERS``).
@@ -29,6 +30,41 @@ GLOBAL_PARAMS: dict[str, tuple[float, float]] = {
 PER_GPU_PARAMS: dict[str, tuple[float, float]] = {
     p.name: p.fit for p in PARAMETERS if p.fit is not None and p.per_gpu
 }
+
+
+#: Parameters of closed-loop serving: fitted only where the rows measure latency under load.
+SERVING_ONLY = frozenset({"prefill_sync", "cohort_tokens", "arrival_spread_s"})
+
+
+def fittable(rows: Sequence[Mapped]) -> list[Mapped]:
+    """The rows a fit uses: aggregated instances inside one server (or one NVLink domain, if
+    larger). An instance across nodes depends on the network, the expert layout and (for
+    wide-EP deployments) a split the rows do not state: fitting the GPU's and engine's shares
+    to it would turn those unknowns into wrong physics. Such rows are still predicted and
+    reported."""
+    return [r for r in rows if r.pools is None and r.candidate.par.gpus <= _node(r)]
+
+
+def _node(r: Mapped) -> int:
+    """GPUs one server (or the NVLink domain, if larger) holds for a row's candidate."""
+    c = r.candidate
+    server = c.system.gpus_per_node if c.system else BARE_GPU_NODE
+    return max(server, scale_up_domain(c.gpu, c.system))
+
+
+def free_parameters(
+    base: EfficiencySet, rows: Sequence[Mapped], stated: Sequence[str] = ()
+) -> list[str]:
+    """The set-wide parameters a fit of ``base`` to ``rows`` chooses: all of them, less the
+    serving ones without in-flight rows, the optional ones ``base`` leaves out and ``stated``."""
+    serving = any(r.mode == "inflight" for r in rows)
+    return [
+        g
+        for g in GLOBAL_PARAMS
+        if (serving or g not in SERVING_ONLY)
+        and (g not in OPTIONAL_PARAMS or getattr(base.defaults, g) is not None)
+        and g not in stated
+    ]
 
 
 def precision_class(precision: str) -> str:
@@ -49,7 +85,7 @@ def _pairs(rows: Sequence[Mapped]) -> list[tuple[str, str]]:
 
 
 def conservative(
-    entries: Sequence[EfficiencyEntry], architecture_of: dict[str, str | None]
+    entries: Sequence[EfficiencyEntry], architecture_of: Mapping[str, str | None]
 ) -> tuple[list[EfficiencyEntry], dict[str, float]]:
     """What a GPU no entry names takes: per architecture × precision, the lowest compute and
     memory shares fitted on its GPUs (an architecture entry); for an architecture never
@@ -118,7 +154,7 @@ def fit(
     rows: Sequence[Mapped],
     free_globals: Sequence[str] = tuple(GLOBAL_PARAMS),
     max_evaluations: int = 400,
-    architectures: dict[str, str | None] | None = None,
+    architectures: Mapping[str, str | None] | None = None,
 ) -> FitResult:
     """Fit ``base``'s parameters to ``rows`` (all predicted with the set being fitted), then
     write its architecture entries and per-GPU defaults (:func:`conservative`) from every GPU

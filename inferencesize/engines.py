@@ -55,7 +55,7 @@ def engine_efficiency(sets: Iterable[EfficiencySet], text: str) -> EfficiencySet
             f" efficiency set id ({', '.join(sorted(by_id))})"
         )
     engine, version = parsed
-    mine = [s for s in pool if names_engine(s, engine)]
+    mine = [s for s in pool if claimed_version(s, engine) or names_engine(s, engine)]
     if not mine:
         raise UnknownIdError(
             f"no efficiency set describes {engine} yet: fit one to your measurements with"

@@ -131,6 +131,26 @@ def _touched_expert_params(costs: ModelCosts, tokens: Any) -> Any:
     return costs.moe_layers * touched * costs.expert_params
 
 
+def _rows_per_expert(costs: ModelCosts, tokens: Any) -> Any:
+    """GEMM rows of one touched routed expert in a step of ``tokens`` tokens: tokens · k spread
+    over the experts they touch (at least 1; placeholder routing: every token on the same k)."""
+    t = np.maximum(np.asarray(tokens, dtype=float), 1.0)
+    if costs.num_experts == 0 or costs.fixed_routing:
+        return t
+    k, e = costs.top_k, costs.num_experts
+    touched = e * (1.0 - (1.0 - k / e) ** t)
+    return np.maximum(t * k / touched, 1.0)
+
+
+def _expert_flops(costs: ModelCosts, par: Parallelism, tokens: Any, instance_tokens: Any) -> Any:
+    """Routed-expert FLOPs of the busiest GPU's step before its layer / TP share: the part of
+    the linear FLOPs that runs at the expert GEMMs' row count (attention DP: every group's
+    tokens reach the experts, spread over the dp groups' GPUs)."""
+    expert_active = costs.moe_layers * costs.top_k * costs.expert_params
+    routed = instance_tokens / par.dp if par.dp > 1 else tokens
+    return 2.0 * routed * expert_active
+
+
 def _roofline_step(
     dep: Deployment,
     decode_seqs: Any = 0.0,
@@ -172,8 +192,13 @@ def _roofline_step(
         weights = (c.dense_linear_params + touched) * shard
     weight_bytes = weights * dep.weight_bytes_per_param
     weight_bytes += c.lm_head_params / tp * ACTIVATION_BYTES
-    gemm_eff = gemm_efficiency(eff, np.maximum(tokens, 1.0))
-    gemm_compute = flops / (dep.peak_flops * gemm_eff)
+    # A routed expert's GEMM has as many rows as tokens routed to it, not the step's tokens:
+    # its share of the FLOPs runs at the efficiency of that smaller M.
+    expert_flops = _expert_flops(c, par, tokens, instance_tokens) * shard
+    per_expert = _rows_per_expert(c, instance_tokens if par.dp > 1 else tokens)
+    gemm_compute = (flops - expert_flops) / (
+        dep.peak_flops * gemm_efficiency(eff, np.maximum(tokens, 1.0))
+    ) + expert_flops / (dep.peak_flops * gemm_efficiency(eff, per_expert))
     gemm_memory = weight_bytes / (dep.hbm_bytes_per_s * eff.memory)
     gemm = np.maximum(gemm_compute, gemm_memory)
 

@@ -452,7 +452,8 @@ EngineOpt = Annotated[
     typer.Option(
         metavar="ID",
         rich_help_panel=COLLECT,
-        help="Efficiency set id (engine generation); see `catalog list efficiency`.",
+        help="Engine: vllm, sglang, trtllm or nim, optionally @version (trtllm@0.17), or an"
+        " efficiency set id; see `catalog list efficiency`.",
     ),
 ]
 CalibrationOpt = Annotated[

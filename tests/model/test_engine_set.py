@@ -86,7 +86,13 @@ def test_shipped_sets_by_engine(catalog: Catalog) -> None:
         ("TensorRT-LLM", "0.16.0"): "trtllm-0.17",
         ("TensorRT-LLM", "0.19.0"): "trtllm-0.17",
         ("TensorRT-LLM (gptSessionBenchmark, static batching)", "0.9.0"): "trtllm-0.9-static",
-        ("vLLM", "0.6.3"): "nim-2024",  # unknown engine: the default set
+        ("TensorRT-LLM", "1.0.0rc3"): "trtllm-1.x",
+        ("TensorRT-LLM", "1.2.0rc6.post2"): "trtllm-1.x",
+        ("TensorRT-LLM", ""): "nim-2024",  # no version: the default set
+        ("vLLM", "0.19.0"): "vllm-2026",  # the set lists 'vLLM' without a version: every vLLM
+        ("vLLM", "0.6.3"): "vllm-2026",
+        ("SGLang", "0.5.9"): "sglang-2026",
+        ("TGI", "3.0"): "nim-2024",  # an engine no set names: the default set
     }
     got = {key: catalog.efficiency_for(*key).id for key in cases}
     assert got == cases
