@@ -235,9 +235,11 @@ def validate(
             report.table(title, ["reason", "rows"], [[r["reason"], r["rows"]] for r in by_reason])
         )
     # one example row per reason (the JSON lists every row)
-    examples = {u["reason"]: u for u in reversed(unmapped)}
-    for u in sorted(examples.values(), key=lambda u: u["row"])[:20]:
-        out.print(f"  row {u['row']} ({u['source']}, {u['model']}, {u['metric']}): {u['reason']}")
+    examples: dict[str, Measurement] = {}
+    for m, why in skipped:
+        examples.setdefault(why, m)
+    for why, m in sorted(examples.items(), key=lambda e: e[1].row)[:20]:
+        out.print(f"  row {m.row} ({m.source}, {m.model}, {m.metric}): {why}")
 
 
 def _off_point(c: SteadyCheck) -> dict[str, Any]:
