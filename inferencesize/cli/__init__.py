@@ -13,6 +13,7 @@ import importlib
 import os
 import sys
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -30,7 +31,7 @@ from inferencesize.cli.common import (
     say,
     silence_stdout,
 )
-from inferencesize.cli.help import Command, Group
+from inferencesize.cli.help import Command, Group, Listed, documented_help
 
 #: command name -> (module under inferencesize.cli, function; None: the module's Typer ``app``
 #: as a command group)
@@ -105,6 +106,23 @@ def build_app(names: Iterable[str] = COMMANDS) -> typer.Typer:
     return cli
 
 
+def listing_app() -> Any:
+    """The top-level command group with every command listed by its help, read from its
+    module's source (:func:`inferencesize.cli.help.documented_help`), none imported: what
+    ``infersize``, ``infersize --help``, ``--version`` and a mistyped command need."""
+    import typer.main
+
+    group = typer.main.get_command(build_app([]))
+    folder = Path(__file__).parent
+    names = [n for n, (_, attr) in COMMANDS.items() if attr is not None]
+    names += [n for n, (_, attr) in COMMANDS.items() if attr is None]  # groups after commands
+    for name in names:
+        module_name, attr = COMMANDS[name]
+        text = documented_help(folder / f"{module_name}.py", attr)
+        group.add_command(Listed(name, text), name)  # type: ignore[attr-defined]
+    return group
+
+
 def command_of(argv: list[str]) -> str | None:
     """The command an argument list runs: its first word, when it names one."""
     for arg in argv:
@@ -150,7 +168,7 @@ def _run() -> int:
     code = 0
     before = _identity(1)
     try:
-        cli = build_app([name] if name else COMMANDS)
+        cli = build_app([name]) if name else listing_app()
         if not gc.isenabled():  # the console entry paused it for the imports (console.py)
             gc.freeze()
             gc.enable()

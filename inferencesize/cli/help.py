@@ -25,6 +25,7 @@ import sys
 import textwrap
 import typing
 from enum import Enum
+from pathlib import Path
 from typing import Any
 
 from typer.core import TyperCommand, TyperGroup
@@ -340,3 +341,29 @@ class Group(TyperGroup):
 
     def format_help(self, ctx: Any, formatter: Any) -> None:
         render(self, ctx)
+
+
+def documented_help(path: Path, attr: str | None) -> str:
+    """The help a command module gives, read from its source without importing it: the
+    docstring of function ``attr``, or (``attr`` None: a command group) the ``help=`` of its
+    ``typer.Typer(...)``. Empty when there is none."""
+    import ast
+
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    for node in ast.walk(tree):
+        if attr is not None and isinstance(node, ast.FunctionDef) and node.name == attr:
+            return ast.get_docstring(node) or ""
+        if attr is None and isinstance(node, ast.Call) and ast.unparse(node.func) == "typer.Typer":
+            for keyword in node.keywords:
+                if keyword.arg == "help":
+                    value = ast.literal_eval(keyword.value)
+                    return value if isinstance(value, str) else ""
+    return ""
+
+
+class Listed(Command):
+    """A command shown in a group's list by its help alone (its module is not loaded):
+    running it is never asked of it (the command line builds the real one)."""
+
+    def __init__(self, name: str, help_text: str) -> None:
+        super().__init__(name, help=help_text, callback=None)

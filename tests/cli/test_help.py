@@ -156,3 +156,33 @@ def test_help_examples_run_from_any_folder(
             args[-1] = "500"
         result = runner.invoke(app, args)
         assert result.exit_code == 0, (example, result.stderr)
+
+
+def test_top_level_help_lists_commands_without_loading_them() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from inferencesize.cli import COMMANDS, listing_app\n"
+        "group = listing_app()\n"
+        "loaded = [m for m, _ in COMMANDS.values() if 'inferencesize.cli.' + m in sys.modules]\n"
+        "heavy = [m for m in ('inferencesize.planner', 'inferencesize.study') if m in sys.modules]\n"
+        "assert not loaded and not heavy, (loaded, heavy)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+
+
+def test_listed_summaries_are_the_commands_own() -> None:
+    from inferencesize.cli import listing_app
+
+    listed = listing_app()
+    real = typer.main.get_command(app)
+    ctx = real.context_class(real, info_name="infersize")
+    names = real.list_commands(ctx)  # type: ignore[attr-defined]
+    assert listed.list_commands(ctx) == names
+    for name in names:
+        mine = listed.get_command(ctx, name)
+        theirs = real.get_command(ctx, name)  # type: ignore[attr-defined]
+        assert summary(mine.help) == summary(theirs.help) != ""
