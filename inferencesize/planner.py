@@ -65,6 +65,7 @@ from inferencesize.packing import RATE_SLACK, instances_for
 from inferencesize.packing import pack_servers as pack_servers
 from inferencesize.parallelism import Parallelism, enumerate_splits, split_problem
 from inferencesize.serving import InflightArrays, OperatingPoint, inflight_arrays, select
+from inferencesize.sharing import Share, shares_for, whole_gpus
 from inferencesize.specs import GpuSpec, ModelSpec, SystemSpec
 from inferencesize.specs.scenario import ScenarioSpec
 from inferencesize.transformer import ModelCosts
@@ -207,16 +208,23 @@ class Plan:
     def capacity_rps(self) -> float:
         return self.instances * self.rate
 
-    def sort_key(self) -> tuple[float, float, float, float, str]:
+    @property
+    def shared(self) -> int:
+        """1 when its instances share GPUs (MIG slices, processes): at equal size a plan of
+        whole-GPU instances ranks first (simpler to run); 0 otherwise."""
+        return int(self.candidate.share is not None)
+
+    def sort_key(self) -> tuple[float, float, float, int, float, str]:
         cost = self.cost_per_hour_usd if self.cost_per_hour_usd is not None else math.inf
-        return (self.servers, self.gpus, cost, -self.headroom, self.candidate.label())
+        return (self.servers, self.gpus, cost, self.shared, -self.headroom, self.candidate.label())
 
     def objective_key(self, objective: Objective) -> tuple[float, ...]:
-        """Sort key under ``objective`` (servers | gpus | cost | power), then headroom."""
+        """Sort key under ``objective`` (servers | gpus | cost | power), whole-GPU instances
+        before shared ones, then headroom."""
         key = objective_key(
             objective, self.servers, self.gpus, self.cost_per_hour_usd, self.power_watts
         )
-        return (*key, -self.headroom)
+        return (*key, self.shared, -self.headroom)
 
 
 @dataclass(frozen=True)
@@ -656,11 +664,12 @@ def _plan_for(
     per = cand.par.gpus
     rate = op.requests_per_s
     instances = instances_for(peak, rate)
-    gpus = instances * per
+    gpus = whole_gpus(instances, cand.share, per)  # slices of a GPU round up to GPUs
     node = hw.gpus_per_node
     multi = per > node
     pricing = pricing or Pricing()
-    servers = pack_servers(instances, per, node) + pricing.spare_servers  # N + k
+    packed = pack_servers(gpus, 1, node) if cand.share else pack_servers(instances, per, node)
+    servers = packed + pricing.spare_servers  # N + k
     capacity = instances * rate
     assert res.deployment is not None
     share = input_share(rate, float(prefill(res.deployment, 1, isl).total_s))
@@ -738,6 +747,7 @@ def plan(
     arrivals: Literal["poisson", "closed-loop"] = "closed-loop",
     cv: float = 1.0,
     prune: bool = False,
+    share_gpus: bool = False,
 ) -> PlanResult:
     """Size a deployment: every candidate, its best operating point, ranked plans.
 
@@ -748,6 +758,8 @@ def plan(
     (:mod:`inferencesize.economics`). ``dps`` lists attention data-parallel degrees (None: 1
     only); ``span_nvlink_domain`` lets the single-node pass use a rack's whole NVLink domain.
     ``batch_sizes`` restricts static batches to those sizes (:func:`search_point`).
+    ``share_gpus`` also searches several TP-1 instances per GPU, on MIG slices or processes
+    sharing it, where the model is small for the GPU (:func:`_shared`); their GPUs count whole.
 
     ``arrivals``: ``"closed-loop"`` sizes each instance at the load a GenAI-Perf concurrency
     benchmark would run it at (:func:`search_point`, mean limits); ``"poisson"`` at the highest
@@ -800,11 +812,15 @@ def plan(
             # keeps the structurally possible splits only (and counts the others)
             splits = [(p, why) for p, why in splits if why is None or _asked(why, explicit)]
             tried_splits[i] += [p.label() for p, _ in splits]
-            for precision in precisions or hw.gpu.native_precisions():
+            tried = precisions or hw.gpu.native_precisions()
+            shares = [] if multi_node or not sharing else _shared(est, model, hw, tried, isl + osl)
+            tried_splits[i] += [f"tp1 {share.label()}" for share in shares]
+            for precision in tried:
                 kv = kv_precision or default_kv_precision(precision)
                 tried_precisions[i][precision] = None
-                for par, problem in splits:
-                    cand = Candidate(model, hw.gpu, hw.system, precision, kv, par)
+                runs = [(par, problem, None) for par, problem in splits]
+                for par, problem, share in runs + [(Parallelism(), None, s) for s in shares]:
+                    cand = Candidate(model, hw.gpu, hw.system, precision, kv, par, share)
                     candidates += 1
                     if problem is not None:
                         rejected.append(Rejected(cand.label(), problem))
@@ -857,6 +873,8 @@ def plan(
         rejected.append(Rejected(cand.label(), why, nearest=nearest))
 
     bounded = prune and open_loop
+    # several instances per GPU: TP 1 and PP 1 must be among the splits asked for
+    sharing = share_gpus and not dps and all(not d or 1 in d for d in (tps, pps, eps))
     kept = 1 + max(top, 0)  # the plans a pruned candidate must not be able to beat
     wanted = limits.open_loop_limits()
     searches: dict[Any, RateSearch] = {}  # per deployment, like ``searched``
@@ -954,6 +972,23 @@ def plan(
     alternatives = feasible[1 : 1 + max(top, 0)]
     nearest = None if chosen else _nearest_miss(rejected, limits)
     return PlanResult(chosen, alternatives, rejected, feasible, nearest, summary)
+
+
+def _shared(
+    est: Estimator, model: ModelSpec, hw: HardwareOption, precisions: Sequence[str], seq: float
+) -> list[Share]:
+    """The GPU shares (MIG slices, processes sharing a GPU) searched for ``model`` on ``hw``:
+    those its weights are small for at the lightest of ``precisions``
+    (:func:`inferencesize.sharing.shares_for`); none when TP 1 cannot run it."""
+    if split_problem(est.costs(model), Parallelism()) is not None:
+        return []
+    weights = []
+    for precision in precisions:
+        kv = default_kv_precision(precision)
+        res = est.resolve(Candidate(model, hw.gpu, hw.system, precision, kv, Parallelism()), seq)
+        if res.memory is not None:
+            weights.append(res.memory.weights_bytes)
+    return shares_for(hw.gpu, min(weights)) if weights else []
 
 
 def _asked(problem: SplitProblem, explicit: dict[str, bool]) -> bool:
