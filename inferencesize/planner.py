@@ -815,6 +815,7 @@ def plan(
             tried = precisions or hw.gpu.native_precisions()
             shares = [] if multi_node or not sharing else _shared(est, model, hw, tried, isl + osl)
             tried_splits[i] += [f"tp1 {share.label()}" for share in shares]
+            considered[i] += len(shares)
             for precision in tried:
                 kv = kv_precision or default_kv_precision(precision)
                 tried_precisions[i][precision] = None
