@@ -4,15 +4,22 @@ Seed case (Llama-3-8B FP8, one H100-SXM, ISL 2000, OSL 200), Poisson arrivals at
 instance's throughput, KV-limited in-flight batching. Target: under 10 s on the project
 machine. Also times chunked prefill and dynamic batching on the same traffic.
 
+Then whole ``infersize simulate`` processes (CPU seconds and peak resident memory from the OS,
+os.wait4) with ``--requests-out``: 100,000 requests as the baseline, and 1,000,000 (targets:
+under 5 s, peak under 250 MiB; CPU should grow no faster than the requests).
+
 Run: python benchmarks/simulate_speed.py [requests]
 """
 
 from __future__ import annotations
 
 import sys
+import tempfile
 import time
+from pathlib import Path
 
 import numpy as np
+from process_stats import infersize, mib, run
 
 from inferencesize.catalog import load_catalog
 from inferencesize.estimate import Candidate, Estimator
@@ -50,6 +57,22 @@ def main() -> None:
             f"({took / n * 1e6:.1f} µs/request) · TTFT p95 {s.ttft_s.p95 * 1e3:,.0f} ms · "
             f"ITL mean {s.itl_s.mean * 1e3:.2f} ms · {s.requests_per_s:.2f} req/s\n"
         )
+    processes()
+
+
+def processes() -> None:
+    base = ["simulate", "--model", "llama-3-8b", "--hardware", "h100-sxm"]
+    base += ["--isl", "2000", "--osl", "200", "--rate", "10", "--format", "json"]
+    with tempfile.TemporaryDirectory() as tmp:
+        out = str(Path(tmp) / "requests.csv")
+        small = run([*infersize(), *base, "--requests", "100000", "--requests-out", out])
+        large = run([*infersize(), *base, "--requests", "1000000", "--requests-out", out])
+    sys.stdout.write(
+        f"process, 100,000 requests: {small.cpu_s:.2f} s CPU, peak {mib(small.peak_bytes):.0f} MiB\n"
+        f"process, 1,000,000 requests: {large.cpu_s:.2f} s CPU"
+        f" ({large.cpu_s / small.cpu_s:.1f}x; target < 5 s),"
+        f" peak {mib(large.peak_bytes):.0f} MiB (target < 250 MiB)\n"
+    )
 
 
 if __name__ == "__main__":
