@@ -354,6 +354,7 @@ def planning(catalog: Catalog, eset: EfficiencySet, spec: ScenarioSpec, shown: s
         "objective": spec.objective,
         "dps": attention_dps(spec.attention_dp),
         "span_nvlink_domain": spec.span_nvlink_domain,
+        "share_gpus": spec.share_gpus,
     }
     if spec.economics is not None or spec.redundancy is not None:  # else catalog prices
         options["pricing"] = pricing(spec)

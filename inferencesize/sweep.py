@@ -54,6 +54,7 @@ CONFIGURED = (
     "economics",
     "attention_dp",
     "span_nvlink_domain",
+    "share_gpus",
     "kv_cap",
     "techniques",
 )

@@ -399,6 +399,15 @@ def scale_options(
             help="Let one instance fill a rack-scale NVLink domain (GB200 NVL72: 72 GPUs).",
         ),
     ] = None,
+    share_gpus: Annotated[
+        bool | None,
+        typer.Option(
+            "--share-gpus",
+            rich_help_panel=SCALE,
+            show_default=False,
+            help="Also try several instances of a small model per GPU (MIG slices, shared GPUs).",
+        ),
+    ] = None,
     kv_window_tokens: Annotated[
         int | None,
         typer.Option(
@@ -657,6 +666,7 @@ FLAGS: dict[str, tuple[str, Callable[[Any, str], Any]]] = {
     "disaggregated": ("disaggregated", _same),
     "attention_dp": ("attention_dp", _ints),
     "span_nvlink_domain": ("span_nvlink_domain", _same),
+    "share_gpus": ("share_gpus", _same),
     "kv_window_tokens": ("kv_cap.window_tokens", _same),
     "kv_sink_tokens": ("kv_cap.sink_tokens", _same),
     "prefill_cp": ("disaggregated.prefill.cp", _ints_no_auto),

@@ -219,6 +219,11 @@ class ScenarioSpec(Spec):
     span_nvlink_domain: bool = Field(
         default=False, description="instances may fill a rack-scale NVLink domain (NVL72)"
     )
+    share_gpus: bool = Field(
+        default=False,
+        description="also plan several instances of a small model per GPU (MIG slices, or"
+        " processes sharing the GPU); GPUs are counted whole",
+    )
     kv_cap: KvCap | None = None
     offline: Offline | None = Field(
         default=None,
