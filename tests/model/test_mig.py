@@ -7,6 +7,7 @@ from pydantic import ValidationError
 
 from inferencesize.estimate import Candidate
 from inferencesize.parallelism import Parallelism
+from inferencesize.planner import Limits, PlanResult, plan
 from inferencesize.sharing import gpu_share, mig_share, shared_gpu, shares_for, whole_gpus
 from inferencesize.specs.hardware import MigProfiles
 from inferencesize.units import GIB
@@ -138,3 +139,95 @@ def test_a_slice_candidate_resolves_on_its_share_and_is_no_free_lunch() -> None:
         assert one is not None
         floor = res.memory.weights_bytes / (share.memory * gpu.hbm_bandwidth_bytes_per_s)
         assert one.itl_s >= floor
+
+
+def _plan(model: str, peak_rps: float, share_gpus: bool = True) -> PlanResult:
+    """Short prompts (128 in, 128 out) on a DGX H100 in FP8 under TTFT ≤ 300 ms, ITL ≤ 30 ms."""
+    return plan(
+        catalog().model(model),
+        [catalog().hardware("dgx-h100")],
+        ["fp8"],
+        ISL,
+        OSL,
+        peak_rps,
+        Limits(ttft_s=0.3, itl_s=0.03),
+        estimator(),
+        share_gpus=share_gpus,
+    )
+
+
+def test_shared_plans_count_whole_gpus_and_whole_servers() -> None:
+    res = _plan("llama-3-8b", 30.0)
+    shared = [p for p in res.feasible if p.candidate.share is not None]
+    assert {p.candidate.share.name for p in shared if p.candidate.share} >= {"2g.20gb", "1/2"}
+    for p in shared:
+        assert p.candidate.share is not None and p.candidate.par == Parallelism()
+        assert p.gpus == -(-p.instances // p.candidate.share.per_gpu)  # ceil
+        assert p.servers == -(-p.gpus // 8)
+        assert p.capacity_rps >= 30.0
+
+
+def test_low_traffic_on_shares_takes_one_gpu_and_the_whole_gpu_wins_the_tie() -> None:
+    """One request a second: every plan needs one GPU, so the whole-GPU instance (simpler to
+    run, more headroom) is chosen; the MIG plans are listed beside it."""
+    res = _plan("llama-3-8b", 1.0)
+    assert res.chosen is not None and res.chosen.candidate.share is None
+    assert res.chosen.gpus == 1
+    mig = [p for p in res.feasible if p.candidate.share and p.candidate.share.kind == "mig"]
+    assert mig and all(p.gpus == 1 and p.servers == 1 for p in mig)
+    assert "mig 2g.20gb ×3/GPU" in {p.candidate.share.label() for p in mig if p.candidate.share}
+
+
+def test_a_shared_plan_is_chosen_when_it_needs_fewer_gpus() -> None:
+    """100 req/s: a whole-GPU instance holds ~360 sequences at the TTFT limit and its
+    per-sequence host work (sampling, detokenising) is paid in one process; two processes on
+    one GPU pay it in parallel, each for half the sequences, and together serve the peak on one
+    GPU where whole-GPU instances need two."""
+    res = _plan("llama-3-8b", 100.0)
+    alone = _plan("llama-3-8b", 100.0, share_gpus=False)
+    assert res.chosen is not None and alone.chosen is not None
+    whole = min(p.gpus for p in res.feasible if p.candidate.share is None)
+    assert whole == alone.chosen.gpus
+    assert res.chosen.candidate.share is not None
+    assert res.chosen.gpus < whole
+    assert res.chosen.servers <= alone.chosen.servers
+
+
+def test_whenever_a_shared_plan_is_chosen_it_is_smaller() -> None:
+    for peak in (1.0, 10.0, 60.0, 100.0, 250.0):
+        res, alone = _plan("llama-3-8b", peak), _plan("llama-3-8b", peak, share_gpus=False)
+        assert res.chosen is not None and alone.chosen is not None
+        assert res.chosen.sort_key()[:2] <= alone.chosen.sort_key()[:2]
+        if res.chosen.candidate.share is not None:
+            assert res.chosen.sort_key()[:2] < alone.chosen.sort_key()[:2]
+
+
+def test_more_traffic_never_fewer_gpus() -> None:
+    gpus = [_plan("llama-3-8b", peak).chosen for peak in (1.0, 20.0, 60.0, 100.0, 200.0, 400.0)]
+    counts = [p.gpus for p in gpus if p is not None]
+    assert len(counts) == 6 and counts == sorted(counts)
+
+
+def test_a_big_model_never_gets_gpu_shares() -> None:
+    res = _plan("llama-3-70b", 5.0)
+    alone = _plan("llama-3-70b", 5.0, share_gpus=False)
+    labels = [p.candidate.label() for p in res.feasible] + [r.candidate for r in res.rejected]
+    assert not any("per GPU" in label for label in labels)
+    assert res.summary is not None and alone.summary is not None
+    assert res.summary.candidates == alone.summary.candidates
+
+
+def test_an_explicit_tp_above_one_searches_no_shares() -> None:
+    res = plan(
+        catalog().model("llama-3-8b"),
+        [catalog().hardware("dgx-h100")],
+        ["fp8"],
+        ISL,
+        OSL,
+        10.0,
+        Limits(ttft_s=0.3, itl_s=0.03),
+        estimator(),
+        tps=[2],
+        share_gpus=True,
+    )
+    assert all(p.candidate.share is None for p in res.feasible)
