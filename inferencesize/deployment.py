@@ -2,7 +2,8 @@
 
 Which link a collective uses: TP and PP inside the scale-up (NVLink) domain use half the
 bidirectional scale-up bandwidth per direction; PCIe-only parts use the PCIe host link;
-anything spanning domains uses the per-GPU NIC bandwidth (one direction) of the system.
+anything spanning domains uses the per-GPU NIC bandwidth (one direction) of the system, a TP
+all-reduce across NVLink domains in two levels (``two_level_allreduce_link``).
 """
 
 from __future__ import annotations
@@ -54,6 +55,23 @@ def _link_for(gpus: int, domain: int, node: int, nvlink: Link, pcie: Link, netwo
     return network
 
 
+def two_level_allreduce_link(n: int, domain: int, nvlink: Link, network: Link) -> Link:
+    """The route of an all-reduce over ``n`` GPUs that spans NVLink domains of ``domain``
+    GPUs: in two levels (NCCL's multi-rail hierarchy), a reduce-scatter inside each domain
+    over NVLink, an all-reduce between the m domains of each GPU's 1/g slice over its own NIC
+    (all g NICs of a domain at once), an all-gather inside. Time per byte of message:
+    2(m − 1)/m / (g · B_nic) + 2(g − 1)/g / B_nvlink, written as the per-GPU bandwidth of the
+    flat ring that takes as long (``comm.allreduce_time``: 2(n − 1)/n / B); the alpha stays
+    the network's."""
+    g = max(min(domain, n), 1)
+    m = -(-n // g)
+    if m <= 1 or g <= 1:
+        return network
+    per_byte = 2.0 * (m - 1) / m / (g * network.bytes_per_s)
+    per_byte += 2.0 * (g - 1) / g / nvlink.bytes_per_s
+    return Link("network", 2.0 * (n - 1) / n / per_byte, network.latency_s)
+
+
 @dataclass(frozen=True)
 class Links:
     tp: Link
@@ -74,6 +92,8 @@ def links(gpu: GpuSpec, system: SystemSpec | None, par: Parallelism, alpha_s: fl
     network = Link("network", network_bw or 12.5e9, NETWORK_LATENCY_S)
     node = system.gpus_per_node if system else BARE_GPU_NODE
     tp_link = _link_for(par.tp, domain, node, nvlink, pcie, network)
+    if tp_link is network and nvlink.name == "nvlink":
+        tp_link = two_level_allreduce_link(par.tp, domain, nvlink, network)
     pp_link = _link_for(par.gpus, domain, node, nvlink, pcie, network)
     if par.dp > 1:
         ep_link = _link_for(par.tp * par.dp, domain, node, nvlink, pcie, network)

@@ -240,9 +240,15 @@ def test_links_of_an_h100_sxm(catalog: Catalog) -> None:
     inside = links(gpu, None, Parallelism(tp=8), 7e-6)
     assert inside.tp == Link("nvlink", 450e9, 7e-6)
     assert inside.pp == inside.tp
-    # TP 16 leaves the domain: the 12.5 GB/s network fallback with 25 µs alpha
+    # TP 16 leaves the domain: the all-reduce runs in two levels (NVLink inside each 8-GPU
+    # domain, each GPU's 1/8 slice over its own 12.5 GB/s fallback NIC between the two), with
+    # the network's 25 µs alpha. Per byte: 2·(1/2)/(8 · 12.5e9) + 2·(7/8)/450e9 = 1.3889e-11 s;
+    # the flat ring's 2·(15/16) per byte at that time: 135 GB/s per GPU.
     outside = links(gpu, None, Parallelism(tp=16), 7e-6)
-    assert outside.tp == Link("network", 12.5e9, 25e-6)
+    assert outside.tp.name == "network" and outside.tp.latency_s == 25e-6
+    assert outside.tp.bytes_per_s == pytest.approx(135e9, rel=1e-9)
+    # a pipeline across the two domains is a point-to-point send over one NIC
+    assert links(gpu, None, Parallelism(tp=8, pp=2), 7e-6).pp == Link("network", 12.5e9, 25e-6)
 
 
 def test_links_of_a_dgx_h100_pipeline_across_nodes(catalog: Catalog) -> None:
