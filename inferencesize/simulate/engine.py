@@ -272,9 +272,11 @@ class _Inflight(_Instance):
         next_cap = self._cap_reached() if cap else 0
         if self.cfg.policy == "chunked":
             tokens, pairs, parts, prefilled = self._admit_chunks()
-        else:
+        elif self.waiting:
             tokens, pairs, prefilled = self._admit_whole()
             parts = len(prefilled)
+        else:  # nothing to admit: a decode run
+            tokens, pairs, parts, prefilled = 0, 0.0, 0, []
         n_capped = len(self.capped)
         g = b - n_capped  # decoders whose context still grows
         sum_ctx = self.ctx_offset + g * self.step
@@ -468,34 +470,36 @@ def simulate(
 
     if closed:
         sends = [handoff_s] * min(workload.concurrency, n)
+    n_arrivals = len(arrivals)
+    push, pop = heapq.heappush, heapq.heappop
     while True:
-        t_arr = arrivals[next_arrival] if next_arrival < len(arrivals) else INF
+        t_arr = arrivals[next_arrival] if next_arrival < n_arrivals else INF
         if sends:
             t_arr = min(t_arr, sends[0])
         t_evt = events[0][0] if events else INF
         t_next = min(t_arr, t_evt)
         while ready and ready[0][1] != version[ready[0][2]]:
-            heapq.heappop(ready)
+            pop(ready)
         if ready and ready[0][0] < t_next:
-            when, _, i = heapq.heappop(ready)
+            when, _, i = pop(ready)
             inst = insts[i]
             inst.t = max(inst.t, when)
             done.clear()
             inst.run(t_next, done)
             if track:
                 for item in done:
-                    heapq.heappush(events, item)
+                    push(events, item)
             schedule(i)
             continue
         if t_evt <= t_arr and events:
-            now, code = heapq.heappop(events)
+            now, code = pop(events)
             if code >= 0:
                 outstanding[req.where[code]] -= 1
             if closed and issued + len(sends) < n:
-                heapq.heappush(sends, now + handoff_s)
+                push(sends, now + handoff_s)
             continue
         if sends and sends[0] == t_arr:
-            dispatch(issued, heapq.heappop(sends))
+            dispatch(issued, pop(sends))
             issued += 1
             continue
         if t_arr < INF:
