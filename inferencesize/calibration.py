@@ -1,6 +1,7 @@
 """Fit efficiency parameters to measurements with scipy.optimize.least_squares.
 
-Per GPU × precision: ``compute`` and ``memory`` (fractions of datasheet peak). Shared by the
+Per architecture × precision (``share_group``): ``compute`` and ``memory`` (fractions of
+datasheet peak), written to every measured GPU of it. Shared by the
 whole set (the engine generation): attention efficiency, GEMM half-saturation rows, per-step
 and per-layer overheads, collective latency and bandwidth share, and (for serving data) the
 prefill synchronisation share. Names, meanings and bounds: ``specs.efficiency.PARAMETERS``. Residuals are log(predicted / measured), robust (soft-L1) so a
@@ -18,7 +19,7 @@ from scipy.optimize import least_squares
 
 from inferencesize.deployment import BARE_GPU_NODE, scale_up_domain
 from inferencesize.estimate import Estimator
-from inferencesize.specs import EfficiencyEntry, EfficiencySet, EfficiencyValues
+from inferencesize.specs import EfficiencyEntry, EfficiencySet, EfficiencyValues, GpuSpec
 from inferencesize.specs.efficiency import OPTIONAL_PARAMS, PARAMETERS
 from inferencesize.validation import Mapped, Prediction, predict_all
 
@@ -80,8 +81,22 @@ class FitResult:
     evaluations: int
 
 
-def _pairs(rows: Sequence[Mapped]) -> list[tuple[str, str]]:
-    return sorted({(r.candidate.gpu.id, precision_class(r.candidate.precision)) for r in rows})
+def share_group(gpu: GpuSpec) -> str:
+    """What ``compute`` and ``memory`` are fitted per: the GPU's architecture (one die
+    generation's tensor units, memory controllers and kernels: H100 and H200 reach the same
+    shares of their own datasheets), else the GPU itself."""
+    return gpu.architecture or gpu.id
+
+
+def _pairs(rows: Sequence[Mapped]) -> dict[tuple[str, str], list[str]]:
+    """(share group, precision class) -> the measured GPUs in it."""
+    out: dict[tuple[str, str], set[str]] = {}
+    for r in rows:
+        gpu = r.candidate.gpu
+        out.setdefault((share_group(gpu), precision_class(r.candidate.precision)), set()).add(
+            gpu.id
+        )
+    return {k: sorted(v) for k, v in sorted(out.items())}
 
 
 def conservative(
@@ -124,25 +139,29 @@ def with_conservative(eset: EfficiencySet, architecture_of: dict[str, str | None
 def build_set(
     base: EfficiencySet,
     x: np.ndarray,
-    pairs: list[tuple[str, str]],
+    pairs: dict[tuple[str, str], list[str]],
     free_globals: list[str],
     counts: Counter[tuple[str, str]],
 ) -> EfficiencySet:
+    """``base`` with the set-wide values and, for every measured GPU, the shares of its group."""
     values = base.defaults.model_dump()
     for i, name in enumerate(free_globals):
         values[name] = float(x[i])
     entries = []
+    measured: set[tuple[str, str]] = set()
     off = len(free_globals)
-    for j, (gpu, prec) in enumerate(pairs):
+    for j, ((_, prec), gpus) in enumerate(pairs.items()):
         fitted = {k: float(x[off + 2 * j + n]) for n, k in enumerate(PER_GPU_PARAMS)}
-        for p in ("bf16", "fp16") if prec == "bf16" else (prec,):
-            entries.append(
-                EfficiencyEntry(gpu=gpu, precision=p, points=counts[(gpu, prec)], **fitted)
-            )
+        for gpu in gpus:
+            measured.add((gpu, prec))
+            for p in ("bf16", "fp16") if prec == "bf16" else (prec,):
+                entries.append(
+                    EfficiencyEntry(gpu=gpu, precision=p, points=counts[(gpu, prec)], **fitted)
+                )
     kept = [
         e
         for e in base.entries
-        if e.gpu is not None and (e.gpu, precision_class(e.precision or "")) not in set(pairs)
+        if e.gpu is not None and (e.gpu, precision_class(e.precision or "")) not in measured
     ]
     return base.model_copy(
         update={"defaults": EfficiencyValues(**values), "entries": kept + entries}
@@ -169,12 +188,12 @@ def fit(
         lo.append(low)
         hi.append(high)
         x0.append(float(np.clip(start[name], low, high)))
-    for gpu, prec in pairs:
+    for (_, prec), gpus in pairs.items():
         entry = next(
             (
                 e
                 for e in base.entries
-                if e.gpu == gpu and precision_class(e.precision or "") == prec
+                if e.gpu in gpus and precision_class(e.precision or "") == prec
             ),
             None,
         )
