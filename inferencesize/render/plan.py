@@ -16,6 +16,7 @@ from inferencesize.estimate import Estimator
 from inferencesize.outcomes import Rejected
 from inferencesize.planner import Plan, PlanResult
 from inferencesize.serving import OperatingPoint
+from inferencesize.sharing import Share
 from inferencesize.specs.scenario import ScenarioSpec
 from inferencesize.techniques import describe
 
@@ -119,6 +120,19 @@ def economics_record(p: Plan) -> dict[str, Any] | None:
     }
 
 
+def gpu_share_record(share: Share | None) -> dict[str, Any] | None:
+    """What one instance gets of a GPU it shares (None: a whole GPU or more)."""
+    if share is None:
+        return None
+    return {
+        "kind": share.kind,
+        "profile": share.name if share.kind == "mig" else None,
+        "instances_per_gpu": share.per_gpu,
+        "compute_share": share.compute,
+        "memory_share": share.memory,
+    }
+
+
 def plan_record(p: Plan, engine: str) -> dict[str, Any]:
     """One plan (``plan`` and each of ``alternatives``)."""
     c, op = p.candidate, p.point
@@ -132,6 +146,7 @@ def plan_record(p: Plan, engine: str) -> dict[str, Any]:
         "pp": c.par.pp,
         "ep": c.par.ep,
         "dp": c.par.dp,
+        "gpu_share": gpu_share_record(c.share),
         "instances": p.instances,
         "gpus_per_instance": p.gpus_per_instance,
         "gpus": p.gpus,

@@ -37,6 +37,10 @@ def split_text(p: dict[str, Any]) -> str:
     for key in ("pp", "dp", "ep", "cp"):
         if p.get(key, 1) > 1:
             text += f" {key}{p[key]}"
+    share = p.get("gpu_share")
+    if share:  # several instances on one GPU (as ``sharing.Share.label``)
+        k = share["instances_per_gpu"]
+        text += f" mig {share['profile']} ×{k}/GPU" if share["kind"] == "mig" else f" {k} per GPU"
     return text
 
 
@@ -174,7 +178,7 @@ def fleet_text(p: dict[str, Any]) -> str:
     e = p.get("economics") or {}
     if e.get("units") is None:
         unit = "servers" if p["system"] else "8-GPU nodes"
-        return f"{p['servers']} × {p['hardware']} ({unit}) · {p['gpus']} GPUs · {p['instances']} instances"
+        return f"{p['servers']} × {p['hardware']} ({unit}) · {p['gpus']} GPUs · {_instances(p)}"
     text = (
         f"{e['units']} × {p['hardware']} ({e['unit']}) · {p['gpus']} of {e['gpus_paid']} GPUs used"
     )
@@ -183,7 +187,32 @@ def fleet_text(p: dict[str, Any]) -> str:
         text += f" on {p['servers']} trays"
     if e.get("spare_servers"):
         text += f" incl. {e['spare_servers']} spare"
-    return text + f" · {p['instances']} instances"
+    return text + f" · {_instances(p)}"
+
+
+def _instances(p: dict[str, Any]) -> str:
+    """'5 instances', or on shared GPUs '5 instances on 5 MIG 2g.20gb slices of 2 GPUs' /
+    '4 instances, 2 per GPU'."""
+    n, share = p["instances"], p.get("gpu_share")
+    if not share:
+        return f"{n} instances"
+    if share["kind"] == "mig":
+        return f"{n} instances on {n} MIG {share['profile']} slices of {p['gpus']} GPUs"
+    return f"{n} instances, {share['instances_per_gpu']} per GPU"
+
+
+def _share_text(p: dict[str, Any]) -> str:
+    """What one instance runs on: its GPUs, or its share of one."""
+    share = p.get("gpu_share")
+    if not share:
+        return f"{p['gpus_per_instance']} GPU(s)"
+    sms, hbm = share["compute_share"], share["memory_share"]
+    if share["kind"] == "mig":
+        return (
+            f"one MIG {share['profile']} slice ({sms:.0%} of the SMs, {hbm:.0%} of the HBM;"
+            f" {share['instances_per_gpu']} per GPU)"
+        )
+    return f"1/{share['instances_per_gpu']} of a GPU's SMs, HBM bandwidth and memory (shared)"
 
 
 def power_text(p: dict[str, Any]) -> str:
@@ -220,7 +249,7 @@ def plan_table(rec: dict[str, Any]) -> Any:
             "per instance",
             f"{p['precision']} (KV {p['kv_precision']}) · tp{p['tp']} pp{p['pp']} ep{p['ep']}"
             + (f" dp{p['dp']}" if p["dp"] > 1 else "")
-            + f" · {p['gpus_per_instance']} GPU(s)",
+            + f" · {_share_text(p)}",
         ),
         ("binding constraint", limit_text(rec, p["binding_constraint"])),
         *([("techniques", techniques_text(rec["techniques"]))] if rec.get("techniques") else []),
