@@ -89,7 +89,7 @@ import itertools
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from typing import Any, Literal, cast
 
 import numpy as np
@@ -191,6 +191,14 @@ class _Steps:
     prompt_s: FloatArray  # [k]
     decode_s: FloatArray  # [b]
     handoff_s: float
+
+    @cached_property
+    def tokens_per_s(self) -> FloatArray:
+        """b / d(b): decode tokens/s of a batch of b (0 at b = 0)."""
+        out = np.zeros(self.slots + 1)
+        out[1:] = np.arange(1, self.slots + 1) / self.decode_s[1:]
+        out.flags.writeable = False
+        return out
 
     def decode(self, b: Any) -> Any:
         """d(b) at real b (linear between whole batches, clipped to [1, c])."""
@@ -686,12 +694,23 @@ def _batch_pmf(mean: Any, idc: float, slots: int) -> FloatArray:
     """P(B = b) for b = 0..``slots`` (rows: one per ``mean``): negative binomial with that
     mean and variance mean·``idc`` (Poisson at idc = 1), the mass above ``slots`` lumped at
     ``slots`` (the KV slots are full; the rest wait for one). Computed where the rows have
-    mass: within 14 standard deviations and 40 e-foldings of the geometric tail of the mean
-    (beyond, below e⁻⁴⁰ of the mode: zero)."""
+    mass (``_nb_window``; beyond, zero)."""
+    mu = np.atleast_1d(np.asarray(mean, dtype=float))
+    first, values = _nb_window(mu, idc, slots)
+    pmf = np.zeros((mu.size, slots + 1))
+    pmf[:, first : first + values.shape[1]] = values
+    pmf[:, -1] = np.maximum(0.0, 1.0 - pmf[:, :-1].sum(axis=1))
+    pmf[mu <= 0] = np.eye(1, slots + 1)[0]
+    return np.asarray(pmf, dtype=float)
+
+
+def _nb_window(mu: FloatArray, idc: float, slots: int) -> tuple[int, FloatArray]:
+    """The negative binomial (Poisson at idc = 1) probabilities of b = first … last ≤ slots
+    (rows: one per mean), over the counts within 14 standard deviations and 40 e-foldings of
+    the geometric tail of the means (beyond, below e⁻⁴⁰ of the mode); ``first`` and the rows."""
     from scipy.special import gammaln
 
-    mu = np.atleast_1d(np.asarray(mean, dtype=float))[:, None]
-    safe = np.maximum(mu, 1e-300)
+    safe = np.maximum(mu, 1e-300)[:, None]
     spread = 14.0 * math.sqrt(float(safe.max()) * max(idc, 1.0)) + 30.0
     if idc > 1.0 + 1e-9:
         spread += 40.0 / -math.log1p(-1.0 / idc)
@@ -706,11 +725,20 @@ def _batch_pmf(mean: Any, idc: float, slots: int) -> FloatArray:
         r = safe / (idc - 1.0)
         logp = gammaln(b + r) - gammaln(r) - log_fact + r * math.log(p)
         logp = logp + b * math.log1p(-p)
-    pmf = np.zeros((mu.shape[0], slots + 1))
-    pmf[:, first : last + 1] = np.exp(np.asarray(logp, dtype=float))
-    pmf[:, -1] = np.maximum(0.0, 1.0 - pmf[:, :-1].sum(axis=1))
-    pmf[mu[:, 0] <= 0] = np.eye(1, slots + 1)[0]
-    return np.asarray(pmf, dtype=float)
+    return first, np.exp(np.asarray(logp, dtype=float))
+
+
+def _supply(mu: float, idc: float, st: _Steps) -> float:
+    """E[B/d(B)] (tokens/s) of the batch ``_batch_pmf``(μ), from its window alone."""
+    if mu <= 0:
+        return 0.0
+    first, values = _nb_window(np.array([mu]), idc, st.slots)
+    row = values[0]
+    if first + row.size > st.slots:  # the last count is the lump: the rest goes there
+        row = row[:-1]
+    per_s = st.tokens_per_s
+    lump = max(0.0, 1.0 - float(row.sum()))
+    return float(row @ per_s[first : first + row.size]) + lump * float(per_s[st.slots])
 
 
 def _feedback(beta: float) -> tuple[float, float, float, float]:
@@ -743,9 +771,7 @@ def _compress(values: FloatArray, probs: FloatArray, nodes: int) -> tuple[FloatA
     return np.asarray(m[keep] / w[keep], dtype=float), np.asarray(w[keep], dtype=float)
 
 
-def _batch_mean(
-    st: _Steps, per_s: FloatArray, need: float, idc: float, hint: float | None = None
-) -> float | None:
+def _batch_mean(st: _Steps, need: float, idc: float, hint: float | None = None) -> float | None:
     """The mean μ of the batch whose supply E[B/d(B)] (B ~ ``_batch_pmf``(μ)) is ``need``
     tokens/s, or None when even a batch 4^20 times the lightest one falls short (saturated).
     The supply grows with μ: from ``hint`` (the last solution of a fixed-point iteration) or
@@ -753,7 +779,7 @@ def _batch_mean(
     bracketed geometrically, then found by ``_root`` to 1e-11 of μ."""
 
     def gap(mu: float) -> float:
-        return float(_batch_pmf(mu, idc, st.slots)[0] @ per_s) - need
+        return _supply(mu, idc, st) - need
 
     top = max(need * float(st.decode_s[1]), 1e-3) * 4.0**20
     if hint is not None and hint > 0:
@@ -861,31 +887,31 @@ def _decode(
     a longer decode step's slowing survives the prompt steps it shortens, 1 + ∂ρ_p/∂ln D /
     (1 − ρ_p); ``gamma``: 1 + λ·w_m/(1 − ρ_p), the life one more arrival adds, per life /
     λ (both from the chain; module docstring)."""
-    b = np.arange(st.slots + 1, dtype=float)
-    per_s = np.zeros_like(b)
-    per_s[1:] = b[1:] / st.decode_s[1:]
     need = rate * (st.osl - 1.0) / max(1.0 - prefill_share, 1e-12)
-
-    mu = _batch_mean(st, per_s, need, idc, hint)
+    mu = _batch_mean(st, need, idc, hint)
     if mu is None:
         return None
     pmf = _batch_pmf(mu, idc, st.slots)[0]
-    mean_b = float(pmf @ b)
+    held = np.flatnonzero(pmf)  # the batches with mass (the sums below over them alone)
+    held = held[held > 0]
+    b = held.astype(float)
+    d = st.decode_s[held]
+    mean_b = float(pmf[held] @ b)
     # The regression slope of d(B) on B (B ≥ 1), relative to the mean step, over two views:
     # the batch in time (its feedback on itself, linearised about its mean) and the batch a
     # request sees (size-biased, b·π(b): it is in it).
     per_seq = []
-    for weight in (pmf[1:], pmf[1:] * b[1:]):
+    for weight in (pmf[held], pmf[held] * b):
         mass = float(weight.sum())
         if mass <= 0 or st.slots < 2:
             per_seq.append((0.0, 1.0))
             continue
         wt = weight / mass
-        mb = float(wt @ b[1:])
-        md = float(wt @ st.decode_s[1:])
-        var_b = float(wt @ (b[1:] - mb) ** 2)
+        mb = float(wt @ b)
+        md = float(wt @ d)
+        var_b = float(wt @ (b - mb) ** 2)
         if var_b > 1e-9:
-            slope = float(wt @ ((b[1:] - mb) * (st.decode_s[1:] - md))) / var_b
+            slope = float(wt @ ((b - mb) * (d - md))) / var_b
         else:  # the batch barely moves: the local slope
             slope = float(st.decode(mb + 1.0) - st.decode(mb - 1.0)) / 2.0
         per_seq.append((max(slope, 0.0) / md, mb))
@@ -1149,8 +1175,9 @@ def _point(
                     pmf = np.zeros(st.slots + 1)
                     pmf[-1] = 1.0
                     view = _Decode(pmf, st.slots / rate, 0.0, gamma, 0.0, 0.0)
-                lens = st.decode_s[1:]
-                probs = view.pmf[1:] / lens  # time-average → per decode step
+                held = np.flatnonzero(view.pmf[1:]) + 1  # the batches with mass
+                lens = st.decode_s[held]
+                probs = view.pmf[held] / lens  # time-average → per decode step
                 if probs.sum() <= 0:
                     lens, probs = st.decode_s[1:2], np.ones(1)
                 lens, probs = _compress(lens, probs / probs.sum(), _BATCH_NODES)

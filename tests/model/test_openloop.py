@@ -477,11 +477,13 @@ def test_the_batch_mean_balances_the_tokens() -> None:
     st = ol._steps(res.deployment, ISL, OSL, res.max_concurrency, ol.STEP_TOKENS)
     b = np.arange(st.slots + 1, dtype=float)
     per_s = np.zeros_like(b)
-    per_s[1:] = b[1:] / st.decode_s[1:]
+    per_s[1:] = b[1:] / st.decode_s[1:]  # tokens/s of each batch
+    assert st.tokens_per_s == pytest.approx(per_s, rel=1e-15)
     for need, idc, hint in ((500.0, 1.0, None), (2500.0, 2.5, None), (2500.0, 2.5, 40.0)):
-        mu = ol._batch_mean(st, per_s, need, idc, hint)
+        mu = ol._batch_mean(st, need, idc, hint)
         assert mu is not None
         supply = float(ol._batch_pmf(mu, idc, st.slots)[0] @ per_s)
         assert supply == pytest.approx(need, rel=1e-9)
+        assert ol._supply(mu, idc, st) == pytest.approx(supply, rel=1e-12)
     # more than the full batch can supply: saturated
-    assert ol._batch_mean(st, per_s, 2.0 * float(per_s.max()), 1.0) is None
+    assert ol._batch_mean(st, 2.0 * float(per_s.max()), 1.0) is None
