@@ -153,8 +153,11 @@ def daily_plan(
     dispersion: float = 0.0,
     min_instances: int = 1,
     scale_up_delay_s: float = DEFAULT_SCALE_UP_DELAY_S,
+    instances_per_gpu: int = 1,
 ) -> DailyPlan:
-    """Size every hour of the day with one candidate (see the module docstring)."""
+    """Size every hour of the day with one candidate (see the module docstring);
+    ``instances_per_gpu`` > 1: instances share GPUs (MIG slices, processes), whole GPUs
+    counted."""
     if len(hourly_rps) != HOURS_PER_DAY:
         raise ValueError(f"hourly_rps needs 24 values (got {len(hourly_rps)})")
     if rate_per_instance <= 0:
@@ -168,8 +171,9 @@ def daily_plan(
     node_power = server_power(gpu, system, gpus_per_node, pricing.server_power_w)
 
     def fleet(n: int) -> Fleet:
-        servers = pack_servers(n, gpus_per_instance, gpus_per_node) + pricing.spare_servers
-        return fleet_of(unit, servers if n else 0, n * gpus_per_instance)
+        groups = -(-n // instances_per_gpu)  # GPUs (or GPU groups) the n instances occupy
+        servers = pack_servers(groups, gpus_per_instance, gpus_per_node) + pricing.spare_servers
+        return fleet_of(unit, servers if n else 0, groups * gpus_per_instance)
 
     def it_watts(f: Fleet) -> float | None:
         return fleet_it_watts(node_power, f) if node_power is not None else None

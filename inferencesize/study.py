@@ -507,6 +507,7 @@ class Study:
             dispersion=s.dispersion,
             min_instances=s.daily.min_instances,
             scale_up_delay_s=s.daily.scale_up_delay_s,
+            instances_per_gpu=c.share.per_gpu if c.share else 1,
         )
 
     def pipeline(self, top: int = 3) -> PipelineResult:

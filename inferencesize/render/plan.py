@@ -459,11 +459,15 @@ def verify_record(p: Plan, v: Verification, limits: Mapping[str, Any]) -> dict[s
 
     arrivals = "Poisson" if v.cv == 1.0 else f"gamma (cv {v.cv:g})"
 
+    share = p.candidate.share
+    per_gpu = share.per_gpu if share else 1  # instances sharing a GPU count it whole
+
     def count(run: Any) -> dict[str, Any]:
+        groups = -(-run.instances // per_gpu)
         return {
             "instances": run.instances,
-            "gpus": run.instances * p.gpus_per_instance,
-            "servers": pack_servers(run.instances, p.gpus_per_instance, p.gpus_per_node),
+            "gpus": groups * p.gpus_per_instance,
+            "servers": pack_servers(groups, p.gpus_per_instance, p.gpus_per_node),
             "meets_limits": run.meets,
             "overloaded": run.overloaded,
             "held": _latencies_ms(run.held),

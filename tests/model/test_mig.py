@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
+from inferencesize.daily import daily_plan
 from inferencesize.estimate import Candidate
 from inferencesize.parallelism import Parallelism
 from inferencesize.planner import Limits, PlanResult, plan
@@ -231,3 +232,17 @@ def test_an_explicit_tp_above_one_searches_no_shares() -> None:
         share_gpus=True,
     )
     assert all(p.candidate.share is None for p in res.feasible)
+
+
+def test_a_day_on_shared_gpus_counts_whole_gpus_each_hour() -> None:
+    """Instances at 10 req/s each, three to a GPU: an hour needing n instances runs
+    ceil(n / 3) GPUs, on ceil(GPUs / 8) DGX servers."""
+    gpu, system = catalog().hardware("dgx-h100")
+    hourly = [5.0, 25.0, 70.0, 240.0] * 6
+    alone = daily_plan(hourly, 10.0, 1, 8, ISL, OSL, gpu=gpu, system=system)
+    shared = daily_plan(hourly, 10.0, 1, 8, ISL, OSL, gpu=gpu, system=system, instances_per_gpu=3)
+    for one, three in zip(alone.hours, shared.hours, strict=True):
+        assert three.instances == one.instances
+        assert three.gpus == -(-one.instances // 3)
+        assert three.servers == -(-three.gpus // 8)
+    assert shared.fixed_gpus == -(-alone.fixed_instances // 3)
