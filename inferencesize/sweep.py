@@ -342,8 +342,9 @@ def _invalid(err: ValidationError) -> str:
 
 def choose(feasible: Sequence[Plan], peaks: Any) -> Any:
     """Index of the chosen plan for every peak: the planner's ranking (servers, GPUs, cost,
-    −headroom, label) with its sizing arithmetic (:mod:`inferencesize.packing`), for all peaks
-    at once."""
+    whole-GPU instances before shared ones, −headroom, label) with its sizing arithmetic
+    (:mod:`inferencesize.packing`; instances sharing a GPU take ceil(n / per GPU) GPUs), for
+    all peaks at once."""
     peak = np.asarray(peaks, dtype=float)[:, None]
     rate = np.array([p.rate for p in feasible])[None, :]
     per = np.array([p.gpus_per_instance for p in feasible])[None, :]
@@ -356,13 +357,17 @@ def choose(feasible: Sequence[Plan], peaks: Any) -> Any:
     )[None, :]
     labels = [p.candidate.label() for p in feasible]
     label_rank = np.argsort(np.argsort(np.array(labels)))[None, :]
+    per_gpu = np.array([p.candidate.share.per_gpu if p.candidate.share else 1 for p in feasible])
+    shared = np.array([p.candidate.share is not None for p in feasible])[None, :]
     inst = instances_needed(peak, rate, 1.0)
-    gpus = inst * per
-    servers = servers_needed(inst, per, node)
+    groups = np.ceil(inst / per_gpu[None, :])  # GPUs (GPU groups) the instances occupy
+    gpus = groups * per
+    servers = servers_needed(groups, per, node)
     cost = np.where(np.isinf(price), np.inf, price * gpus)
     headroom = inst * rate / peak - 1.0
     shape = servers.shape
-    keys = [np.broadcast_to(k, shape) for k in (label_rank, -headroom, cost, gpus, servers)]
+    ranked = (label_rank, -headroom, shared, cost, gpus, servers)
+    keys = [np.broadcast_to(k, shape) for k in ranked]
     return np.lexsort(keys, axis=-1)[:, 0]
 
 

@@ -8,9 +8,10 @@ from pydantic import ValidationError
 from inferencesize.daily import daily_plan
 from inferencesize.estimate import Candidate
 from inferencesize.parallelism import Parallelism
-from inferencesize.planner import Limits, PlanResult, plan
+from inferencesize.planner import Limits, PlanResult, at_peak, plan
 from inferencesize.sharing import gpu_share, mig_share, shared_gpu, shares_for, whole_gpus
 from inferencesize.specs.hardware import MigProfiles
+from inferencesize.sweep import choose
 from inferencesize.units import GIB
 from tests.shipped import catalog, estimator
 
@@ -246,3 +247,14 @@ def test_a_day_on_shared_gpus_counts_whole_gpus_each_hour() -> None:
         assert three.gpus == -(-one.instances // 3)
         assert three.servers == -(-three.gpus // 8)
     assert shared.fixed_gpus == -(-alone.fixed_instances // 3)
+
+
+@pytest.mark.parametrize("peak", [1.0, 60.0, 100.0, 250.0])
+def test_a_sweep_chooses_the_plan_the_planner_chooses(peak: float) -> None:
+    """The sweep's vectorised ranking (``sweep.choose``) sizes shared plans on whole GPUs
+    and breaks ties as the planner does."""
+    once = _plan("llama-3-8b", 1.0)
+    direct = _plan("llama-3-8b", peak)
+    assert direct.chosen is not None
+    pick = int(choose(once.feasible, [peak])[0])
+    assert at_peak(once.feasible[pick], peak, ISL, OSL, estimator()) == direct.chosen
