@@ -14,6 +14,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 SCRIPT = shutil.which("infersize")
 COMMAND = [SCRIPT] if SCRIPT else [sys.executable, "-m", "inferencesize"]
 ENV = {**os.environ, "NO_COLOR": "1"}
@@ -51,13 +53,15 @@ def test_help_lists_every_command() -> None:
     assert version.returncode == 0 and version.stdout.startswith("infersize ")
 
 
-def test_ctrl_c_leaves_complete_rows(tmp_path: Path) -> None:
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_ctrl_c_leaves_complete_rows(tmp_path: Path, workers: str) -> None:
     # a long sweep into a file, interrupted once rows are flowing: 130, "interrupted", and
-    # every line written is a whole row
+    # every line written is a whole row (with --workers too: the pool goes with it)
     target = tmp_path / "rows.csv"
+    grid = ["--vary", "isl=100:20000:10", "--vary", "peak_rps=1:50", "--workers", workers]
     with target.open("wb") as fh:
         proc = subprocess.Popen(
-            [*COMMAND, "sweep", "--vary", "isl=100:20000:10", "--vary", "peak_rps=1:50"],
+            [*COMMAND, "sweep", "default", *grid],
             stdout=fh,
             stderr=subprocess.PIPE,
             env=ENV,
