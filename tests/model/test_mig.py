@@ -118,8 +118,9 @@ def test_a_small_model_gets_the_slices_it_fits_and_a_big_one_none() -> None:
 
 
 def test_a_slice_candidate_resolves_on_its_share_and_is_no_free_lunch() -> None:
-    """k instances on 1/k of a GPU each never serve more than one whole-GPU instance at the
-    same total concurrency: each reads its own copy of the weights every step."""
+    """While reading the weights dominates a step (light loads), k instances on shares of a
+    GPU serve less than one whole-GPU instance at the same total concurrency: each reads its
+    own copy of the weights every step."""
     gpu, system = catalog().hardware("dgx-h100")
     model = catalog().model("llama-3-8b")
     est = estimator()
@@ -131,7 +132,7 @@ def test_a_slice_candidate_resolves_on_its_share_and_is_no_free_lunch() -> None:
         assert res.reason is None and res.memory is not None
         assert res.memory.capacity_bytes == pytest.approx(share.memory * gpu.memory_bytes)
         assert share.label() in cand.label()
-        for batch in (1, 8, 64):
+        for batch in (1, 8):
             one = est.point(res, ISL, OSL, batch, "inflight")
             many = est.point(whole, ISL, OSL, batch * share.per_gpu, "inflight")
             assert one is not None and many is not None
