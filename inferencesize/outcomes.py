@@ -267,15 +267,20 @@ class Pruned(_Worded):
     basis: Literal["sustainable_rate", "limits"]
     rate_rps: float
     needs_instances: int
+    gpus: int  # its sizing at ``needs_instances``, already behind the last plan shown
+    servers: int
     kind: ClassVar[RejectKind] = RejectKind.PRUNED
 
     @property
     def message(self) -> str:
         if self.basis == "sustainable_rate":
-            why = f"its sustainable rate, {self.rate_rps:.3g} req/s per instance,"
+            why = f"at its sustainable rate, {self.rate_rps:.3g} req/s per instance, it needs"
         else:
-            why = f"it misses a limit at {self.rate_rps:.3g} req/s per instance, so it"
-        return f"cannot beat the plans shown: {why} needs at least {self.needs_instances} instances"
+            why = f"it misses a limit at {self.rate_rps:.3g} req/s per instance, so it needs"
+        return (
+            f"cannot beat the plans shown: {why} at least {_n(self.needs_instances, 'instance')}"
+            f" ({_n(self.gpus, 'GPU')} on {_n(self.servers, 'server')})"
+        )
 
 
 @dataclass(frozen=True)

@@ -886,13 +886,22 @@ def plan(
             return p.sort_key()
         return (*p.objective_key(objective), p.candidate.label())
 
+    def sizing(cand: Candidate, res: Resolved, hw: HardwareOption, n: int) -> Plan:
+        """``cand`` sized at ``n`` instances (the plan's own sizing at a rate that needs n):
+        its servers, GPUs, cost and power; its operating point is a placeholder."""
+        at = OperatingPoint(0.0, 0.0, 0.0, 0.0, 0.0, peak_rps / n, 0.0, 0.0, 0.0, None, None)
+        return _plan_for(cand, res, at, "memory", hw, peak_rps, isl, osl, pricing)
+
     def sized(cand: Candidate, res: Resolved, hw: HardwareOption, n: int) -> tuple[float, ...]:
         """The ranking prefix (servers, GPUs, cost, power in ``objective``'s order) of
-        ``cand`` at ``n`` instances: the plan's own sizing at a rate that needs n."""
-        at = OperatingPoint(0.0, 0.0, 0.0, 0.0, 0.0, peak_rps / n, 0.0, 0.0, 0.0, None, None)
-        return _plan_for(cand, res, at, "memory", hw, peak_rps, isl, osl, pricing).objective_key(
-            objective
-        )[:-1]
+        ``cand`` at ``n`` instances."""
+        return sizing(cand, res, hw, n).objective_key(objective)[:-1]
+
+    def prune_one(
+        cand: Candidate, res: Resolved, hw: HardwareOption, basis: Any, rate: float, n: int
+    ) -> None:
+        at = sizing(cand, res, hw, n)
+        rejected.append(Rejected(cand.label(), Pruned(basis, rate, n, at.gpus, at.servers)))
 
     def most(cand: Candidate, res: Resolved, hw: HardwareOption, n: int, bar: Any) -> int | None:
         """The most instances (≥ ``n``, which fits) at which ``cand`` still sizes within
@@ -929,7 +938,7 @@ def plan(
             best = sorted(feasible, key=ranked)[:kept]
             bar = best[-1].objective_key(objective)[:-1] if len(best) == kept else None
             if bar is not None and low > bar:
-                rejected.append(Rejected(cand.label(), Pruned("sustainable_rate", cap, fewest)))
+                prune_one(cand, res, hw, "sustainable_rate", cap, fewest)
                 continue
             key = (res.deployment, res.max_concurrency)
             search = searches.get(key)
@@ -945,7 +954,7 @@ def plan(
             n = most(cand, res, hw, fewest, bar) if bar is not None and search else None
             need = peak_rps / (n + RATE_SLACK) if n is not None else 0.0
             if search is not None and n is not None and not search.meets(need):
-                rejected.append(Rejected(cand.label(), Pruned("limits", need, n + 1)))
+                prune_one(cand, res, hw, "limits", need, n + 1)
                 continue
             _evaluate(cand, hw, res, search)
             if search is not None and search.highest() > 0:
