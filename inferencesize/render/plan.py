@@ -524,7 +524,8 @@ def plan_summary(result: PlanResult | PipelineResult) -> str:
         )
     p = result.chosen
     assert p is not None
+    share = f" {p.candidate.share.label()}" if p.candidate.share else ""
     return (
         f"{p.servers} × {p.candidate.hardware_id}, {p.gpus} GPUs "
-        f"({p.candidate.precision} {p.candidate.par.label()}, {p.instances} instances)"
+        f"({p.candidate.precision} {p.candidate.par.label()}{share}, {p.instances} instances)"
     )

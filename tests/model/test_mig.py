@@ -259,3 +259,23 @@ def test_a_sweep_chooses_the_plan_the_planner_chooses(peak: float) -> None:
     assert direct.chosen is not None
     pick = int(choose(once.feasible, [peak])[0])
     assert at_peak(once.feasible[pick], peak, ISL, OSL, estimator()) == direct.chosen
+
+
+def test_open_loop_branch_and_bound_keeps_the_shared_plans_of_the_exhaustive_search() -> None:
+    args = (catalog().model("llama-3-8b"), [catalog().hardware("dgx-h100")], ["fp8"], ISL, OSL)
+    for peak in (5.0, 100.0):
+        found = [
+            plan(
+                *args,
+                peak,
+                Limits(ttft_s=0.3, itl_s=0.03),
+                estimator(),
+                share_gpus=True,
+                arrivals="poisson",
+                prune=prune,
+            )
+            for prune in (False, True)
+        ]
+        assert found[0].chosen == found[1].chosen
+        assert found[0].alternatives == found[1].alternatives
+        assert any(p.candidate.share for p in found[1].alternatives)
