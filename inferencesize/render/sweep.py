@@ -83,10 +83,21 @@ def _joined(value: Any) -> Any:
     return value
 
 
+class _Fields:
+    """``.get(field)`` of a validated scenario's attributes."""
+
+    def __init__(self, spec: Any) -> None:
+        self.spec = spec
+
+    def get(self, name: str) -> Any:
+        return getattr(self.spec, name, None)
+
+
 def record(row: Row, base: dict[str, Any], engine: str) -> dict[str, Any]:
     """One output row (flat; None where a value does not apply)."""
     s = row.scenario
-    data = s.model_dump() if s is not None else apply(base, row.values)
+    # a valid point's fields as the scenario holds them (read, not dumped: no copy per row)
+    data: Any = _Fields(s) if s is not None else apply(base, row.values)
     out: dict[str, Any] = {"point": row.index}
     for key, value in row.values.items():
         if FIELD_COLUMN.get(key, key) not in INPUT_COLUMNS:
