@@ -191,7 +191,7 @@ def test_bad_input_is_one_line(args: list[str], message: str | None) -> None:
     ("scenario", "axis", "flag"),
     [
         ("prefix-caching", "", None),  # techniques applied per point (isl axis)
-        ("default", "objective=gpus,cost", "--objective"),  # ranked by the point's objective
+        ("default", "objective=gpus,power", "--objective"),  # ranked by the point's objective
         ("economics-owned", "isl=1000,2000", "--isl"),  # priced by the scenario's economics
     ],
 )
