@@ -879,7 +879,7 @@ def plan(
     kept = 1 + max(top, 0)  # the plans a pruned candidate must not be able to beat
     wanted = limits.open_loop_limits()
     searches: dict[Any, RateSearch] = {}  # per deployment, like ``searched``
-    shares: list[float] = []  # answers so far, as shares of their sustainable rates
+    answered: list[float] = []  # answers so far, as shares of their sustainable rates
 
     def ranked(p: Plan) -> tuple[Any, ...]:
         if objective == "servers":
@@ -945,7 +945,7 @@ def plan(
             if search is None and wanted and key not in searched:
                 # the first point where the answers so far lie (their median share of the
                 # sustainable rate): fewer points, the same answer
-                start = float(np.median(shares)) if shares else 0.5
+                start = float(np.median(answered)) if answered else 0.5
                 assert res.deployment is not None
                 search = RateSearch(
                     res.deployment, isl, osl, wanted, cv, res.max_concurrency, start=start
@@ -958,7 +958,7 @@ def plan(
                 continue
             _evaluate(cand, hw, res, search)
             if search is not None and search.highest() > 0:
-                shares.append(search.highest() / search.top_rps)
+                answered.append(search.highest() / search.top_rps)
 
     run(multi_node=False)
     multi_node = not feasible
