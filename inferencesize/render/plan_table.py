@@ -236,6 +236,11 @@ def cost_text(p: dict[str, Any]) -> str:
     text = f"{_money(p['cost_per_hour_usd'])}/hour"
     if e.get("basis") == "cloud" and e.get("units"):
         text += f" = {e['units']} × {_money(e['usd_per_unit_hour'])} per {e['unit']}"
+    elif e.get("basis") == "owned":
+        text += (
+            f" = {_money(e['capex_usd_per_hour'])} write-off of {e['units']} × {e['unit']}"
+            f" + {_money(e['energy_usd_per_hour'])} energy"
+        )
     return text
 
 

@@ -325,3 +325,14 @@ def test_scenario_users_and_redundancy(tmp_path: Path) -> None:
     both.write_text(path.read_text() + "mean_rps: 3\n")
     r = runner.invoke(app, ["plan", str(both)])
     assert r.exit_code == 1 and "users: replaces mean_rps" in r.stderr
+
+
+def test_owned_cost_row_splits_write_off_and_energy() -> None:
+    p = _json(["plan", "economics-owned", "--format", "json"])["plan"]
+    e = p["economics"]
+    # 300,000 $ per server over 4 × 8766 h, and wall power × PUE 1.3 × 0.12 $/kWh
+    assert e["capex_usd_per_hour"] == pytest.approx(300_000 * e["units"] / (4 * 8766))
+    assert e["energy_usd_per_hour"] == pytest.approx(p["power_kw"] * 1.3 * 0.12)
+    table = runner.invoke(app, ["plan", "economics-owned"]).stdout
+    expected = f"${e['capex_usd_per_hour']:,.2f} write-off of {e['units']} × 8-GPU server"
+    assert expected in table and f"${e['energy_usd_per_hour']:,.2f} energy" in table
