@@ -16,7 +16,12 @@ from inferencesize.cli.common import (
     usage_error,
 )
 from inferencesize.errors import InputError
-from inferencesize.specs.economics import requests_per_day_of_users, users_of_requests
+from inferencesize.specs.common import MAX_RPS
+from inferencesize.specs.economics import (
+    SECONDS_PER_DAY,
+    requests_per_day_of_users,
+    users_of_requests,
+)
 from inferencesize.traffic import mean_rps_from_daily, peak_rps, traffic_model
 from inferencesize.units import SECONDS_PER_HOUR
 
@@ -218,7 +223,13 @@ def _daily_volume(
         ):
             if not value > 0 or value != value or value == float("inf"):
                 raise ValueError(f"{name} must be a finite number > 0 (got {value})")
-        return requests_per_day_of_users(users, requests_per_user)
+        day = requests_per_day_of_users(users, requests_per_user)
+        if day > MAX_RPS * SECONDS_PER_DAY:
+            raise ValueError(
+                f"--daily-active-users × --requests-per-user must be at most"
+                f" {MAX_RPS * SECONDS_PER_DAY:.3g} requests/day (got {day:.3g})"
+            )
+        return day
     if requests_per_day is not None:
         return requests_per_day
     if mean_rps is not None and requests_per_user is not None:

@@ -148,6 +148,11 @@ def test_exactly_one_rate_message() -> None:
             ["--daily-active-users", "0", "--requests-per-user", "3"],
             "--daily-active-users must be a finite number > 0 (got 0.0)",
         ),
+        (
+            ["--daily-active-users", "1e30", "--requests-per-user", "3"],
+            "--daily-active-users × --requests-per-user must be at most 8.64e+13 requests/day"
+            " (got 3e+30)",
+        ),
     ],
     ids=[
         "percentile-95",
@@ -157,6 +162,7 @@ def test_exactly_one_rate_message() -> None:
         "dispersion",
         "hours",
         "no-users",
+        "too-many-users",
     ],
 )
 def test_bad_values_exit_1_with_one_line(args: list[str], message: str) -> None:
