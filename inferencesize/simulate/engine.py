@@ -143,8 +143,8 @@ class _Instance:
 
     def enqueue(self, rid: int, now: float) -> None:
         self.waiting.append(rid)
-        if not self.working():
-            self.t = max(self.t, now)
+        if now > self.t and not self.working():
+            self.t = now
 
     def working(self) -> bool:
         raise NotImplementedError
@@ -325,7 +325,10 @@ class _Inflight(_Instance):
                 k = math.ceil((-lin + math.sqrt(lin * lin + 4.0 * quad * gap)) / (2.0 * quad))
             else:
                 k = math.ceil(gap / lin)
-            steps = max(1, min(steps, k))
+            if k < steps:  # max(1, min(steps, k)) without the calls
+                steps = k
+            if steps < 1:
+                steps = 1
         dt = a * steps + sig * (steps * sum_ctx + g * steps * (steps - 1) / 2.0)
         self.t += dt
         self.busy += dt
@@ -477,13 +480,14 @@ def simulate(
         if sends:
             t_arr = min(t_arr, sends[0])
         t_evt = events[0][0] if events else INF
-        t_next = min(t_arr, t_evt)
+        t_next = t_arr if t_arr < t_evt else t_evt
         while ready and ready[0][1] != version[ready[0][2]]:
             pop(ready)
         if ready and ready[0][0] < t_next:
             when, _, i = pop(ready)
             inst = insts[i]
-            inst.t = max(inst.t, when)
+            if when > inst.t:
+                inst.t = when
             done.clear()
             inst.run(t_next, done)
             if track:
