@@ -168,6 +168,7 @@ class _Inflight(_Instance):
         self.capped: set[int] = set()
         self.growing: set[int] = set()  # decoders below the cap (only tracked with a cap)
         self.cap_steps: list[tuple[int, int]] = []  # (step its context reaches the cap, rid)
+        self.chunked = cfg.policy == "chunked"
 
     def working(self) -> bool:
         return bool(self.decoders or self.prefilling)
@@ -270,20 +271,20 @@ class _Inflight(_Instance):
         b = len(self.decoders)
         cap = self.kv_cap
         next_cap = self._cap_reached() if cap else 0
-        if self.cfg.policy == "chunked":
+        chunked = self.chunked
+        if chunked:
             tokens, pairs, parts, prefilled = self._admit_chunks()
         elif self.waiting:
             tokens, pairs, prefilled = self._admit_whole()
             parts = len(prefilled)
         else:  # nothing to admit: a decode run
             tokens, pairs, parts, prefilled = 0, 0.0, 0, []
-        n_capped = len(self.capped)
+        n_capped = len(self.capped) if cap else 0
         g = b - n_capped  # decoders whose context still grows
         sum_ctx = self.ctx_offset + g * self.step
         if n_capped:
             sum_ctx += n_capped * cap
         if tokens > 0:
-            chunked = self.cfg.policy == "chunked"
             # chunked: the decodes ride in the step; in-flight: a prompt step, decodes pause
             dt = svc.mixed_s(b if chunked else 0, sum_ctx if chunked else 0.0, tokens, pairs, parts)
             self.t += dt
@@ -333,7 +334,8 @@ class _Inflight(_Instance):
         self.t += dt
         self.busy += dt
         self.step += steps
-        self._finish(self.step - 1, done)
+        if self.decoders[0][0] < self.step:  # one finishes at the last step run
+            self._finish(self.step - 1, done)
 
 
 class _Batched(_Instance):
