@@ -260,18 +260,19 @@ def sets_section() -> list[str]:
     )
     out += [
         "",
-        "Per GPU × precision entries (`compute`: share of the datasheet dense peak of the"
-        " precision's tensor units; `memory`: share of HBM bandwidth; `points`: rows the fit"
-        " used):",
+        "Per GPU × precision entries, and per architecture × precision (`arch:`, what a GPU"
+        " of that architecture without an entry takes; `compute`: share of the datasheet dense"
+        " peak of the precision's tensor units; `memory`: share of HBM bandwidth; `points`:"
+        " rows the fit used):",
         "",
     ]
     rows = []
     for s in shown:
-        for e in sorted(s["entries"], key=lambda e: (e["gpu"], e.get("precision") or "")):
+        for e in sorted(s["entries"], key=lambda e: (_subject(e), e.get("precision") or "")):
             rows.append(
                 [
                     f"`{s['id']}`",
-                    e["gpu"],
+                    _subject(e),
                     e.get("precision") or "all",
                     number("compute", e.get("compute")),
                     number("memory", e.get("memory")),
@@ -280,6 +281,11 @@ def sets_section() -> list[str]:
             )
     out += table(["set", "GPU", "precision", "compute", "memory", "points"], rows, right=3)
     return out
+
+
+def _subject(entry: dict[str, Any]) -> str:
+    """What an entry is for: a GPU id, or ``arch:NAME`` for an architecture entry."""
+    return str(entry.get("gpu") or f"arch:{entry.get('architecture')}")
 
 
 def accuracy_rows(whole: Any, parts: dict[str, Any], shown: str = "{}") -> list[list[str]]:
@@ -442,9 +448,27 @@ def render() -> str:
         "",
     ]
     lines += sets_section()
+    lines += ["", *heldout_section()]
     for rel, role in FILES:
         lines += ["", *file_section(rel, role)]
     return "\n".join(lines) + "\n"
+
+
+HELDOUT = ROOT / "docs" / "heldout.md"
+
+
+def heldout_section() -> list[str]:
+    """The table of docs/heldout.md (written by benchmarks/heldout.py, minutes to run)."""
+    rows = [line for line in HELDOUT.read_text(encoding="utf-8").splitlines() if line[:1] == "|"]
+    return [
+        "## Held-out accuracy",
+        "",
+        "The figure to judge the model by: each GPU, engine, model, source and TensorRT-LLM"
+        " version predicted by sets refitted without it. Quoted from [heldout.md](heldout.md),"
+        " written by `python benchmarks/heldout.py --write`; it says how the refits are done.",
+        "",
+        *rows,
+    ]
 
 
 def main(argv: Sequence[str] | None = None) -> int:

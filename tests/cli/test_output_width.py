@@ -78,7 +78,7 @@ def test_plan_tables_never_split_a_number_or_an_id(args: list[str], columns: int
 
 
 def test_alternatives_go_vertical_when_their_columns_do_not_fit() -> None:
-    narrow, wide = run(DEEPSEEK, 80), run(DEEPSEEK, 120)
+    narrow, wide = run(DEEPSEEK, 80), run(DEEPSEEK, 160)
     assert "candidate: gb200-nvl72 fp4 tp4 ep2" in narrow
     assert re.search(r"│ gb200-nvl72 fp4 tp4 ep2 +│", wide)
 
@@ -125,7 +125,8 @@ def test_a_pipe_gets_no_colour_and_no_wrapping() -> None:
     assert "\x1b[" not in done.stdout
     assert max(len(line) for line in done.stdout.splitlines()) > 100  # rows kept whole
     assert re.search(
-        r"│ engine +│ TensorRT-LLM .*\(trtllm-0\.9-static: h100-sxm fp16\) │", done.stdout
+        r"│ engine +│ TensorRT-LLM .*\(trtllm-0\.9-static: h100-sxm fp16; trust: calibrated\) │",
+        done.stdout,
     )
 
 
