@@ -346,10 +346,19 @@ class Group(TyperGroup):
 def documented_help(path: Path, attr: str | None) -> str:
     """The help a command module gives, read from its source without importing it: the
     docstring of function ``attr``, or (``attr`` None: a command group) the ``help=`` of its
-    ``typer.Typer(...)``. Empty when there is none."""
+    ``typer.Typer(...)``. Empty when there is none.
+
+    A function's docstring is the first triple-quoted literal after ``def attr(`` (evaluated
+    alone, ~1000x cheaper than parsing the module); anything else is parsed whole.
+    """
     import ast
 
-    tree = ast.parse(path.read_text(encoding="utf-8"))
+    source = path.read_text(encoding="utf-8")
+    if attr is not None:
+        found = _DOCSTRING.search(source, _def_end(source, attr))
+        if found is not None:
+            return _clean(ast.literal_eval(found.group(0)))
+    tree = ast.parse(source)
     for node in ast.walk(tree):
         if attr is not None and isinstance(node, ast.FunctionDef) and node.name == attr:
             return ast.get_docstring(node) or ""
@@ -359,6 +368,26 @@ def documented_help(path: Path, attr: str | None) -> str:
                     value = ast.literal_eval(keyword.value)
                     return value if isinstance(value, str) else ""
     return ""
+
+
+#: A triple-quoted string literal (no escaped quotes of its own kind inside).
+_DOCSTRING = re.compile(r'[rR]?"""(?:[^"\\]|\\.|"(?!""))*"""', re.S)
+
+
+def _def_end(source: str, name: str) -> int:
+    """Where the signature of top-level ``def name(`` ends (``):`` or ``-> X:`` then a line
+    end); len(source) when there is no such function."""
+    found = re.search(
+        rf"^def {re.escape(name)}\(.*?\)(?:\s*->\s*[^:\n]+)?:[ \t]*\n", source, re.M | re.S
+    )
+    return found.end() if found is not None else len(source)
+
+
+def _clean(doc: str) -> str:
+    """``inspect.cleandoc``: the first line stripped, the rest dedented, blank ends dropped."""
+    import inspect
+
+    return inspect.cleandoc(doc)
 
 
 class Listed(Command):
