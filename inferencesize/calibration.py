@@ -1,7 +1,7 @@
 """Fit efficiency parameters to measurements with scipy.optimize.least_squares.
 
-Per architecture × precision (``share_group``): ``compute`` and ``memory`` (fractions of
-datasheet peak), written to every measured GPU of it. Shared by the
+Per die × power class × precision (``share_group``): ``compute`` and ``memory`` (fractions
+of datasheet peak), written to every measured GPU of it. Shared by the
 whole set (the engine generation): attention efficiency, GEMM half-saturation rows, per-step
 and per-layer overheads, collective latency and bandwidth share, and (for serving data) the
 prefill synchronisation share. Names, meanings and bounds: ``specs.efficiency.PARAMETERS``. Residuals are log(predicted / measured), robust (soft-L1) so a
@@ -82,10 +82,12 @@ class FitResult:
 
 
 def share_group(gpu: GpuSpec) -> str:
-    """What ``compute`` and ``memory`` are fitted per: the GPU's architecture (one die
-    generation's tensor units, memory controllers and kernels: H100 and H200 reach the same
-    shares of their own datasheets), else the GPU itself."""
-    return gpu.architecture or gpu.id
+    """What ``compute`` and ``memory`` are fitted per: GPUs of one compute die, SM count and
+    power class (``efficiency_like``: H200 SXM and GH200 with H100 SXM) reach the same shares
+    of their own datasheets, so they share one fit and differ by their datasheets (HBM 4.8 vs
+    3.35 TB/s), not by two free fits that could invert them. Other GPUs of one architecture
+    differ in power class and clocks (H100 NVL at 400 W, L40 against L40S): each its own."""
+    return gpu.efficiency_like or gpu.id
 
 
 def _pairs(rows: Sequence[Mapped]) -> dict[tuple[str, str], list[str]]:
