@@ -42,7 +42,7 @@ def scale_up_domain(gpu: GpuSpec, system: SystemSpec | None) -> int:
     return 2 if (gpu.form_factor or "").upper().startswith("PCIE") else 8
 
 
-#: GPUs per server assumed for a bare GPU id (no system given).
+#: GPUs per server assumed for a bare GPU id (no system given): HGX/DGX-style 8-GPU servers.
 BARE_GPU_NODE = 8
 
 

@@ -51,6 +51,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from inferencesize.deployment import BARE_GPU_NODE
 from inferencesize.errors import InputError
 from inferencesize.specs import GpuSpec, SystemSpec
 
@@ -62,8 +63,6 @@ DEFAULT_PUE = 1.3
 #: Server wall power per watt of GPU board power, where a system publishes none: DGX H100
 #: 10.2 kW / (8 × 700 W) = 1.82, DGX B200 14.3 kW / (8 × 1000 W) = 1.79 (their datasheets).
 WALL_PER_BOARD = 1.8
-#: GPUs in the server a bare GPU (no system) is assumed to come in.
-BARE_UNIT_GPUS = 8
 
 Basis = Literal["auto", "cloud", "owned"]
 Objective = Literal["servers", "gpus", "cost", "power"]
@@ -307,7 +306,7 @@ def has_figure(
     objective: Objective, pricing: Pricing, gpu: GpuSpec, system: SystemSpec | None
 ) -> bool:
     """Can a plan on this hardware be ranked by ``objective`` (a cost, a power)?"""
-    node = system.gpus_per_node if system is not None else BARE_UNIT_GPUS
+    node = system.gpus_per_node if system is not None else BARE_GPU_NODE
     power = server_power(gpu, system, node, pricing.server_power_w) is not None
     if objective == "power":
         return power

@@ -26,11 +26,11 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from inferencesize.deployment import default_kv_precision
+from inferencesize.deployment import BARE_GPU_NODE, default_kv_precision
 from inferencesize.economics import Objective, Pricing
 from inferencesize.estimate import Batching, Candidate, Estimator
 from inferencesize.parallelism import valid_splits
-from inferencesize.planner import BARE_GPU_NODE, Limits, Plan, PlanResult, plan
+from inferencesize.planner import Limits, Plan, PlanResult, plan
 from inferencesize.specs import GpuSpec, ModelSpec, SystemSpec
 
 

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import numpy as np
 
-from inferencesize.deployment import default_kv_precision
+from inferencesize.deployment import BARE_GPU_NODE, default_kv_precision
 from inferencesize.economics import (
     Objective,
     PlanEconomics,
@@ -74,8 +74,6 @@ from inferencesize.units import SECONDS_PER_DAY
 if TYPE_CHECKING:  # imported where searched: the open-loop model loads only when used
     from inferencesize.openloop import RateSearch
 
-#: GPUs per node assumed for a bare GPU id (no system): HGX/DGX-style 8-GPU servers.
-BARE_GPU_NODE = 8
 #: Largest multi-node instance considered (in nodes) when nothing fits in one node.
 MAX_NODES_PER_INSTANCE = 8
 
