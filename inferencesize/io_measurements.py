@@ -242,26 +242,55 @@ def read_points(path: Path) -> tuple[list[str], list[dict[str, str]]]:
     return header, [by_column(header, cells) for _, cells in table]
 
 
-def point_int(row: dict[str, str], name: str, line: int, default: int | None = None) -> int:
-    """A whole number >= 1 of a points row (``default`` when blank, if given), under the
-    column's ceiling; an InputError naming the row and column otherwise."""
+def _point_cell(row: dict[str, str], name: str, line: int, default: float | None) -> float | None:
+    """A points row's cell as a finite number; ``default`` when blank (an InputError naming the
+    row and column when blank without a default, or not a finite number)."""
     text = (row.get(name) or "").strip()
     if not text:
         if default is None:
             raise InputError(f"row {line}: {name}: required")
-        return default
+        return None
     try:
         value = float(text)
     except ValueError:
         raise InputError(f"row {line}: {name}: not a number ({brief(text)})") from None
     if not math.isfinite(value):
         raise InputError(f"row {line}: {name}: expected a finite number (got {brief(text)})")
+    return value
+
+
+def point_int(row: dict[str, str], name: str, line: int, default: int | None = None) -> int:
+    """A whole number >= 1 of a points row (``default`` when blank, if given), under the
+    column's ceiling; an InputError naming the row and column otherwise."""
+    value = _point_cell(row, name, line, default)
+    if value is None:
+        assert default is not None
+        return default
     if int(value) < 1:
         raise InputError(f"row {line}: {name}: must be at least 1 (got {int(value)})")
     ceiling = POINT_CEILINGS.get(name, MAX_COUNT)
     if value > ceiling:
+        text = (row.get(name) or "").strip()
         raise InputError(f"row {line}: {name}: must be at most {ceiling:,} (got {brief(text)})")
     return int(value)
+
+
+def point_float(
+    row: dict[str, str], name: str, line: int, high: float, default: float | None = None
+) -> float:
+    """A number above 0 and at most ``high`` of a points row (``default`` when blank, if
+    given); an InputError naming the row and column otherwise."""
+    value = _point_cell(row, name, line, default)
+    if value is None:
+        assert default is not None
+        return default
+    if not 0 < value <= high:
+        text = (row.get(name) or "").strip()
+        raise InputError(
+            f"row {line}: {name}: expected a number above 0 and at most {high:g}"
+            f" (got {brief(text)})"
+        )
+    return value
 
 
 def dedupe(rows: list[Measurement]) -> list[Measurement]:

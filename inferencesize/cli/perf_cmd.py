@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from collections import defaultdict
 from dataclasses import replace
 from pathlib import Path
@@ -47,9 +46,9 @@ from inferencesize.estimate import (
     rate_record,
     record,
 )
-from inferencesize.io_measurements import on_servers, point_int, read_points
+from inferencesize.io_measurements import on_servers, point_float, point_int, read_points
 from inferencesize.render.plan_table import techniques_text
-from inferencesize.specs.common import MAX_RPS, brief
+from inferencesize.specs.common import MAX_RPS
 from inferencesize.study import candidate, resolve_point
 from inferencesize.units import Batching
 
@@ -506,25 +505,7 @@ def _rate_of(row: dict[str, str], line: int, batching: Batching) -> tuple[float,
     """(rate requests/s, cv) of an open-loop points row; an InputError naming the row else."""
     if batching != Batching.INFLIGHT:
         raise InputError(f"row {line}: rate: the open-loop model is in-flight batching only")
-
-    def number(name: str, default: float | None, high: float) -> float:
-        text = (row.get(name) or "").strip()
-        if not text:
-            if default is None:
-                raise InputError(f"row {line}: {name}: required")
-            return default
-        try:
-            value = float(text)
-        except ValueError:
-            raise InputError(f"row {line}: {name}: not a number ({brief(text)})") from None
-        if not (math.isfinite(value) and 0 < value <= high):
-            raise InputError(
-                f"row {line}: {name}: expected a number above 0 and at most {high:g}"
-                f" (got {brief(text)})"
-            )
-        return value
-
-    return number("rate", None, MAX_RPS), number("cv", 1.0, MAX_CV)
+    return point_float(row, "rate", line, MAX_RPS), point_float(row, "cv", line, MAX_CV, 1.0)
 
 
 def _parse_point(
