@@ -33,6 +33,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from inferencesize.catalog_cache import ParsedFiles
+from inferencesize.engines import engine_efficiency
 from inferencesize.errors import CatalogError, UnknownIdError
 from inferencesize.specs import (
     EfficiencySet,
@@ -628,8 +629,8 @@ def check_scenario(catalog: Catalog, scenario: ScenarioSpec, shown: str) -> Mode
     """Cross-field checks that need the catalog; returns the scenario's model (a pipeline's:
     the first stage's)."""
     if scenario.engine is not None:
-        try:
-            catalog.efficiency_set(scenario.engine)
+        try:  # a set id or an engine name[@version], as --engine takes it
+            engine_efficiency(catalog.efficiency.values(), scenario.engine)
         except UnknownIdError as err:
             raise CatalogError(shown, "engine", str(err)) from None
     if scenario.pipeline is not None:

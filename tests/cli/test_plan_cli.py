@@ -176,3 +176,25 @@ def test_unknown_engine_in_a_scenario_names_the_field(tmp_path) -> None:  # type
     result = runner.invoke(app, ["plan", str(path)])
     assert result.exit_code == 1
     assert "engine" in result.stderr and "no-such-engine" in result.stderr
+
+
+def test_a_scenario_names_its_engine_as_the_flag_does(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """``engine: vllm`` in a file resolves like ``--engine vllm`` (the vLLM set), and a name the
+    tool does not know is one line naming the field."""
+    body = "model: llama-3-8b\nisl: 100\nosl: 10\npeak_rps: 1\nttft_ms: 500\nhardware: [h100-sxm]\n"
+    named = tmp_path / "named.yaml"
+    named.write_text(body + "engine: vllm\n")
+    by_file = runner.invoke(app, ["plan", str(named), "--format", "json"])
+    assert by_file.exit_code == 0, by_file.stderr
+    plain = tmp_path / "plain.yaml"
+    plain.write_text(body)
+    by_flag = runner.invoke(app, ["plan", str(plain), "--engine", "vllm", "--format", "json"])
+    assert by_flag.exit_code == 0, by_flag.stderr
+    engine = json.loads(by_file.stdout)["plan"]["engine"]
+    assert engine == json.loads(by_flag.stdout)["plan"]["engine"]
+    assert "vLLM" in engine
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(body + "engine: vllmx@1\n")
+    result = runner.invoke(app, ["plan", str(bad)])
+    assert result.exit_code == 1
+    assert "engine" in result.stderr and len(result.stderr.strip().splitlines()) == 1
