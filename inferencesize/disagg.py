@@ -49,6 +49,7 @@ from inferencesize.deployment import (
     default_kv_precision,
     links,
 )
+from inferencesize.economics import fleet_it_watts, fleet_of, sales_unit, server_power
 from inferencesize.estimate import Candidate, Estimator, Resolved
 from inferencesize.latency import Deployment, per_token_decode_s, prefill
 from inferencesize.packing import instances_for, pack_servers
@@ -416,11 +417,10 @@ def _pool_plan(
     node = hw.gpus_per_node
     servers = pack_servers(instances, per, node)
     gpus = instances * per
-    power: float | None = None
-    if hw.system is not None and hw.system.power_watts is not None:
-        power = hw.system.power_watts * servers
-    elif hw.gpu.tdp_watts is not None:
-        power = hw.gpu.tdp_watts * gpus
+    # Paid and powered in whole units on the one power basis, as aggregated plans are.
+    fleet = fleet_of(sales_unit(hw.system, node), servers, gpus)
+    node_power = server_power(hw.gpu, hw.system, node)
+    power = fleet_it_watts(node_power, fleet) if node_power is not None else None
     price = _price(hw)
     return PoolPlan(
         role=role,
@@ -435,7 +435,7 @@ def _pool_plan(
         servers=servers,
         gpus_per_node=node,
         power_watts=power,
-        cost_per_hour_usd=price * gpus if price is not None else None,
+        cost_per_hour_usd=price * fleet.gpus_paid if price is not None else None,
         efficiency_source=res.efficiency_source,
     )
 

@@ -421,3 +421,21 @@ def test_kv_goes_over_nvlink_inside_a_rack() -> None:
     assert d.kv_transfer_s == pytest.approx(alpha + 1.31072e9 / (streams * 900e9))
     net = _disagg().chosen
     assert net is not None and d.kv_transfer_s < net.kv_transfer_s / 5
+
+
+def test_disaggregated_pools_are_paid_and_powered_in_whole_servers() -> None:
+    """Each pool rents whole 8-GPU Lambda B200 instances ($6.69 per GPU-hour, catalog) and draws
+    the wall power of every server it pays for, as an aggregated plan does."""
+    d = _disagg(hw="lambda-8x-b200", peak=5.0).chosen
+    assert d is not None
+    for pool in (d.prefill, d.decode):
+        paid = math.ceil(pool.gpus / 8) * 8
+        assert pool.cost_per_hour_usd == pytest.approx(6.69 * paid)
+        assert pool.power_watts is not None and pool.power_watts > 0
+    assert d.cost_per_hour_usd == pytest.approx(
+        6.69 * 8 * (math.ceil(d.prefill.gpus / 8) + math.ceil(d.decode.gpus / 8))
+    )
+    # one DGX H100 server draws 10.2 kW at the wall (catalog); a pool pays for whole servers
+    h = _disagg(hw="dgx-h100", peak=5.0).chosen
+    assert h is not None
+    assert h.prefill.power_watts == pytest.approx(10_200 * h.prefill.servers)
