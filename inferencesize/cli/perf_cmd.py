@@ -35,6 +35,14 @@ from inferencesize.cli.options import (
     techniques_given,
     with_options,
 )
+from inferencesize.cli.stream import (
+    ShardOption,
+    WorkersOption,
+    in_blocks,
+    parse_shard,
+    shard_points,
+    write_rows,
+)
 from inferencesize.errors import InputError, UnknownIdError, UsageError
 from inferencesize.estimate import (
     RATE_PERCENTILES,
@@ -166,6 +174,8 @@ def estimate(
             "One point: table, json, yaml or csv. --points: csv (default), jsonl, json or yaml.",
         ),
     ] = "table",
+    shard: ShardOption = None,
+    workers: WorkersOption = 1,
     **flags: Any,
 ) -> None:
     """Predict latency, throughput and memory of one instance at one operating point.
@@ -193,6 +203,10 @@ def estimate(
       infersize estimate --model deepseek-r1 --hardware b200 --tp 1 --dp 8 --ep 8 --concurrency 64
       infersize estimate --model deepseek-r1 --hardware h200-sxm --prefill tp8x1 --decode tp8x3 --concurrency 64
       infersize estimate --points points.csv --format csv
+      infersize estimate --points points.csv --shard 2/4 --workers 2
+
+    --points with csv or jsonl streams rows in blocks (--shard and --workers need one of
+    them); json and yaml are one document, built whole.
     """
     catalog = open_catalog(flags.get("catalog_dirs"))
     engine, calibration = flags.get("engine"), flags.get("calibration")
@@ -213,7 +227,8 @@ def estimate(
             catalog, engine=engine, calibration=calibration, techniques=techniques
         ).estimator
         check_format(fmt if fmt != "table" else "csv", POINTS_FORMATS)
-        _batch(catalog, est, points, "csv" if fmt == "table" else fmt)
+        fmt = "csv" if fmt == "table" else fmt
+        _batch(catalog, est, points, fmt, shard, workers, flags.get("catalog_dirs"))
         return
     check_format(fmt, report.FORMATS)
     if model is None or hardware is None:
@@ -395,17 +410,95 @@ def _rate_pairs(rec: dict[str, Any]) -> list[tuple[str, Any]]:
     return pairs
 
 
-def _batch(catalog: Catalog, est: Estimator, path: Path, fmt: str) -> None:
+def _batch(
+    catalog: Catalog,
+    est: Estimator,
+    path: Path,
+    fmt: str,
+    shard: str | None,
+    workers: int,
+    catalog_dirs: Any = None,
+) -> None:
     header, rows = read_points(path)  # every read, decoding and CSV error names the file
+    part, parts = parse_shard(shard)
+    if (parts > 1 or workers > 1) and fmt not in ("csv", "jsonl"):
+        raise UsageError("--shard and --workers stream csv or jsonl (-f csv, -f jsonl)")
+    out = stdout()
+    if fmt in ("json", "yaml"):  # one document: built whole
+        emit_data(fmt, _records(catalog, est, rows, 0))
+        return
+    columns = _columns(header)
+    chosen = shard_points(len(rows), part, parts)
+    fh = out.file
+    if fmt == "csv":
+        write_rows(fh, report.csv_text([], columns) if part == 1 else "")
+    if workers == 1:
+        for start in range(chosen.start, chosen.stop, POINTS_BLOCK):
+            block = range(start, min(start + POINTS_BLOCK, chosen.stop))
+            write_rows(
+                fh,
+                _rendered(
+                    fmt, columns, _records(catalog, est, rows[block.start : block.stop], start)
+                ),
+            )
+        return
+    job = (catalog_dirs, path, fmt, columns, est)
+    size = min(POINTS_BLOCK, max(256, -(-len(chosen) // (4 * workers))))
+    for _, text in in_blocks(chosen, size, workers, _worker_block, _start_worker, job):
+        write_rows(fh, text)
+
+
+#: Rows of ``estimate --points`` computed and written together.
+POINTS_BLOCK = 4096
+
+#: One worker process's points (``--workers``): set by :func:`_start_worker`.
+_WORKER: dict[str, Any] = {}
+
+
+def _start_worker(
+    catalog_dirs: Any, path: Path, fmt: str, columns: list[str], est: Estimator
+) -> None:
+    rows = read_points(path)[1]
+    catalog = open_catalog(catalog_dirs)
+    _WORKER.update(catalog=catalog, rows=rows, fmt=fmt, columns=columns, est=est)
+
+
+def _worker_block(block: range) -> str:
+    """The rows ``block`` of the points file, rendered (in a worker process)."""
+    w = _WORKER
+    recs = _records(w["catalog"], w["est"], w["rows"][block.start : block.stop], block.start)
+    return _rendered(w["fmt"], w["columns"], recs)
+
+
+def _columns(header: list[str]) -> list[str]:
+    template = _template("rate" in header)
+    template["memory"] = _gib_keys(template["memory"])
+    return list(header) + [c for c in report.flatten(template) if c not in header]
+
+
+def _rendered(fmt: str, columns: list[str], records: list[dict[str, Any]]) -> str:
+    """Complete CSV (no header) or JSONL rows of ``records``."""
+    if fmt == "jsonl":
+        return report.to_jsonl(records) if records else ""
+    # CSV cells carry no nesting: the unit goes into the memory column names
+    flat = [{**r, "memory": _gib_keys(r.get("memory"))} for r in records]
+    return report.csv_text(flat, columns)[len(report.csv_text([], columns)) :]
+
+
+def _records(
+    catalog: Catalog, est: Estimator, rows: list[dict[str, str]], first: int
+) -> list[dict[str, Any]]:
+    """The records of ``rows``, the rows ``first``.. of the file (row numbers in errors are
+    the file's: the header is line 1)."""
     eset_engine = est.efficiency.engine
     records: list[dict[str, Any] | None] = [None] * len(rows)
     groups: dict[tuple[Any, ...], list[tuple[int, int, int, int]]] = defaultdict(list)
     cands: dict[tuple[Any, ...], Candidate] = {}
     for i, row in enumerate(rows):
         try:
-            key, cand, isl, osl, conc, batching = _parse_point(catalog, row, i + 2)
+            key, cand, isl, osl, conc, batching = _parse_point(catalog, row, first + i + 2)
             if conc is None:  # an open-loop row: rate (and cv), one point at a time
-                rate, cv = _rate_of(row, i + 2, batching)
+                rate, cv = _rate_of(row, first + i + 2, batching)
                 res = est.resolve(cand, isl + osl)
                 rec = rate_record(res, isl, osl, rate, cv, eset_engine)
                 records[i] = {**rows[i], **rec, "rate": rate}
@@ -450,20 +543,7 @@ def _batch(catalog: Catalog, est: Estimator, path: Path, fmt: str) -> None:
                 **rows[i],
                 **record(r, isl, osl, conc, batching, op, est.efficiency.engine, gap),
             }
-    final = [r for r in records if r is not None]
-    out = stdout()
-    if fmt == "jsonl":
-        report.emit(out, report.to_jsonl(final))
-        return
-    if fmt in ("json", "yaml"):
-        emit_data(fmt, final)
-        return
-    # CSV cells carry no nesting: the unit goes into the memory column names
-    flat = [{**r, "memory": _gib_keys(r.get("memory"))} for r in final]
-    template = _template("rate" in header)
-    template["memory"] = _gib_keys(template["memory"])
-    columns = list(header) + [c for c in report.flatten(template) if c not in header]
-    report.emit(out, report.csv_text(flat, columns))
+    return [r for r in records if r is not None]
 
 
 def _gib_keys(memory: dict[str, Any] | None) -> dict[str, Any] | None:
