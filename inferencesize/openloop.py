@@ -391,9 +391,8 @@ def _gauss(kind: Literal["legendre", "laguerre"], nodes: int) -> tuple[FloatArra
 
 @lru_cache(maxsize=16)
 def _log_factorials(size: int) -> FloatArray:
-    from scipy.special import gammaln
-
-    out = np.asarray(gammaln(np.arange(size, dtype=float) + 1.0), dtype=float)
+    """log a! for a = 0..size−1 (the standard library's log-gamma, to the last bit)."""
+    out = np.fromiter((math.lgamma(a + 1.0) for a in range(size)), dtype=float, count=size)
     out.flags.writeable = False
     return out
 
@@ -459,6 +458,19 @@ def _own_counts(arr: _Arrivals, taus: FloatArray, size: int) -> FloatArray:
 # ---------------------------------------------------------------------------------------------
 
 
+def _lower_inverse(m: FloatArray) -> FloatArray:
+    """Inverse of a lower-triangular M-matrix (positive diagonal, off-diagonal ≤ 0), row by
+    row by forward substitution: X_i = (e_i − M_i,<i · X_<i) / M_ii, every term ≥ 0, so
+    subtraction-free. Solved once per chain; each stationary vector is then one product."""
+    n = m.shape[0]
+    out = np.zeros_like(m)
+    for i in range(n):
+        row = -m[i, :i] @ out[:i]
+        row[i] = 1.0
+        out[i] = row / m[i, i]
+    return out
+
+
 class _Levels:
     """The chain's transition matrix with its levels ≥ 1 (prompt steps: fixed at a rate)
     reduced once, by Grassmann–Taksar–Heyman state reduction (1985) from the top; level 0
@@ -492,7 +504,9 @@ class _Levels:
         upper = np.triu(a[phases:, phases:], 1)
         leaves = self.down[phases:] > 0
         upper[:, ~leaves] = 0.0
-        self.solve_t = (np.diag(np.where(leaves, self.down[phases:], 1.0)) - upper).T
+        self.solve_inv = _lower_inverse(
+            (np.diag(np.where(leaves, self.down[phases:], 1.0)) - upper).T
+        )
         self.leaves = leaves
 
     def stationary(self, row0: FloatArray) -> FloatArray:
@@ -508,10 +522,8 @@ class _Levels:
         pi[0] = 1.0
         for s in range(1, j0):
             pi[s] = float(pi[:s] @ r[:s, s]) / low[s] if low[s] > 0 else 0.0
-        from scipy.linalg import solve_triangular
-
         rhs = np.where(self.leaves, pi[:j0] @ r[:, j0:], 0.0)
-        pi[j0:] = np.maximum(solve_triangular(self.solve_t, rhs, lower=True), 0.0)
+        pi[j0:] = np.maximum(self.solve_inv @ rhs, 0.0)
         return np.asarray(pi / pi.sum(), dtype=float)
 
 
@@ -704,12 +716,19 @@ def _batch_pmf(mean: Any, idc: float, slots: int) -> FloatArray:
     return np.asarray(pmf, dtype=float)
 
 
+def _log_rising(r: FloatArray, first: int, last: int) -> FloatArray:
+    """log Γ(b + r) − log Γ(r) (the log of the rising factorial r(r+1)…(r+b−1)) for
+    b = first … last, one row per r > 0: the standard library's log-gamma at b = first, then
+    the sum of log(r + k) over the steps (no special-function library on this path)."""
+    start = np.fromiter((math.lgamma(first + x) - math.lgamma(x) for x in r), float, r.size)
+    steps = np.log(r[:, None] + np.arange(first, last, dtype=float)[None, :])
+    return np.concatenate([start[:, None], start[:, None] + np.cumsum(steps, axis=1)], axis=1)
+
+
 def _nb_window(mu: FloatArray, idc: float, slots: int) -> tuple[int, FloatArray]:
     """The negative binomial (Poisson at idc = 1) probabilities of b = first … last ≤ slots
     (rows: one per mean), over the counts within 14 standard deviations and 40 e-foldings of
     the geometric tail of the means (beyond, below e⁻⁴⁰ of the mode); ``first`` and the rows."""
-    from scipy.special import gammaln
-
     safe = np.maximum(mu, 1e-300)[:, None]
     spread = 14.0 * math.sqrt(float(safe.max()) * max(idc, 1.0)) + 30.0
     if idc > 1.0 + 1e-9:
@@ -723,7 +742,7 @@ def _nb_window(mu: FloatArray, idc: float, slots: int) -> tuple[int, FloatArray]
     else:
         p = 1.0 / idc
         r = safe / (idc - 1.0)
-        logp = gammaln(b + r) - gammaln(r) - log_fact + r * math.log(p)
+        logp = _log_rising(r[:, 0], first, last) - log_fact + r * math.log(p)
         logp = logp + b * math.log1p(-p)
     return first, np.exp(np.asarray(logp, dtype=float))
 

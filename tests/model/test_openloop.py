@@ -487,3 +487,24 @@ def test_the_batch_mean_balances_the_tokens() -> None:
         assert ol._supply(mu, idc, st) == pytest.approx(supply, rel=1e-12)
     # more than the full batch can supply: saturated
     assert ol._batch_mean(st, 2.0 * float(per_s.max()), 1.0) is None
+
+
+def test_log_rising_factorial_by_hand() -> None:
+    """log Γ(b + r) − log Γ(r) = log r(r+1)…(r+b−1): for r = 2.5, b = 2 … 4 by hand."""
+    from inferencesize.openloop import _log_rising
+
+    out = _log_rising(np.array([2.5, 1.0]), 2, 4)
+    assert out.shape == (2, 3)
+    assert out[0] == pytest.approx(np.log([2.5 * 3.5, 2.5 * 3.5 * 4.5, 2.5 * 3.5 * 4.5 * 5.5]))
+    assert out[1] == pytest.approx(np.log([2.0, 6.0, 24.0]))  # r = 1: b!
+
+
+def test_lower_inverse_is_the_inverse_and_nonnegative() -> None:
+    """A lower-triangular M-matrix's inverse is ≥ 0 entry by entry (no cancellation)."""
+    from inferencesize.openloop import _lower_inverse
+
+    m = np.array([[2.0, 0.0, 0.0], [-1.0, 4.0, 0.0], [-0.5, -2.0, 1.0]])
+    inv = _lower_inverse(m)
+    assert inv @ m == pytest.approx(np.eye(3), abs=1e-15)
+    assert (inv >= 0).all()
+    assert inv[1, 0] == pytest.approx(1.0 / 8.0)  # (1 / 2) · 1 / 4
