@@ -39,6 +39,13 @@ to the summed context. The sum is kept as ``capped · cap + Σ growing contexts`
 decode steps also stops at the step where the next growing sequence reaches the cap (it then
 counts as capped), so the closed form stays exact; static batches sum ``min`` per sequence.
 
+Drivers: the general event loop (:func:`_serve_balanced`) keeps a heap of instance step times
+and of completions (closed-loop clients and least-loaded balancing wait on them). One instance
+on open-loop arrivals needs neither: it runs up to each arrival in turn (:func:`_serve_alone`),
+and an in-flight one without a KV cap, the common case, runs as one loop over local state
+(``inflight_alone``). Each driver runs the same steps with the same arithmetic, so the results
+are equal to the bit.
+
 Pure: no I/O; randomness only in the workload (``arrivals``).
 """
 
@@ -56,6 +63,7 @@ import numpy.typing as npt
 
 from inferencesize.memory import MAX_NUM_TOKENS
 from inferencesize.simulate.arrivals import Workload
+from inferencesize.simulate.inflight_alone import Columns, serve_inflight_alone
 from inferencesize.simulate.service import Service, chunk_pairs
 
 Policy = Literal["static", "dynamic", "inflight", "chunked"]
@@ -155,6 +163,17 @@ class _Instance:
     def run(self, bound_s: float, done: list[tuple[float, int]]) -> None:
         raise NotImplementedError
 
+    def advance(self, bound_s: float, done: list[tuple[float, int]]) -> None:
+        """Run while the instance has a step to start before ``bound_s`` (no other event can
+        come before it: one instance, open loop)."""
+        while True:
+            when = self.next_time()
+            if not when < bound_s:
+                return
+            if when > self.t:
+                self.t = when
+            self.run(bound_s, done)
+
 
 class _Inflight(_Instance):
     def __init__(self, req: _Requests, service: Service, cfg: BatchingConfig, cap: float) -> None:
@@ -175,6 +194,11 @@ class _Inflight(_Instance):
 
     def next_time(self) -> float:
         return self.t if (self.decoders or self.prefilling or self.waiting) else INF
+
+    def advance(self, bound_s: float, done: list[tuple[float, int]]) -> None:
+        run = self.run
+        while (self.decoders or self.prefilling or self.waiting) and self.t < bound_s:
+            run(bound_s, done)
 
     def _admit_whole(self) -> tuple[int, float, list[int]]:
         req, cfg = self.req, self.cfg
@@ -403,6 +427,15 @@ def capped_context_sum(start: int, steps: int, cap: int) -> int:
     return growing * start + growing * (growing - 1) // 2 + (steps - growing) * cap
 
 
+def one_inflight_instance(
+    instances: int, closed: bool, batching: BatchingConfig, service: Service
+) -> bool:
+    """Whether :func:`serve_inflight_alone` runs a simulation: one in-flight instance (whole
+    prompts, no KV cap) on open-loop arrivals; it runs the steps the general event loop runs,
+    to the bit, in less than half the time."""
+    return instances == 1 and not closed and batching.policy == "inflight" and not service.kv_cap
+
+
 def simulate(
     workload: Workload,
     service: Service,
@@ -429,19 +462,83 @@ def simulate(
     if len(kv_need) != workload.n:
         raise ValueError("kv_need must have one value per request")
     req = _Requests(workload, kv_need)
-    kind = _Batched if batching.policy in ("static", "dynamic") else _Inflight
-    insts = [kind(req, service, batching, kv_capacity) for _ in range(instances)]
+    closed = workload.closed_loop
+    # when the engine sees each request: open loop, its arrival plus the hand-off
+    sent = () if workload.arrival_s is None else workload.arrival_s
+    arrivals = array("d", (np.asarray(sent, dtype=np.float64) + handoff_s).tobytes())
+    if not closed:
+        req.arrive = arrivals  # (dispatch writes the same times)
+    if one_inflight_instance(instances, closed, batching, service):
+        cols = Columns(req.isl, req.osl, req.need, req.admit, req.first, req.done, req.where)
+        out = serve_inflight_alone(
+            cols, arrivals, service, batching.max_batch, batching.step_tokens, kv_capacity
+        )
+        end, busy = out.end_s, [out.busy_s]
+    else:
+        kind: type[_Instance] = _Batched if batching.policy in ("static", "dynamic") else _Inflight
+        insts = [kind(req, service, batching, kv_capacity) for _ in range(instances)]
+        if instances == 1 and not closed:
+            _serve_alone(insts[0], req, arrivals, kv_capacity)
+        else:
+            sends = [handoff_s] * min(workload.concurrency, workload.n) if closed else []
+            _serve_balanced(insts, req, arrivals, sends, closed, kv_capacity, balancer, handoff_s)
+        end, busy = max(inst.t for inst in insts), [inst.busy for inst in insts]
+    return SimResult(
+        arrival_s=np.asarray(req.arrive, dtype=float) - handoff_s,
+        admit_s=np.asarray(req.admit, dtype=float),
+        first_token_s=np.asarray(req.first, dtype=float),
+        done_s=np.asarray(req.done, dtype=float),
+        instance=np.asarray(req.where, dtype=np.int64),
+        isl=np.asarray(workload.isl, dtype=np.int64),
+        osl=np.asarray(workload.osl, dtype=np.int64),
+        busy_s=np.asarray(busy, dtype=float),
+        end_s=end,
+        closed_loop=closed,
+        concurrency=workload.concurrency,
+    )
+
+
+def _serve_alone(
+    inst: _Instance, req: _Requests, arrivals: array[float], kv_capacity: float
+) -> None:
+    """One instance, open loop: nothing but the arrivals can interrupt it, so it runs up to
+    each arrival in turn (the steps :func:`_serve_balanced` would run, in the same order)."""
+    done: list[tuple[float, int]] = []  # completions: no one waits for them here
+    need, where, advance = req.need, req.where, inst.advance
+    for rid, now in enumerate(arrivals):
+        advance(now, done)
+        done.clear()
+        if need[rid] > kv_capacity:
+            continue  # dropped: never fits
+        where[rid] = 0
+        inst.enqueue(rid, now)
+    while True:
+        advance(INF, done)
+        done.clear()
+        if not inst.waiting:
+            return
+        inst.flush = True  # a static batch that can never fill: run what is there
+
+
+def _serve_balanced(
+    insts: list[_Instance],
+    req: _Requests,
+    arrivals: array[float],
+    sends: list[float],
+    closed: bool,
+    kv_capacity: float,
+    balancer: Balancer,
+    handoff_s: float,
+) -> None:
+    """The general event loop: instances behind a balancer, open or closed loop (``sends``:
+    the engine arrival times of the first closed-loop requests)."""
+    instances = len(insts)
+    n = len(req.isl)
     outstanding = [0] * instances
     version = [0] * instances
     ready: list[tuple[float, int, int]] = []  # (next time, version, instance)
     events: list[tuple[float, int]] = []  # completions (time, rid)
     done: list[tuple[float, int]] = []
-    n = workload.n
-    closed = workload.closed_loop
-    # when the engine sees each request: open loop, its arrival plus the hand-off
-    sent = () if workload.arrival_s is None else workload.arrival_s
-    arrivals = array("d", (np.asarray(sent, dtype=np.float64) + handoff_s).tobytes())
-    sends: list[float] = []  # closed loop: engine arrival times of requests sent, not yet seen
     next_arrival = 0
     issued = 0
     rr = 0
@@ -473,8 +570,6 @@ def simulate(
         insts[i].enqueue(rid, now)
         schedule(i)
 
-    if closed:
-        sends = [handoff_s] * min(workload.concurrency, n)
     n_arrivals = len(arrivals)
     push, pop = heapq.heappush, heapq.heappop
     while True:
@@ -518,17 +613,3 @@ def simulate(
         for i in stuck:  # static batches that can never fill: run what is there
             insts[i].flush = True
             schedule(i)
-    end = max(inst.t for inst in insts)
-    return SimResult(
-        arrival_s=np.asarray(req.arrive, dtype=float) - handoff_s,
-        admit_s=np.asarray(req.admit, dtype=float),
-        first_token_s=np.asarray(req.first, dtype=float),
-        done_s=np.asarray(req.done, dtype=float),
-        instance=np.asarray(req.where, dtype=np.int64),
-        isl=np.asarray(workload.isl, dtype=np.int64),
-        osl=np.asarray(workload.osl, dtype=np.int64),
-        busy_s=np.asarray([inst.busy for inst in insts], dtype=float),
-        end_s=end,
-        closed_loop=closed,
-        concurrency=workload.concurrency,
-    )

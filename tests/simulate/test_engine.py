@@ -101,6 +101,8 @@ def test_inflight_batches_waiting_prompts_up_to_the_step_token_limit() -> None:
     assert one.done_s == pytest.approx([3 * PREFILL + STEP] * 3)  # decodes waited: in step
     two = run([0.0] * 3, [2] * 3, BatchingConfig("inflight", 8, step_tokens=250), isl=[100] * 3)
     assert two.first_token_s == pytest.approx([PREFILL, PREFILL, 2 * PREFILL])
+    full = run([0.0] * 3, [2] * 3, BatchingConfig("inflight", 8, step_tokens=200), isl=[100] * 3)
+    assert full.first_token_s == pytest.approx([PREFILL, PREFILL, 2 * PREFILL])  # 200 fit
 
 
 def test_inflight_decode_runs_in_bulk_until_the_next_arrival() -> None:
