@@ -409,7 +409,8 @@ def simulate_command(
     res = est.resolve(cand, longest)
     if res.deployment is None or res.reason is not None:
         raise InputError(f"{cand.label()}: {res.reason}")
-    kv_seqs = kv_budget(res.deployment, cand.gpu.memory_bytes, wl).max_sequences
+    kv = kv_budget(res.deployment, cand.gpu.memory_bytes, wl)
+    kv_seqs = kv.max_sequences
     records = []
     last: SimResult | None = None
     with Progress(f"simulating {wl.n:,} requests", total=len(names)) as progress:
@@ -422,12 +423,15 @@ def simulate_command(
                 max_queue_delay_ms / 1e3,
                 step_tokens or (CHUNK_TOKENS if name == "chunked" else PROMPT_STEP_TOKENS),
             )
-            last = simulate_llm(res.deployment, cand.gpu.memory_bytes, wl, cfg, instances, balance)
+            last = simulate_llm(
+                res.deployment, cand.gpu.memory_bytes, wl, cfg, instances, balance, kv
+            )
             summary = summarize(last, warmup)
             records.append(
                 sim_record(cand, cfg, last, summary, shown, instances, balancer, seed, eset.engine)
             )
             progress.advance()
+    del kv  # its per-request column is not needed while the requests are written
     if requests_out is not None and last is not None:
         with atomic_file(requests_out, "--requests-out", inputs=inputs) as fh:
             for block in request_blocks(last):

@@ -13,6 +13,9 @@ from inferencesize.simulate.arrivals import Workload
 from inferencesize.simulate.engine import Balancer, BatchingConfig, SimResult, simulate
 from inferencesize.simulate.service import LlmService
 
+#: Widest range of ISL + OSL (tokens) that kv_budget looks up in a table rather than sorts.
+LOOKUP_SPAN = 1 << 20
+
 
 @dataclass(frozen=True)
 class KvBudget:
@@ -29,8 +32,21 @@ class KvBudget:
 
 
 def kv_budget(dep: Deployment, memory_bytes: float, workload: Workload) -> KvBudget:
+    """The instance's KV capacity and each request's reservation (one model call per distinct
+    ISL + OSL)."""
     seq = (workload.isl + workload.osl).astype(np.int64)
     cap = memory_budget(dep, memory_bytes, 1.0).kv_capacity_bytes
+    if seq.size == 0:
+        return KvBudget(cap, np.zeros(0))
+    lo, hi = int(seq.min()), int(seq.max())
+    if hi - lo <= LOOKUP_SPAN:  # a table over the range: no sort
+        offset = seq - lo
+        present = np.zeros(hi - lo + 1, dtype=bool)
+        present[offset] = True
+        unique = np.flatnonzero(present) + lo
+        table = np.zeros(hi - lo + 1)
+        table[unique - lo] = [kv_bytes_per_sequence_per_gpu(dep, float(s)) for s in unique]
+        return KvBudget(cap, table[offset])
     unique, inverse = np.unique(seq, return_inverse=True)
     per = np.array([kv_bytes_per_sequence_per_gpu(dep, float(s)) for s in unique])
     return KvBudget(cap, per[inverse].astype(float))
@@ -43,11 +59,14 @@ def simulate_llm(
     batching: BatchingConfig,
     instances: int = 1,
     balancer: Balancer = "least-loaded",
+    kv: KvBudget | None = None,
 ) -> SimResult:
     """Simulate ``workload`` on ``instances`` copies of the deployment ``dep`` whose GPUs have
     ``memory_bytes`` each; batch sizes are capped by the KV cache as well as ``max_batch``.
-    Requests reach the engine ``dep.handoff_s`` after they are sent (multi-GPU hand-off)."""
-    kv = kv_budget(dep, memory_bytes, workload)
+    Requests reach the engine ``dep.handoff_s`` after they are sent (multi-GPU hand-off).
+    ``kv``: ``kv_budget(dep, memory_bytes, workload)`` when the caller has it already."""
+    if kv is None:
+        kv = kv_budget(dep, memory_bytes, workload)
     top = max(1, min(batching.max_batch, kv.max_sequences))
     service = LlmService(dep, top)
     cfg = BatchingConfig(batching.policy, top, batching.max_queue_delay_s, batching.step_tokens)

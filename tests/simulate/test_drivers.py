@@ -27,6 +27,7 @@ from inferencesize.simulate import (
     Workload,
     engine,
     kv_budget,
+    llm,
     simulate,
 )
 
@@ -118,3 +119,17 @@ def test_the_in_flight_loop_is_only_for_one_uncapped_open_loop_instance() -> Non
     assert not engine.one_inflight_instance(1, False, BatchingConfig("chunked", 16), svc)
     svc.kv_cap = 1024
     assert not engine.one_inflight_instance(1, False, cfg, svc)
+
+
+def test_kv_budget_table_equals_sorting(
+    deployment: Deployment, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A narrow range of ISL + OSL is looked up in a table; a wide one is sorted."""
+    wl = _workload(5, 2000, 10.0, False)
+    table = kv_budget(deployment, 80 * 2**30, wl)
+    monkeypatch.setattr(llm, "LOOKUP_SPAN", -1)
+    sorted_ = kv_budget(deployment, 80 * 2**30, wl)
+    np.testing.assert_array_equal(table.need_bytes, sorted_.need_bytes)
+    assert table.capacity_bytes == sorted_.capacity_bytes
+    empty = Workload(np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0))
+    assert kv_budget(deployment, 80 * 2**30, empty).need_bytes.size == 0
