@@ -2,7 +2,9 @@
 the operating points of ``estimate --points``.
 
 Every reader takes a regular file of at most 256 MiB of UTF-8 (``catalog.read_text``) and turns
-each OS, decoding and CSV error into one InputError naming the file (and the line). Numbers are
+each OS, decoding and CSV error into one InputError naming the file (and the line). A points
+file is not held: :func:`open_points` checks it in one pass and :meth:`PointsFile.blocks` reads
+it again a block of rows at a time, so it may have any number of rows. Numbers are
 checked as they are read: a measured ``value`` that is NaN, infinite or negative, an ISL or
 OSL that is not a finite number from 0 to 100,000,000 tokens, a TP/PP/EP/GPU count above 4,096
 or a concurrency above 10^9 is an error naming the row and column (the file is malformed; a
@@ -13,19 +15,21 @@ not stated, as before.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import json
 import math
+import os
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from inferencesize.catalog import MAX_DATA_BYTES, read_text
+from inferencesize.catalog import MAX_DATA_BYTES, _check_kind, display_path, read_text
 from inferencesize.deployment import BARE_GPU_NODE, default_kv_precision
-from inferencesize.errors import InputError, UnknownIdError
+from inferencesize.errors import CatalogError, InputError, UnknownIdError
 from inferencesize.measured_shape import DRAFT_HEADS, row_shape, speculative_method
 from inferencesize.parallelism import Parallelism
 from inferencesize.specs.common import MAX_COUNT, MAX_PARALLEL, MAX_TOKENS, brief, clip
@@ -161,9 +165,10 @@ def _int(text: str, where: str, column: str) -> int | None:
     return None if value is None else int(value)
 
 
-def _csv_rows(text: str, shown: str) -> Iterator[tuple[int, list[str]]]:
-    """(line, cells) of CSV text; a CSV error (a field over 128 KiB, a NUL) names the line."""
-    reader = csv.reader(io.StringIO(text, newline=""))
+def _csv_rows(text: str | Iterable[str], shown: str) -> Iterator[tuple[int, list[str]]]:
+    """(line, cells) of CSV text, or of the lines of a file opened with ``newline=""``; a CSV
+    error (a field over 128 KiB, a NUL) names the line."""
+    reader = csv.reader(io.StringIO(text, newline="") if isinstance(text, str) else text)
     while True:
         try:
             cells = next(reader)
@@ -231,15 +236,114 @@ POINT_CEILINGS: dict[str, int] = {
 
 
 def read_points(path: Path) -> tuple[list[str], list[dict[str, str]]]:
-    """(header, rows by column) of an ``estimate --points`` CSV, blank lines skipped (as
-    ``csv.DictReader``); a file that cannot be read as one is an InputError naming it."""
-    shown, header, table = read_csv_table(path, "a CSV of operating points")
+    """(header, rows by column) of an ``estimate --points`` CSV, read whole (small files and
+    tests; ``estimate --points`` reads :func:`open_points` in blocks); blank lines skipped
+    (as ``csv.DictReader``); a file that cannot be read as one is an InputError naming it."""
+    points = open_points(path)
+    rows = [by_column(points.header, cells) for block in points.blocks() for _, cells in block.rows]
+    return points.header, rows
+
+
+#: Rows of a points file read together (:meth:`PointsFile.blocks`).
+POINTS_BLOCK_ROWS = 4096
+
+
+@dataclass(frozen=True)
+class PointsBlock:
+    """Consecutive rows of a points file: ``first`` is the index of the first (0 = the row
+    after the header, blank lines not counted); ``rows`` are (line in the file, cells)."""
+
+    first: int
+    rows: list[tuple[int, list[str]]]
+
+
+@dataclass(frozen=True)
+class PointsFile:
+    """An ``estimate --points`` CSV, checked whole without being held in memory: its header
+    and how many rows it has (blank lines not counted). :meth:`blocks` reads it again, a block
+    of rows at a time, so memory stays flat however many rows it has."""
+
+    path: Path
+    shown: str
+    header: list[str]
+    rows: int
+
+    def blocks(
+        self, size: int = POINTS_BLOCK_ROWS, start: int = 0, stop: int | None = None
+    ) -> Iterator[PointsBlock]:
+        """The rows in blocks of ``size`` aligned on the file's rows (0 to size − 1, size to
+        2 · size − 1, …) that hold the rows ``start`` to ``stop`` (default: the last): a
+        block is the same whichever part of the file is asked for. The rows before the first
+        block are read and skipped. An error reading the file again (it changed meanwhile) is
+        an InputError naming it and the line."""
+        stop = self.rows if stop is None else min(stop, self.rows)
+        if stop <= start:
+            return
+        low, high = start - start % size, min(self.rows, -(-stop // size) * size)
+        index = 0
+        block: list[tuple[int, list[str]]] = []
+        with _points_lines(self.path, self.shown) as rows:
+            next(rows, None)  # the header
+            for line, cells in rows:
+                if not cells:
+                    continue  # a blank line: no row
+                if index >= high:
+                    break
+                if index >= low:
+                    block.append((line, cells))
+                    if len(block) == size:
+                        yield PointsBlock(index + 1 - size, block)
+                        block = []
+                index += 1
+        if block:
+            yield PointsBlock(index - len(block), block)
+
+
+def open_points(path: Path) -> PointsFile:
+    """An ``estimate --points`` CSV, read through once: every OS, decoding and CSV error and a
+    missing column is an InputError naming the file (and the line) before any row is used;
+    the file is not held (no size limit)."""
+    shown = display_path(path)
+    with _points_lines(path, shown) as rows:
+        first = next(rows, None)
+        header = [h.strip() for h in first[1]] if first else []
+        count = sum(1 for _, cells in rows if cells)
     missing = [c for c in POINT_REQUIRED if c not in header]
     if not any(c in header for c in POINT_LOAD):
         missing.append("concurrency (or rate)")
     if missing:
         raise InputError(f"{shown}: missing column(s) {', '.join(missing)}")
-    return header, [by_column(header, cells) for _, cells in table]
+    return PointsFile(path, shown, header, count)
+
+
+@contextlib.contextmanager
+def _points_lines(path: Path, shown: str) -> Iterator[Iterator[tuple[int, list[str]]]]:
+    """(line, cells) of a points CSV as it is read (blank lines as empty cells), with the
+    checks and messages of ``catalog.read_bytes``: a directory, FIFO or device is refused
+    before it is opened; a file that is not UTF-8 text or cannot be read names the file."""
+    expected = "a CSV of operating points"
+    try:
+        _check_kind(os.stat(path).st_mode, shown, expected)
+        flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+        fd = os.open(path, flags)
+        try:
+            _check_kind(os.fstat(fd).st_mode, shown, expected)
+            fh = open(fd, encoding="utf-8-sig", newline="", closefd=True)  # noqa: SIM115
+        except BaseException:
+            os.close(fd)
+            raise
+    except FileNotFoundError:
+        raise CatalogError(shown, "", "file not found") from None
+    except (OSError, ValueError) as err:  # ValueError: a NUL in the path
+        why = getattr(err, "strerror", None) or str(err)
+        raise CatalogError(shown, "", f"cannot be read ({why})") from None
+    with fh:
+        try:
+            yield _csv_rows(fh, shown)
+        except UnicodeDecodeError:
+            raise CatalogError(shown, "", "is not UTF-8 text") from None
+        except OSError as err:
+            raise CatalogError(shown, "", f"cannot be read ({err.strerror or err})") from None
 
 
 def _point_cell(row: dict[str, str], name: str, line: int, default: float | None) -> float | None:
@@ -262,6 +366,11 @@ def _point_cell(row: dict[str, str], name: str, line: int, default: float | None
 def point_int(row: dict[str, str], name: str, line: int, default: int | None = None) -> int:
     """A whole number >= 1 of a points row (``default`` when blank, if given), under the
     column's ceiling; an InputError naming the row and column otherwise."""
+    text = row.get(name) or ""
+    if text.isascii() and text.isdigit():  # the common cell, read without a float
+        whole = int(text)
+        if 1 <= whole <= POINT_CEILINGS.get(name, MAX_COUNT):
+            return whole
     value = _point_cell(row, name, line, default)
     if value is None:
         assert default is not None

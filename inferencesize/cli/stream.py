@@ -5,8 +5,9 @@
   ends at a row boundary.
 * :func:`parse_shard` reads ``--shard K/N``; :func:`shard_points` is the K-th of N contiguous
   blocks of a batch, so the shards' outputs concatenated in order are the single run's.
-* :func:`in_blocks` runs a function over consecutive blocks of a range in a standard
-  library process pool (``--workers N``) and yields the results in order.
+* :func:`in_order` runs a function over a stream of items (blocks of rows) in a standard
+  library process pool (``--workers N``) and yields the results in order; :func:`in_blocks`
+  does so over consecutive blocks of a range.
 """
 
 from __future__ import annotations
@@ -15,12 +16,14 @@ import contextlib
 import signal
 import threading
 from collections import deque
-from collections.abc import Callable, Iterator
-from typing import IO, Annotated, Any
+from collections.abc import Callable, Iterable, Iterator
+from typing import IO, Annotated, Any, TypeVar
 
 import typer
 
 from inferencesize.errors import UsageError
+
+T = TypeVar("T")
 
 SHARD_HELP = (
     "Run only part K of N of the batch (1 <= K <= N): the K-th of N contiguous blocks of"
@@ -104,37 +107,48 @@ def in_blocks(
     init: Callable[..., None],
     init_args: tuple[Any, ...],
 ) -> Iterator[tuple[range, Any]]:
-    """``work(block)`` for consecutive blocks of ``points``, in order, each with its result.
-
-    ``workers`` > 1 runs them in a :class:`concurrent.futures.ProcessPoolExecutor` whose
-    processes first run ``init(*init_args)``; at most two blocks per worker are in flight,
-    so memory does not grow with the batch. ``workers`` == 1 runs them here (after ``init``).
-    """
-    blocks = (
+    """``work(block)`` for consecutive blocks of ``points``, in order, each with its result
+    (:func:`in_order` over the blocks)."""
+    blocks = [
         range(start, min(start + block, points.stop))
         for start in range(points.start, points.stop, block)
-    )
+    ]
+    return zip(blocks, in_order(blocks, workers, work, init, init_args), strict=True)
+
+
+def in_order(
+    items: Iterable[T],
+    workers: int,
+    work: Callable[[T], Any],
+    init: Callable[..., None],
+    init_args: tuple[Any, ...],
+) -> Iterator[Any]:
+    """``work(item)`` for each of ``items``, in order.
+
+    ``workers`` > 1 runs them in a :class:`concurrent.futures.ProcessPoolExecutor` whose
+    processes first run ``init(*init_args)``; at most two items per worker are in flight (and
+    ``items`` is read no further ahead), so memory does not grow with their number.
+    ``workers`` == 1 runs them here (after ``init``).
+    """
     if workers == 1:
         init(*init_args)
-        for part in blocks:
-            yield part, work(part)
+        for item in items:
+            yield work(item)
         return
     from concurrent.futures import Future, ProcessPoolExecutor
 
     pool = ProcessPoolExecutor(workers, initializer=_quiet_worker, initargs=(init, init_args))
-    pending: deque[tuple[range, Future[Any]]] = deque()
+    pending: deque[Future[Any]] = deque()
     try:
-        for part in blocks:
-            pending.append((part, pool.submit(work, part)))
+        for item in items:
+            pending.append(pool.submit(work, item))
             if len(pending) >= 2 * workers:
-                done, future = pending.popleft()
-                yield done, future.result()
+                yield pending.popleft().result()
         while pending:
-            done, future = pending.popleft()
-            yield done, future.result()
+            yield pending.popleft().result()
     except BaseException:
         for process in list(getattr(pool, "_processes", {}).values()):
-            process.terminate()  # the pool's own workers, mid-block: their rows are not wanted
+            process.terminate()  # the pool's own workers, mid-item: their results are not wanted
         pool.shutdown(wait=False, cancel_futures=True)
         raise
     pool.shutdown()
