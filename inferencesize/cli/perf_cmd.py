@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections import defaultdict
 from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Any
@@ -10,14 +9,12 @@ from typing import Annotated, Any
 import typer
 
 from inferencesize import report
-from inferencesize.catalog import Catalog
 from inferencesize.cli.common import (
     check_format,
     emit_data,
     finite,
     format_option,
     open_catalog,
-    stdout,
 )
 from inferencesize.cli.disagg_estimate import estimate_disaggregated
 from inferencesize.cli.options import (
@@ -35,70 +32,18 @@ from inferencesize.cli.options import (
     techniques_given,
     with_options,
 )
-from inferencesize.cli.stream import (
-    ShardOption,
-    WorkersOption,
-    in_blocks,
-    parse_shard,
-    shard_points,
-    write_rows,
-)
-from inferencesize.errors import InputError, UnknownIdError, UsageError
+from inferencesize.cli.points_batch import MAX_CV, POINT_COLUMNS, POINTS_FORMATS, run_points
+from inferencesize.cli.stream import ShardOption, WorkersOption
+from inferencesize.errors import UsageError
 from inferencesize.estimate import (
     RATE_PERCENTILES,
-    RATE_RECORD_KEYS,
-    Candidate,
-    Estimator,
-    longest_gaps,
-    operating_points,
     rate_record,
     record,
 )
-from inferencesize.io_measurements import on_servers, point_float, point_int, read_points
+from inferencesize.io_measurements import on_servers
 from inferencesize.render.plan_table import techniques_text
-from inferencesize.specs.common import MAX_RPS
 from inferencesize.study import candidate, resolve_point
 from inferencesize.units import Batching
-
-#: Largest coefficient of variation of inter-arrival gaps (the scenario's ``cv`` ceiling).
-MAX_CV = 10.0
-
-POINT_COLUMNS = (
-    "model",
-    "hardware",
-    "precision",
-    "tp",
-    "pp",
-    "ep",
-    "isl",
-    "osl",
-    "concurrency",
-    "batching",
-    "kv_precision",
-    "rate",
-    "cv",
-)
-RESULT_KEYS = (
-    "gpus",
-    "ttft_ms",
-    "itl_ms",
-    "e2e_ms",
-    "itl_max_ms",
-    "requests_per_s",
-    "output_tokens_per_s",
-    "max_concurrency",
-    "memory",
-    "bound",
-    "feasible",
-    "reason",
-    "engine",
-    "efficiency",
-    "trust",
-)
-#: Every key of an estimate record (``estimate.record``).
-RECORD_KEYS = (*POINT_COLUMNS[:6], "dp", *POINT_COLUMNS[6:11], *RESULT_KEYS, "techniques")
-#: Formats of ``estimate --points``: one record per input row.
-POINTS_FORMATS = ("csv", "jsonl", "json", "yaml")
 
 
 @with_options(technique_options, engine_options)
@@ -205,8 +150,8 @@ def estimate(
       infersize estimate --points points.csv --format csv
       infersize estimate --points points.csv --shard 2/4 --workers 2
 
-    --points with csv or jsonl streams rows in blocks (--shard and --workers need one of
-    them); json and yaml are one document, built whole.
+    --points reads the file and writes its rows in blocks, in memory that does not grow with
+    the file; --shard and --workers need csv or jsonl (json and yaml are one document).
     """
     catalog = open_catalog(flags.get("catalog_dirs"))
     engine, calibration = flags.get("engine"), flags.get("calibration")
@@ -228,7 +173,7 @@ def estimate(
         ).estimator
         check_format(fmt if fmt != "table" else "csv", POINTS_FORMATS)
         fmt = "csv" if fmt == "table" else fmt
-        _batch(catalog, est, points, fmt, shard, workers, flags.get("catalog_dirs"))
+        run_points(catalog, est, points, fmt, shard, workers, flags.get("catalog_dirs"))
         return
     check_format(fmt, report.FORMATS)
     if model is None or hardware is None:
@@ -410,222 +355,7 @@ def _rate_pairs(rec: dict[str, Any]) -> list[tuple[str, Any]]:
     return pairs
 
 
-def _batch(
-    catalog: Catalog,
-    est: Estimator,
-    path: Path,
-    fmt: str,
-    shard: str | None,
-    workers: int,
-    catalog_dirs: Any = None,
-) -> None:
-    header, rows = read_points(path)  # every read, decoding and CSV error names the file
-    part, parts = parse_shard(shard)
-    if (parts > 1 or workers > 1) and fmt not in ("csv", "jsonl"):
-        raise UsageError("--shard and --workers stream csv or jsonl (-f csv, -f jsonl)")
-    out = stdout()
-    if fmt in ("json", "yaml"):  # one document: built whole
-        emit_data(fmt, _records(catalog, est, rows, 0))
-        return
-    columns = _columns(header)
-    chosen = shard_points(len(rows), part, parts)
-    fh = out.file
-    if fmt == "csv":
-        write_rows(fh, report.csv_text([], columns) if part == 1 else "")
-    if workers == 1:
-        for start in range(chosen.start, chosen.stop, POINTS_BLOCK):
-            block = range(start, min(start + POINTS_BLOCK, chosen.stop))
-            write_rows(
-                fh,
-                _rendered(
-                    fmt, columns, _records(catalog, est, rows[block.start : block.stop], start)
-                ),
-            )
-        return
-    job = (catalog_dirs, path, fmt, columns, est)
-    size = min(POINTS_BLOCK, max(256, -(-len(chosen) // (4 * workers))))
-    for _, text in in_blocks(chosen, size, workers, _worker_block, _start_worker, job):
-        write_rows(fh, text)
-
-
-#: Rows of ``estimate --points`` computed and written together.
-POINTS_BLOCK = 4096
-
-#: One worker process's points (``--workers``): set by :func:`_start_worker`.
-_WORKER: dict[str, Any] = {}
-
-
-def _start_worker(
-    catalog_dirs: Any, path: Path, fmt: str, columns: list[str], est: Estimator
-) -> None:
-    rows = read_points(path)[1]
-    catalog = open_catalog(catalog_dirs)
-    _WORKER.update(catalog=catalog, rows=rows, fmt=fmt, columns=columns, est=est)
-
-
-def _worker_block(block: range) -> str:
-    """The rows ``block`` of the points file, rendered (in a worker process)."""
-    w = _WORKER
-    recs = _records(w["catalog"], w["est"], w["rows"][block.start : block.stop], block.start)
-    return _rendered(w["fmt"], w["columns"], recs)
-
-
-def _columns(header: list[str]) -> list[str]:
-    template = _template("rate" in header)
-    template["memory"] = _gib_keys(template["memory"])
-    return list(header) + [c for c in report.flatten(template) if c not in header]
-
-
-def _rendered(fmt: str, columns: list[str], records: list[dict[str, Any]]) -> str:
-    """Complete CSV (no header) or JSONL rows of ``records``."""
-    if fmt == "jsonl":
-        return report.to_jsonl(records) if records else ""
-    # CSV cells carry no nesting: the unit goes into the memory column names
-    flat = [{**r, "memory": _gib_keys(r.get("memory"))} for r in records]
-    return report.csv_text(flat, columns)[len(report.csv_text([], columns)) :]
-
-
-def _records(
-    catalog: Catalog, est: Estimator, rows: list[dict[str, str]], first: int
-) -> list[dict[str, Any]]:
-    """The records of ``rows``, the rows ``first``.. of the file (row numbers in errors are
-    the file's: the header is line 1)."""
-    eset_engine = est.efficiency.engine
-    records: list[dict[str, Any] | None] = [None] * len(rows)
-    groups: dict[tuple[Any, ...], list[tuple[int, int, int, int]]] = defaultdict(list)
-    cands: dict[tuple[Any, ...], Candidate] = {}
-    for i, row in enumerate(rows):
-        try:
-            key, cand, isl, osl, conc, batching = _parse_point(catalog, row, first + i + 2)
-            if conc is None:  # an open-loop row: rate (and cv), one point at a time
-                rate, cv = _rate_of(row, first + i + 2, batching)
-                res = est.resolve(cand, isl + osl)
-                rec = rate_record(res, isl, osl, rate, cv, eset_engine)
-                records[i] = {**rows[i], **rec, "rate": rate}
-                continue
-        except (InputError, UnknownIdError, ValueError) as err:
-            # the same keys as a computed row: the input as given (numbers as numbers)
-            echoed = {k: _number_or_text(v) for k, v in row.items()}
-            records[i] = {
-                **echoed,
-                **dict.fromkeys(k for k in RECORD_KEYS if k not in echoed),
-                "feasible": False,
-                "reason": str(err),
-            }
-            continue
-        cands[key] = cand
-        groups[key].append((i, isl, osl, conc))
-    for key, items in groups.items():
-        cand, batching = cands[key], key[-1]
-        resolved = [est.resolve(cand, isl + osl) for _, isl, osl, _ in items]
-        ok = [(it, r) for it, r in zip(items, resolved, strict=True) if r.reason is None]
-        for (i, isl, osl, conc), r in zip(items, resolved, strict=True):
-            if r.reason is not None:
-                records[i] = {
-                    **rows[i],
-                    **record(r, isl, osl, conc, batching, None, est.efficiency.engine),
-                }
-        if not ok:
-            continue
-        ops = operating_points(
-            ok[0][1],
-            [it[1] for it, _ in ok],
-            [it[2] for it, _ in ok],
-            [it[3] for it, _ in ok],
-            [r.max_concurrency for _, r in ok],
-            batching,
-        )
-        gaps = longest_gaps(
-            ok[0][1], [it[1] for it, _ in ok], [it[2] for it, _ in ok], ops, batching
-        )
-        for ((i, isl, osl, conc), r), op, gap in zip(ok, ops, gaps, strict=True):
-            records[i] = {
-                **rows[i],
-                **record(r, isl, osl, conc, batching, op, est.efficiency.engine, gap),
-            }
-    return [r for r in records if r is not None]
-
-
-def _gib_keys(memory: dict[str, Any] | None) -> dict[str, Any] | None:
-    return None if memory is None else {f"{k}_gib": v for k, v in memory.items()}
-
-
 def _given(ctx: typer.Context, name: str) -> bool:
     """The option was set on the command line or in the environment (not left at default)."""
     source = ctx.get_parameter_source(name)
     return source is not None and source.name in ("COMMANDLINE", "ENVIRONMENT", "PROMPT")
-
-
-def _number_or_text(text: str | None) -> Any:
-    """A cell echoed into JSON: 2000 and 0.5 as numbers, anything else as given."""
-    if text is None or not text.strip():
-        return None
-    try:
-        value = float(text)
-    except ValueError:
-        return text
-    return int(value) if value.is_integer() and "." not in text else value
-
-
-def _template(rates: bool) -> dict[str, Any]:
-    """The columns of a batch CSV after the input's (``rates``: open-loop keys too)."""
-    mem = dict.fromkeys(("capacity", "weights", "kv_cache", "activations", "reserve", "free"))
-    out = {
-        **dict.fromkeys(c for c in POINT_COLUMNS if c not in ("rate", "cv")),
-        **dict.fromkeys(RESULT_KEYS),
-        "memory": mem,
-        "bound": {"prefill": None, "decode": None},
-    }
-    if rates:
-        out.update(dict.fromkeys(k for k in RATE_RECORD_KEYS if k not in out))
-    return out
-
-
-def _rate_of(row: dict[str, str], line: int, batching: Batching) -> tuple[float, float]:
-    """(rate requests/s, cv) of an open-loop points row; an InputError naming the row else."""
-    if batching != Batching.INFLIGHT:
-        raise InputError(f"row {line}: rate: the open-loop model is in-flight batching only")
-    return point_float(row, "rate", line, MAX_RPS), point_float(row, "cv", line, MAX_CV, 1.0)
-
-
-def _parse_point(
-    catalog: Catalog, row: dict[str, str], line: int
-) -> tuple[tuple[Any, ...], Candidate, int, int, int | None, Any]:
-    """A row's candidate, lengths and load: its concurrency, or None for an open-loop row
-    (a rate instead); exactly one of the two."""
-
-    def num(name: str, default: int | None = None) -> int:
-        return point_int(row, name, line, default)  # finite, >= 1, under the column's ceiling
-
-    text = (row.get("batching") or Batching.INFLIGHT).strip()
-    if text not in tuple(Batching):
-        raise InputError(f"row {line}: batching: '{text}' is not inflight or static")
-    batching = Batching(text)
-    precision = (row.get("precision") or "fp8").strip()
-    kv = (row.get("kv_precision") or "").strip() or None
-    cand = candidate(
-        catalog,
-        row.get("model", ""),
-        row.get("hardware", ""),
-        precision,
-        kv,
-        num("tp", 1),
-        num("pp", 1),
-        num("ep", 1),
-    )
-    dp = num("dp", 1)  # attention data parallelism (optional column)
-    if dp != 1:
-        cand = replace(cand, par=replace(cand.par, dp=dp))
-    cand = on_servers(catalog, cand)
-    key = (cand.model.id, cand.hardware_id, cand.precision, cand.kv_precision, cand.par, batching)
-    has_conc = bool((row.get("concurrency") or "").strip())
-    has_rate = bool((row.get("rate") or "").strip())
-    if has_conc == has_rate:
-        raise InputError(
-            f"row {line}: give exactly one of concurrency (closed-loop clients) or rate"
-            " (open-loop requests/s)" + (" (both given)" if has_conc else " (neither given)")
-        )
-    if has_conc and (row.get("cv") or "").strip():
-        raise InputError(f"row {line}: cv: applies to a rate, not to concurrency")
-    conc = num("concurrency") if has_conc else None
-    return key, cand, num("isl"), num("osl"), conc, batching
