@@ -205,18 +205,23 @@ def read_measurements(path: Path) -> list[Measurement]:
     """Rows of a measurements CSV; a file that is not one is an InputError naming the file."""
     if path.suffix.lower() == ".json":
         return read_genai_perf_json(path)
-    shown, header, table = read_csv_table(path, "a measurements CSV or GenAI-Perf export")
-    if "time_to_first_token" in " ".join(header).lower().replace(" ", "_") or (
-        header and header[0].lower() == "metric"
-    ):
-        return read_genai_perf_csv(shown, table, header)
-    missing = [c for c in REQUIRED if c not in header]
-    if missing:
-        raise InputError(
-            f"{shown}: missing column(s) {', '.join(missing)}; expected the measurements"
-            f" schema ({', '.join(COLUMNS)}) or a GenAI-Perf export"
-        )
-    return [_row(shown, line, by_column(header, cells)) for line, cells in table]
+    shown = display_path(path)
+    # read row by row: neither the file's text nor its table of cells is held
+    with _csv_lines(path, shown, "a measurements CSV or GenAI-Perf export") as lines:
+        first = next(lines, None)
+        header = [h.strip() for h in first[1]] if first else []
+        table = ((line, cells) for line, cells in lines if cells)  # skip blank lines
+        if "time_to_first_token" in " ".join(header).lower().replace(" ", "_") or (
+            header and header[0].lower() == "metric"
+        ):
+            return read_genai_perf_csv(shown, list(table), header)
+        missing = [c for c in REQUIRED if c not in header]
+        if missing:
+            raise InputError(
+                f"{shown}: missing column(s) {', '.join(missing)}; expected the measurements"
+                f" schema ({', '.join(COLUMNS)}) or a GenAI-Perf export"
+            )
+        return [_row(shown, line, by_column(header, cells)) for line, cells in table]
 
 
 #: Columns every row of ``estimate --points`` states.
@@ -282,7 +287,7 @@ class PointsFile:
         low, high = start - start % size, min(self.rows, -(-stop // size) * size)
         index = 0
         block: list[tuple[int, list[str]]] = []
-        with _points_lines(self.path, self.shown) as rows:
+        with _csv_lines(self.path, self.shown) as rows:
             next(rows, None)  # the header
             for line, cells in rows:
                 if not cells:
@@ -304,7 +309,7 @@ def open_points(path: Path) -> PointsFile:
     missing column is an InputError naming the file (and the line) before any row is used;
     the file is not held (no size limit)."""
     shown = display_path(path)
-    with _points_lines(path, shown) as rows:
+    with _csv_lines(path, shown) as rows:
         first = next(rows, None)
         header = [h.strip() for h in first[1]] if first else []
         count = sum(1 for _, cells in rows if cells)
@@ -317,11 +322,12 @@ def open_points(path: Path) -> PointsFile:
 
 
 @contextlib.contextmanager
-def _points_lines(path: Path, shown: str) -> Iterator[Iterator[tuple[int, list[str]]]]:
-    """(line, cells) of a points CSV as it is read (blank lines as empty cells), with the
+def _csv_lines(
+    path: Path, shown: str, expected: str = "a CSV of operating points"
+) -> Iterator[Iterator[tuple[int, list[str]]]]:
+    """(line, cells) of a CSV file as it is read (blank lines as empty cells), with the
     checks and messages of ``catalog.read_bytes``: a directory, FIFO or device is refused
     before it is opened; a file that is not UTF-8 text or cannot be read names the file."""
-    expected = "a CSV of operating points"
     try:
         _check_kind(os.stat(path).st_mode, shown, expected)
         flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
