@@ -67,7 +67,10 @@ DEFAULT_SCENARIO = "default"
 #: Attention-DP degrees tried for ``attention_dp: auto``.
 AUTO_DP = (1, 2, 4, 8, 16, 32, 64)
 #: Fields whose tool default the output names when neither file nor flags state them.
-DEFAULTED = ("hardware", "precision", "tp", "pp", "ep", "batching", "mode", "percentile", "engine")
+DEFAULTED = (
+    "hardware", "precision", "tp", "pp", "ep", "batching", "mode", "percentile", "engine",
+    "arrivals",
+)  # fmt: skip
 #: Setting one member of a group (or a key under it) clears the others: a flag replaces what
 #: the scenario file said about the same thing.
 EXCLUSIVE: tuple[tuple[str, ...], ...] = (
@@ -640,8 +643,14 @@ class Study:
         return Sweeper(self.estimator, self.catalog, configure=configure)
 
     def base(self) -> dict[str, Any]:
-        """The scenario as the mapping a sweep varies."""
-        return self.spec.model_dump(by_alias=True, exclude_none=True)
+        """The scenario as the mapping a sweep varies: arrivals and cv only where stated (a
+        grid point that varies batching, pools or the traffic gets its own default arrivals)."""
+        data = self.spec.model_dump(by_alias=True, exclude_none=True)
+        if self.origins.get("arrivals") == "default":
+            data.pop("arrivals", None)
+        if "cv" not in self.spec.model_fields_set:
+            data.pop("cv", None)
+        return data
 
 
 def resolve(

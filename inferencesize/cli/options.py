@@ -199,9 +199,10 @@ def arrival_options(
     arrivals: Annotated[
         Arrivals | None,
         typer.Option(
-            help="closed-loop (default): the GenAI-Perf concurrency benchmark, mean limits;"
-            " poisson: requests at a rate, limits at --latency-stat (slower: seconds per"
-            " candidate)."
+            help="poisson (default): requests at a rate, limits held at --latency-stat;"
+            " closed-loop: the GenAI-Perf concurrency benchmark (NVIDIA's sizing method),"
+            " mean limits. Static batching, disaggregated, pipeline and offline questions"
+            " are closed-loop."
         ),
     ] = None,
     cv: Annotated[

@@ -127,11 +127,21 @@ def title(rec: dict[str, Any]) -> str:
     demand = (
         f"offline batch {rec['peak_rps']:,.4g} req/s"
         if rec.get("offline")
-        else f"{rec['mode']} · {batching} · peak {rec['peak_rps']:,.4g} req/s"
+        else f"{rec['mode']} · {batching} · {arrivals_text(rec)} · peak {rec['peak_rps']:,.4g}"
+        " req/s"
     )
     if rec.get("offline"):
         demand = f"{batching} · {demand}"
     return f"{rec['model']} · ISL {rec['isl']} · OSL {rec['osl']} · {demand}"
+
+
+def arrivals_text(rec: dict[str, Any]) -> str:
+    """How requests arrive in the question: at a rate (Poisson, or gamma gaps with their cv)
+    or from closed-loop benchmark clients."""
+    if rec.get("arrivals") != "poisson":
+        return "closed-loop clients"
+    cv = rec.get("cv") or 1.0
+    return "Poisson arrivals" if cv == 1.0 else f"gamma arrivals (cv {cv:g})"
 
 
 def _offline_rows(rec: dict[str, Any]) -> list[tuple[str, str]]:
@@ -317,7 +327,7 @@ def search_lines(rec: dict[str, Any]) -> list[str]:
     if search:
         lines.append(search["text"])
     defaults = [k for k, v in (rec.get("origins") or {}).items() if v == "default"]
-    shown = {"hardware", "precision", "tp", "pp", "ep", "percentile", "engine"}
+    shown = {"hardware", "precision", "tp", "pp", "ep", "percentile", "engine", "arrivals"}
     defaults = [k for k in defaults if k in shown]
     if defaults:
         lines.append(f"tool defaults used for: {', '.join(defaults)} (see --help; flags override)")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
@@ -36,6 +37,22 @@ Statistic = Literal["mean", "p50", "p90", "p95", "p99"]
 #: from N clients that each send the next request when their answer ends (closed loop: the
 #: GenAI-Perf concurrency mode that NVIDIA's sizing tables were measured with).
 Arrivals = Literal["poisson", "closed-loop"]
+
+
+def closed_loop_only(data: Mapping[str, Any]) -> str:
+    """Why a question (raw scenario fields) has only the closed-loop model, or '' when the
+    open-loop model applies: an offline batch has no arrivals; static batches, disaggregated
+    pools and pipelines are sized at a closed-loop load (no open-loop model of them)."""
+    if data.get("offline") is not None:
+        return "offline batches have no arrivals (sized at the throughput-optimal load)"
+    if data.get("pipeline") is not None:
+        return "pipelines are sized closed-loop, stage by stage"
+    if data.get("disaggregated") is not None:
+        return "disaggregated pools are sized closed-loop"
+    if data.get("batching") == "static":
+        return "static batching is sized closed-loop (batches run to completion)"
+    return ""
+
 
 #: Hardware searched when a scenario names none: the 8-GPU NVIDIA systems a buyer compares
 #: today (Hopper 80 GB, Hopper 141 GB, Blackwell).
@@ -157,10 +174,11 @@ class ScenarioSpec(Spec):
     itl_ms: Positive | None = None
     e2e_ms: Positive | None = None
     arrivals: Arrivals = Field(
-        default="closed-loop",
-        description="closed-loop: the GenAI-Perf concurrency benchmark (clients resend when"
-        " their answer ends), sized at mean limits; poisson: requests at a rate (cv: their"
-        " burstiness), sized at each limit's statistic with the open-loop model",
+        default="poisson",
+        description="poisson (default): requests at a rate (cv: their burstiness), sized at"
+        " each limit's statistic with the open-loop model; closed-loop: the GenAI-Perf"
+        " concurrency benchmark (clients resend when their answer ends), sized at mean limits."
+        " Static batching, disaggregated, pipeline and offline questions are closed-loop",
     )
     cv: Annotated[float, Field(gt=0, le=MAX_CV)] = Field(
         default=1.0,
@@ -254,6 +272,31 @@ class ScenarioSpec(Spec):
 
     @model_validator(mode="before")
     @classmethod
+    def _arrivals(cls, data: Any) -> Any:
+        """Arrivals as stated, else poisson where the open-loop model applies and closed-loop
+        where only the closed-loop model does (:func:`closed_loop_only`); a stated
+        ``arrivals: poisson`` there, or ``cv`` under closed-loop clients, is an error."""
+        if not isinstance(data, dict):
+            return data
+        only = closed_loop_only(data)
+        stated = data.get("arrivals")
+        if stated is None:
+            if "offline" in only and data.get("cv") is not None:
+                raise ValueError(f"offline: {only}; drop cv")
+            return {**data, "arrivals": "closed-loop" if only else "poisson"}
+        if only and "offline" in only:
+            raise ValueError(f"offline: {only}; drop arrivals")
+        if stated == "poisson" and only:
+            raise ValueError(f"arrivals: poisson, but {only}; drop arrivals or state closed-loop")
+        if stated == "closed-loop" and data.get("cv") is not None:
+            raise ValueError(
+                "cv: describes arrivals at a rate; closed-loop clients have none"
+                " (drop cv, or state arrivals: poisson)"
+            )
+        return data
+
+    @model_validator(mode="before")
+    @classmethod
     def _users_rate(cls, data: Any) -> Any:
         """``users:`` states the mean rate (``Users.mean_rps``); it replaces the others."""
         if not isinstance(data, dict) or data.get("users") is None:
@@ -290,10 +333,11 @@ class ScenarioSpec(Spec):
             and self.e2e_ms is None
         ):
             raise ValueError("ttft_ms: give at least one latency limit (ttft_ms, itl_ms or e2e_ms)")
+        why = closed_loop_only({"batching": self.batching, "disaggregated": self.disaggregated})
         if self.arrivals == "closed-loop" and any(s != "mean" for s in self.statistics):
             raise ValueError(
                 "latency_stat: closed-loop benchmarks are sized at mean latencies; percentile"
-                " limits need arrivals: poisson"
+                " limits need arrivals: poisson" + (f"; {why}" if why else "")
             )
         if self.batch_sizes is not None and self.batching != "static":
             raise ValueError("batch_sizes: applies to batching static only")
@@ -312,10 +356,9 @@ class ScenarioSpec(Spec):
                     f"offline: replaces traffic and latency limits; drop {key}"
                     " (offline sizes for throughput by the deadline)"
                 )
-        if self.arrivals != "closed-loop" or any(s != "mean" for s in self.statistics):
+        if any(s != "mean" for s in self.statistics):
             raise ValueError(
-                "offline: a batch has no arrivals or latency statistic; drop arrivals,"
-                " latency_stat and the *_stat fields"
+                "offline: a batch has no latency statistic; drop latency_stat and the *_stat fields"
             )
         if self.disaggregated is not None:
             raise ValueError("offline: sizes aggregated instances; drop disaggregated")

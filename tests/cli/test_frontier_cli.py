@@ -29,6 +29,8 @@ ARGS = [
     "40",
     "--max-concurrency",
     "200",
+    "--arrivals",
+    "closed-loop",
 ]
 
 
@@ -148,10 +150,28 @@ def test_plan_plot_infeasible_writes_nothing(tmp_path: Path) -> None:
 
 
 OPEN = [
-    "frontier", "--model", "llama-3-8b", "--hardware", "h100-sxm", "--precision", "fp8",
-    "--tp", "1", "--pp", "1", "--isl", "1000", "--osl", "200", "--ttft-ms", "300",
-    "--itl-ms", "25", "--arrivals", "poisson", "--latency-stat", "p95",
-]  # fmt: skip
+    "frontier",
+    "--model",
+    "llama-3-8b",
+    "--hardware",
+    "h100-sxm",
+    "--precision",
+    "fp8",
+    "--tp",
+    "1",
+    "--pp",
+    "1",
+    "--isl",
+    "1000",
+    "--osl",
+    "200",
+    "--ttft-ms",
+    "300",
+    "--itl-ms",
+    "25",
+    "--latency-stat",
+    "p95",
+]  # fmt: skip  (arrivals unstated: poisson is the default)
 
 
 def test_open_loop_frontier_is_over_request_rates() -> None:

@@ -52,11 +52,13 @@ def test_without_the_flag_no_plan_shares_a_gpu() -> None:
 
 
 def test_the_table_says_how_instances_sit_on_gpus() -> None:
-    result = runner.invoke(app, [*ARGS, "--peak-rps", "100", "--share-gpus", "--top", "20"])
+    # sized for closed-loop clients (TTFT-bound), where two processes on one GPU win
+    flags = ("--peak-rps", "100", "--share-gpus", "--arrivals", "closed-loop")
+    result = runner.invoke(app, [*ARGS, *flags, "--top", "20"])
     assert result.exit_code == 0, result.stderr
     out = " ".join(result.stdout.split())
     assert "mig 2g.20gb ×3/GPU" in out  # an alternative on MIG slices
-    data = _json("--peak-rps", "100", "--share-gpus")
+    data = _json(*flags)
     p = data["plan"]  # two processes per GPU need one GPU where whole-GPU instances need two
     assert p["gpu_share"] is not None and p["gpu_share"]["kind"] == "shared"
     k = p["gpu_share"]["instances_per_gpu"]

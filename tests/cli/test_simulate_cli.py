@@ -120,7 +120,7 @@ def test_plan_verify_adds_instances_until_the_mean_meets_the_limits() -> None:
         [
             "plan", "--model", "llama-3-8b", "--hardware", "h100-sxm", "--precision", "fp8",
             "--tp", "1", "--isl", "2000", "--osl", "200", "--peak-rps", "20", "--itl-ms", "10",
-            "--verify", "--format", "json",
+            "--arrivals", "closed-loop", "--verify", "--format", "json",
         ],
     )  # fmt: skip
     assert result.exit_code == 0, result.stderr
@@ -137,7 +137,7 @@ def test_plan_verify_adds_instances_until_the_mean_meets_the_limits() -> None:
         [
             "plan", "--model", "llama-3-8b", "--hardware", "h100-sxm", "--precision", "fp8",
             "--tp", "1", "--isl", "2000", "--osl", "200", "--peak-rps", "20", "--itl-ms", "10",
-            "--verify",
+            "--arrivals", "closed-loop", "--verify",
         ],
     )  # fmt: skip
     assert table.exit_code == 0
