@@ -17,6 +17,7 @@ the counts differ only in the instances; a search simulates O(log N) counts. Pur
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -45,6 +46,11 @@ MIN_REQUESTS = 4000
 RUN_E2E = 10.0
 WARMUP_E2E = 2.5
 MAX_REQUESTS = 20_000
+#: Arrivals go on for this many planned E2E latencies after the last measured request (at
+#: most as many requests again as the measured run), not measured: without them the last
+#: measured requests would finish while the instances drain, in lighter batches than in
+#: steady state, and read as faster than they are.
+COOLDOWN_E2E = 1.5
 #: Give up after this many times the planned instances.
 MAX_FACTOR = 8
 #: Share of the first requests left out as warm-up (at least; at most MAX_WARMUP).
@@ -145,6 +151,7 @@ def _run(
     instances: int,
     limits: Limits,
     warmup: float = WARMUP,
+    cooldown: int = 0,
 ) -> Run:
     res = est.resolve(p.candidate, isl + osl)
     assert res.deployment is not None
@@ -153,7 +160,7 @@ def _run(
     else:
         cfg = BatchingConfig("inflight", res.max_concurrency)
     sim = simulate_llm(res.deployment, p.candidate.gpu.memory_bytes, wl, cfg, instances)
-    keep = measured_mask(sim, warmup)
+    keep = measured_mask(sim, warmup, cooldown)
     pr = per_request(sim)
     values = {"ttft": pr.ttft_s[keep], "itl": pr.itl_s[keep], "e2e": pr.e2e_s[keep]}
     stats = {
@@ -171,18 +178,20 @@ def _run(
 
 def run_length(
     rate_rps: float, e2e_s: float, planned: int, requests: int | None = None
-) -> tuple[int, float]:
-    """(requests, warm-up share) of a verification run at ``rate_rps`` whose requests take
-    about ``e2e_s``: at least MIN_REQUESTS and REQUESTS_PER_INSTANCE per planned instance,
-    and RUN_E2E latencies long (at most MAX_REQUESTS); the warm-up WARMUP of the requests or
-    WARMUP_E2E latencies, whichever is longer (at most MAX_WARMUP)."""
+) -> tuple[int, float, int]:
+    """(requests, warm-up share, cool-down requests) of a verification run at ``rate_rps``
+    whose requests take about ``e2e_s``: at least MIN_REQUESTS and REQUESTS_PER_INSTANCE per
+    planned instance, and RUN_E2E latencies long (at most MAX_REQUESTS); the warm-up WARMUP
+    of the requests or WARMUP_E2E latencies, whichever is longer (at most MAX_WARMUP); then
+    COOLDOWN_E2E latencies of arrivals more, at most as many as the requests, not measured."""
     e2e = e2e_s if e2e_s == e2e_s and e2e_s > 0 else 0.0  # NaN or none: no floor from it
     count = requests or min(
         MAX_REQUESTS,
         max(MIN_REQUESTS, REQUESTS_PER_INSTANCE * planned, round(RUN_E2E * e2e * rate_rps)),
     )
     warmup = min(MAX_WARMUP, max(WARMUP, WARMUP_E2E * e2e * rate_rps / count))
-    return count, warmup
+    cooldown = min(count, math.ceil(COOLDOWN_E2E * e2e * rate_rps))
+    return count, warmup, cooldown
 
 
 def verify_plan(
@@ -200,17 +209,19 @@ def verify_plan(
     meets ``limits`` at their statistics, searched from the analytic count in both
     directions (module docstring)."""
     planned = p.instances
-    count, warmup = run_length(p.peak_rps, p.point.e2e_s, planned, requests)
-    wl = workload(isl, osl, p.peak_rps, cv, count, seed)
+    count, warmup, cooldown = run_length(p.peak_rps, p.point.e2e_s, planned, requests)
+    wl = workload(isl, osl, p.peak_rps, cv, count + cooldown, seed)
     cache: dict[int, Run] = {}
 
     def at(n: int) -> Run:
         if n not in cache:
-            cache[n] = _run(est, p, isl, osl, batching, wl, n, limits, warmup)
+            cache[n] = _run(est, p, isl, osl, batching, wl, n, limits, warmup, cooldown)
         return cache[n]
 
     def done(n: int) -> Verification:
-        return Verification(limits.stats, cv, count, seed, at(planned), at(n), tuple(sorted(cache)))
+        return Verification(
+            limits.stats, cv, count + cooldown, seed, at(planned), at(n), tuple(sorted(cache))
+        )
 
     if at(planned).meets:
         lo, hi, step = 0, planned, 1  # lo misses (no instance serves nothing), hi meets

@@ -80,16 +80,19 @@ def per_request(res: SimResult) -> PerRequest:
     )
 
 
-def measured_mask(res: SimResult, warmup: float) -> npt.NDArray[np.bool_]:
-    """Requests that count: after the warm-up share, before the closed-loop drain, not dropped."""
+def measured_mask(res: SimResult, warmup: float, cooldown: int = 0) -> npt.NDArray[np.bool_]:
+    """Requests that count: after the warm-up share of the first ``n − cooldown`` arrivals,
+    before the last ``cooldown`` arrivals (sent only to keep the load up while the measured
+    requests finish) and the closed-loop drain, not dropped."""
     if not 0.0 <= warmup < 1.0:
         raise ValueError(f"warmup must be in [0, 1) (got {warmup})")
     n = len(res.arrival_s)
     order = np.argsort(res.arrival_s, kind="stable")
     rank = np.empty(n, dtype=np.int64)
     rank[order] = np.arange(n)
-    tail = res.concurrency if res.closed_loop else 0
-    keep: npt.NDArray[np.bool_] = (rank >= int(warmup * n)) & (rank < n - tail)
+    tail = cooldown + (res.concurrency if res.closed_loop else 0)
+    start = int(warmup * (n - cooldown))
+    keep: npt.NDArray[np.bool_] = (rank >= start) & (rank < n - tail)
     if not keep.any():
         keep = rank >= 0
     return keep & ~np.isnan(res.done_s)

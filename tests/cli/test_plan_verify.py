@@ -139,13 +139,56 @@ def test_same_requests_for_every_count() -> None:
 def test_run_length_covers_the_fill_of_the_instances() -> None:
     from inferencesize.verify import run_length
 
-    # short answers: the floors (4000 requests, 10 % warm-up)
-    assert run_length(10.0, 1.0, 2) == (4000, 0.1)
+    # short answers: the floors (4000 requests, 10 % warm-up), then 1.5 E2E of arrivals
+    # (10 req/s × 1.5 s = 15) that keep the load up while the last measured requests finish
+    assert run_length(10.0, 1.0, 2) == (4000, 0.1, 15)
     # 400 requests per planned instance
-    assert run_length(10.0, 1.0, 20) == (8000, 0.1)
-    # 100 req/s of 7.5 s answers: ten E2E of arrivals, a warm-up of 2.5 E2E (1875 of 7500)
-    assert run_length(100.0, 7.5, 8) == (7500, pytest.approx(0.25))
-    # capped: 20,000 requests, half of them warm-up
-    assert run_length(1000.0, 100.0, 8) == (20_000, 0.5)
+    assert run_length(10.0, 1.0, 20) == (8000, 0.1, 15)
+    # 100 req/s of 7.5 s answers: ten E2E of arrivals, a warm-up of 2.5 E2E (1875 of 7500),
+    # a cool-down of 1.5 E2E (1125)
+    assert run_length(100.0, 7.5, 8) == (7500, pytest.approx(0.25), 1125)
+    # capped: 20,000 requests, half of them warm-up, and at most as many again to cool down
+    assert run_length(1000.0, 100.0, 8) == (20_000, 0.5, 20_000)
     # a stated count is kept
     assert run_length(100.0, 7.5, 8, requests=3000)[0] == 3000
+
+
+def test_the_cool_down_arrivals_are_sent_but_not_measured() -> None:
+    import numpy as np
+
+    from inferencesize.simulate.engine import SimResult
+    from inferencesize.simulate.stats import measured_mask
+
+    n = 100
+    arrival = np.random.default_rng(3).permutation(n).astype(float)  # rank = arrival time
+    nan = np.full(n, np.nan)
+    done = arrival + 1.0
+    done[int(np.argmax(arrival == 50.0))] = np.nan  # one dropped request
+    ints = np.zeros(n, dtype=np.int64)
+    res = SimResult(arrival, nan, nan, done, ints, ints, ints, np.zeros(1), 101.0, False, 0)
+    kept = np.sort(arrival[measured_mask(res, 0.1, cooldown=20)])
+    # warm-up: 10 % of the 80 measured-run arrivals (8); the last 20 keep the load up only
+    assert list(kept) == [float(t) for t in range(8, 80) if t != 50]
+    assert np.count_nonzero(measured_mask(res, 0.1)) == 100 - 10 - 1  # no cool-down: as before
+
+
+def test_without_a_cool_down_the_last_requests_read_fast(
+    setting: tuple[Any, Plan, Limits],
+) -> None:
+    """Near capacity, requests that arrive in the last E2E of a run finish while the instance
+    drains, in smaller batches: their ITL reads lower than in steady state. Arrivals that go
+    on after them (sent, not measured) keep the measured requests at the long run's ITL."""
+    est, chosen, limits = setting
+    rate = 0.95 * chosen.point.requests_per_s  # one instance, near what it sustains
+    e2e_requests = round(chosen.point.e2e_s * rate)  # arrivals in one E2E
+    short, tail = 4 * e2e_requests, 2 * e2e_requests
+
+    def itl_mean(count: int, cooldown: int) -> float:
+        wl = workload(ISL, OSL, rate, 1.0, count + cooldown, 5)
+        run = _run(est, chosen, ISL, OSL, "inflight", wl, 1, limits, 0.25, cooldown)
+        return run.stats["mean"].itl_s
+
+    steady = itl_mean(40 * e2e_requests, 0)
+    drained, kept_up = itl_mean(short, 0), itl_mean(short, tail)
+    assert drained < kept_up
+    assert abs(kept_up - steady) < abs(drained - steady)
