@@ -121,6 +121,37 @@ _EPS = 1e-12
 _SUM_CELLS = 4096
 
 
+class _Quantiles(Mapping[float, float]):
+    """{fraction: seconds} at ``qs``, computed on first look-up by ``compute(*args)`` (a list in
+    the order of ``qs``): a point's percentiles cost more than its means (and need the
+    special functions), and most points a search visits, or a plan prints, need none. Keys
+    are known at once; values only when one is read. Picklable when ``compute`` is."""
+
+    def __init__(self, qs: tuple[float, ...], compute: Any, *args: Any) -> None:
+        self._qs, self._compute, self._args = qs, compute, args
+        self._values: dict[float, float] | None = None
+
+    def _table(self) -> dict[float, float]:
+        if self._values is None:
+            self._values = dict(zip(self._qs, self._compute(*self._args), strict=True))
+            self._args = ()
+        return self._values
+
+    def __getitem__(self, q: float) -> float:
+        if q not in self._qs:
+            raise KeyError(q)
+        return self._table()[q]
+
+    def __iter__(self) -> Any:
+        return iter(self._qs)
+
+    def __len__(self) -> int:
+        return len(self._qs)
+
+    def __repr__(self) -> str:
+        return repr(self._table())
+
+
 @dataclass(frozen=True)
 class OpenLoopPoint:
     """One instance under open-loop arrivals (SI units: seconds, requests/s).
@@ -1288,8 +1319,8 @@ def _point(
     tv = tv + st.handoff_s
     ttft_mean = float(tv @ tp)
     nan = math.nan
-    ttft_table = (
-        dict(zip(qs, _quantiles_of_atoms(tv, tp, qs), strict=True))
+    ttft_table: Mapping[float, float] = (
+        _Quantiles(qs, _quantiles_of_atoms, tv, tp, qs)
         if "ttft" in tables or ("e2e" in tables and dec is None)
         else dict.fromkeys(qs, nan)
     )
@@ -1301,12 +1332,13 @@ def _point(
             1.0 - ch.idle_share, kv_mean, ttft_mean - alone,
         )  # fmt: skip
     itl_mean = dec.life_s / steps
-    e2e_q = (
-        _sum_quantiles(_equal_mass(tv, tp, 128), itl, steps, qs)
+    none = dict.fromkeys(qs, nan)
+    e2e_q: Mapping[float, float] = (
+        _Quantiles(qs, _sum_quantiles, _equal_mass(tv, tp, 128), itl, steps, qs)
         if itl is not None and "e2e" in tables
-        else [nan] * len(qs)
+        else none
     )
-    itl_q = itl.quantiles(qs) if itl is not None and "itl" in tables else [nan] * len(qs)
+    itl_q = _Quantiles(qs, itl.quantiles, qs) if itl is not None and "itl" in tables else none
     b = np.arange(st.slots + 1, dtype=float)
     return OpenLoopPoint(
         rate_rps=rate,
@@ -1317,8 +1349,8 @@ def _point(
         itl_s=itl_mean,
         e2e_s=ttft_mean + steps * itl_mean,
         ttft_q=ttft_table,
-        itl_q=dict(zip(qs, itl_q, strict=True)),
-        e2e_q=dict(zip(qs, e2e_q, strict=True)),
+        itl_q=itl_q,
+        e2e_q=e2e_q,
         max_rate_rps=top,
         decode_batch=float(dec.pmf[1:] @ b[1:]) / max(float(dec.pmf[1:].sum()), _EPS),
         prefill_share=ch.prefill_share,

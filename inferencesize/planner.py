@@ -571,9 +571,9 @@ def search_rate(
         prefill_wait_s=pt.ttft_wait_s,
         prefill_bound=None,
         decode_bound=None,
-        ttft_q=dict(pt.ttft_q),
-        itl_q=dict(pt.itl_q),
-        e2e_q=dict(pt.e2e_q),
+        ttft_q=pt.ttft_q,  # computed when first read (a record that prints them)
+        itl_q=pt.itl_q,
+        e2e_q=pt.e2e_q,
     )
     # the limit nearest its bound there; none near (within 1 %): the instance's sustainable
     # rate binds (its KV slots and step throughput), reported as "memory"

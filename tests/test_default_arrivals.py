@@ -5,6 +5,8 @@ there is an error, not silently ignored."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from typing import Any
 
 import pytest
@@ -22,6 +24,7 @@ BASE: dict[str, Any] = {
     "ttft_ms": 500,
 }
 STATIC = {"batching": "static"}
+runner = CliRunner()
 DISAGG = {"disaggregated": {"prefill": {"tp": [1]}, "decode": {"tp": [1]}}}
 
 
@@ -62,7 +65,6 @@ def test_an_offline_batch_has_no_arrivals() -> None:
 
 
 def test_plan_says_which_arrivals_it_sized_for_and_where_that_came_from() -> None:
-    runner = CliRunner()
     question = ["--model", "llama-3-8b", "--isl", "1000", "--osl", "200", "--peak-rps", "10"]
     question += ["--ttft-ms", "500", "--hardware", "h100-sxm", "--tp", "1", "--pp", "1"]
     for args, arrivals, origin in (
@@ -77,3 +79,26 @@ def test_plan_says_which_arrivals_it_sized_for_and_where_that_came_from() -> Non
         table = runner.invoke(app, ["plan", *args])
         title = table.stdout.splitlines()[0]
         assert ("Poisson arrivals" if arrivals == "poisson" else "closed-loop clients") in title
+
+
+def test_a_table_prints_the_stated_percentiles_and_the_record_holds_them_all() -> None:
+    question = ["--model", "llama-3-8b", "--isl", "1000", "--osl", "200", "--peak-rps", "10"]
+    question += ["--ttft-ms", "500", "--hardware", "h100-sxm", "--tp", "1", "--pp", "1"]
+    rec = json.loads(runner.invoke(app, ["plan", *question, "--format", "json"]).stdout)
+    per = rec["plan"]["per_instance"]
+    assert {f"{m}_ms_p{q}" for m in ("ttft", "itl", "e2e") for q in (50, 90, 95, 99)} <= set(per)
+    assert per["ttft_ms_p50"] <= per["ttft_ms_p99"] < per["e2e_ms_p50"]
+    p95 = runner.invoke(app, ["plan", *question, "--latency-stat", "p95"]).stdout
+    assert "latency (p95)" in p95 and "latency (p99)" not in p95
+    # mean limits in a table: no percentile is computed, and the special functions that only
+    # percentiles need are never imported
+    code = (
+        "import sys, contextlib, io\n"
+        "from inferencesize.cli import build_app\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        f"    try: build_app(['plan'])({['plan', *question]!r})\n"
+        "    except SystemExit as e: assert e.code in (0, None), e.code\n"
+        "print('scipy.special' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"

@@ -25,13 +25,15 @@ from inferencesize.study import Study
 FORMATS = report.FORMATS
 
 
-def solve(study: Study, top: int) -> tuple[dict[str, Any], Any]:
-    """The record of a study's answer and the result it renders (plan or pipeline)."""
+def solve(study: Study, top: int, percentiles: bool = True) -> tuple[dict[str, Any], Any]:
+    """The record of a study's answer and the result it renders (plan or pipeline);
+    ``percentiles`` False: of the open-loop percentiles, only those the limits are held at
+    (what a table shows; the rest are then never computed)."""
     if study.spec.pipeline is not None:
         piped = study.pipeline(top)
         return records.pipeline_record(study, piped), piped
     result = study.plan(top)
-    rec = records.result_record(study, result)
+    rec = records.result_record(study, result, percentiles)
     cmp = study.disaggregated(result)
     if cmp is not None:
         rec["disaggregated"] = records.disagg_record(cmp)
@@ -151,7 +153,7 @@ def plan_command(
             "--verify simulates traffic at its peak rate; an offline batch has no arrivals to"
             " simulate: drop --verify"
         )
-    rec, result = solve(study, top)
+    rec, result = solve(study, top, percentiles=fmt != "table")
     single = not rec.get("pipeline")
     if verify and single:
         from inferencesize.cli import plan_extras  # the simulator, only when asked for
@@ -243,7 +245,7 @@ def check_command(
             "check needs a budget: --max-gpus, --max-servers, --max-cost-per-hour,"
             " --max-power-kw or budget: in the scenario"
         )
-    rec, result = solve(study, 0)
+    rec, result = solve(study, 0, percentiles=fmt not in ("text", "table"))
     totals = records.plan_totals(result)
     over: list[str] = []
     for key, cap in limits.items():

@@ -7,7 +7,7 @@ kW and USD in their key names.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import asdict
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Protocol
@@ -59,8 +59,9 @@ def kw(watts: float | None) -> float | None:
     return watts / 1e3 if watts is not None else None
 
 
-def point_record(op: OperatingPoint) -> dict[str, Any]:
-    """A per-instance operating point."""
+def point_record(op: OperatingPoint, only: Collection[float] | None = None) -> dict[str, Any]:
+    """A per-instance operating point; of an open-loop point's percentiles, those in ``only``
+    (fractions) where given, else all."""
     out: dict[str, Any] = {
         "concurrency": op.concurrency,
         "requests_per_s": op.requests_per_s,
@@ -69,8 +70,9 @@ def point_record(op: OperatingPoint) -> dict[str, Any]:
         "e2e_ms": op.e2e_s * 1e3,
     }
     for name, table in (("ttft", op.ttft_q), ("itl", op.itl_q), ("e2e", op.e2e_q)):
-        for q, seconds in sorted(table.items()):  # open-loop points: percentiles too
-            out[f"{name}_ms_p{q * 100:g}"] = seconds * 1e3
+        for q in sorted(table):  # open-loop points: percentiles too
+            if only is None or q in only:
+                out[f"{name}_ms_p{q * 100:g}"] = table[q] * 1e3
     return out
 
 
@@ -133,7 +135,7 @@ def gpu_share_record(share: Share | None) -> dict[str, Any] | None:
     }
 
 
-def plan_record(p: Plan, engine: str) -> dict[str, Any]:
+def plan_record(p: Plan, engine: str, only: Collection[float] | None = None) -> dict[str, Any]:
     """One plan (``plan`` and each of ``alternatives``)."""
     c, op = p.candidate, p.point
     return {
@@ -154,7 +156,7 @@ def plan_record(p: Plan, engine: str) -> dict[str, Any]:
         "gpus_per_server": p.gpus_per_node,
         "servers_are": "systems" if c.system else f"{p.gpus_per_node}-GPU nodes (assumed)",
         "multi_node": p.multi_node,
-        "per_instance": {**point_record(op), "output_tokens_per_s": op.output_tokens_per_s},
+        "per_instance": {**point_record(op, only), "output_tokens_per_s": op.output_tokens_per_s},
         "capacity_rps": p.capacity_rps,
         "headroom": p.headroom,
         "binding_constraint": p.binding,
@@ -251,9 +253,11 @@ def search_record(result: PlanResult) -> dict[str, Any] | None:
     return {**record, "text": summary_sentence(summary)}
 
 
-def result_record(study: Study, result: PlanResult) -> dict[str, Any]:
-    """The whole ``plan`` JSON of a single-model scenario."""
+def result_record(study: Study, result: PlanResult, percentiles: bool = True) -> dict[str, Any]:
+    """The whole ``plan`` JSON of a single-model scenario; without ``percentiles``, of the
+    open-loop percentiles only those the limits are held at (what the tables show)."""
     s = study.spec
+    only = None if percentiles else {float(x[1:]) / 100.0 for x in s.statistics if x != "mean"}
     chosen = result.chosen
     daily = study.daily(chosen) if chosen else None
     engine = study.engine
@@ -265,8 +269,8 @@ def result_record(study: Study, result: PlanResult) -> dict[str, Any]:
         "peak_rps": study.peak_rps,
         "search": search_record(result),
         "binding_constraint": result.binding_constraint,
-        "plan": plan_record(chosen, engine) if chosen else None,
-        "alternatives": [plan_record(a, engine) for a in result.alternatives],
+        "plan": plan_record(chosen, engine, only) if chosen else None,
+        "alternatives": [plan_record(a, engine, only) for a in result.alternatives],
         "rejected": [rejected_record(r) for r in result.rejected],
         "nearest_miss": result.nearest_miss,
         "unranked": unranked(s.objective, result.feasible),

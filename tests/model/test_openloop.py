@@ -508,3 +508,34 @@ def test_lower_inverse_is_the_inverse_and_nonnegative() -> None:
     assert inv @ m == pytest.approx(np.eye(3), abs=1e-15)
     assert (inv >= 0).all()
     assert inv[1, 0] == pytest.approx(1.0 / 8.0)  # (1 / 2) · 1 / 4
+
+
+# ---------------------------------------------------------------------------------------------
+# Percentiles on demand
+# ---------------------------------------------------------------------------------------------
+
+
+def test_percentiles_are_computed_when_first_read_and_equal_the_full_points() -> None:
+    import pickle
+
+    calls: list[int] = []
+
+    def compute(values: list[float]) -> list[float]:
+        calls.append(1)
+        return values
+
+    table = ol._Quantiles((0.5, 0.99), compute, [1.0, 2.0])
+    assert list(table) == [0.5, 0.99] and len(table) == 2 and not calls  # keys: no work
+    assert table[0.99] == 2.0 and dict(table) == {0.5: 1.0, 0.99: 2.0} and len(calls) == 1
+    with pytest.raises(KeyError):
+        table[0.9]
+    dep = _case().deployment
+    assert dep is not None
+    c = _case().max_concurrency
+    rate = 0.6 * max_rate_rps(dep, ISL, OSL, max_in_flight=c)
+    point = open_loop(dep, ISL, OSL, rate, max_in_flight=c)
+    # read after a round trip through pickle (process pools), and the same as read at once
+    again = pickle.loads(pickle.dumps(open_loop(dep, ISL, OSL, rate, max_in_flight=c)))
+    for name in ("ttft_q", "itl_q", "e2e_q"):
+        assert dict(getattr(again, name)) == dict(getattr(point, name))
+    assert point.ttft_q[0.5] <= point.ttft_q[0.99] < point.e2e_q[0.5]
