@@ -11,7 +11,7 @@ from inferencesize.latency import Deployment
 from inferencesize.memory import kv_bytes_per_sequence_per_gpu, memory_budget
 from inferencesize.simulate.arrivals import Workload
 from inferencesize.simulate.engine import Balancer, BatchingConfig, SimResult, simulate
-from inferencesize.simulate.service import LlmService
+from inferencesize.simulate.service import LlmService, slope_context
 
 #: Widest range of ISL + OSL (tokens) that kv_budget looks up in a table rather than sorts.
 LOOKUP_SPAN = 1 << 20
@@ -68,7 +68,7 @@ def simulate_llm(
     if kv is None:
         kv = kv_budget(dep, memory_bytes, workload)
     top = max(1, min(batching.max_batch, kv.max_sequences))
-    service = LlmService(dep, top)
+    service = LlmService(dep, top, slope_context(workload.isl, workload.osl))
     cfg = BatchingConfig(batching.policy, top, batching.max_queue_delay_s, batching.step_tokens)
     return simulate(
         workload,

@@ -30,12 +30,24 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+import numpy.typing as npt
 
 from inferencesize.latency import Deployment, per_token_decode_s, step_time
 
-#: Context (tokens) at which the decode attention slope is measured (a chord for models with
-#: sliding-window layers, exact for the others: their decode attention is linear in context).
+#: Context (tokens) at which the decode attention slope is measured when no workload states
+#: one (a chord for models with sliding-window or sparse attention, exact for the others:
+#: their decode attention is linear in context).
 SLOPE_CONTEXT = 4096.0
+
+
+def slope_context(isl: npt.ArrayLike, osl: npt.ArrayLike) -> float:
+    """The decode context a workload's steps hold on average, ISL + OSL/2 (mean tokens): the
+    chord of the decode attention cost is taken there, so a batch at that mean context costs
+    ``per_token_decode_s`` at it exactly, as in the analytic models, whether attention grows
+    linearly with context or, with sliding windows or sparse attention, more slowly."""
+    i, o = np.asarray(isl, dtype=float), np.asarray(osl, dtype=float)
+    ctx = float(i.mean() + o.mean() / 2.0) if i.size else SLOPE_CONTEXT
+    return ctx if ctx >= 1.0 else SLOPE_CONTEXT
 
 
 class Service:
@@ -71,6 +83,8 @@ class LlmService(Service):
 
     dep: Deployment
     max_batch: int
+    #: Where the decode attention chord is taken (:func:`slope_context`).
+    context_tokens: float = SLOPE_CONTEXT
     _cache: dict[tuple[int, int, float], float] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -81,7 +95,7 @@ class LlmService(Service):
         self.decode_base_s = [float(v) for v in base]
         # a capped sequence attends kv_cap tokens at most: the slope below the cap
         self.kv_cap = cap = self.dep.costs.kv_cap_tokens
-        ctx = min(SLOPE_CONTEXT, float(cap)) if cap > 0 else SLOPE_CONTEXT
+        ctx = min(self.context_tokens, float(cap)) if cap > 0 else self.context_tokens
         at = np.asarray(per_token_decode_s(self.dep, b, ctx), dtype=float)
         slope = (np.broadcast_to(at, b.shape) - base) / (np.maximum(b, 1.0) * ctx)
         slope[0] = 0.0
