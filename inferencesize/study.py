@@ -46,7 +46,7 @@ from inferencesize.offline import OfflineBatch, offline_batch
 from inferencesize.parallelism import Parallelism
 from inferencesize.planner import Limits, PlanResult, plan_scenario
 from inferencesize.specs import EfficiencySet, GpuSpec, ModelSpec, SystemSpec
-from inferencesize.specs.scenario import DEFAULT_HARDWARE, Pool, ScenarioSpec
+from inferencesize.specs.scenario import DEFAULT_HARDWARE, MAX_CV, Pool, ScenarioSpec
 from inferencesize.specs.techniques import TechniquesSpec
 from inferencesize.techniques import Speculative, Techniques, mtp_costs
 from inferencesize.transformer import model_costs
@@ -60,6 +60,7 @@ if TYPE_CHECKING:  # imported by the methods that need them
     from inferencesize.planner import Plan
     from inferencesize.plotting import LabelledCurve
     from inferencesize.sweep import Axis, Row, Sweeper
+    from inferencesize.trace_traffic import TraceTraffic
     from inferencesize.verify import Verification
 
 #: The shipped scenario a bare ``infersize plan`` answers.
@@ -71,6 +72,8 @@ DEFAULTED = (
     "hardware", "precision", "tp", "pp", "ep", "batching", "mode", "percentile", "engine",
     "arrivals",
 )  # fmt: skip
+#: What a trace gives (its mean lengths, its gaps' cv), so a question with one states none.
+TRACE_GIVES = ("isl", "isl_words", "osl", "osl_words", "cv")
 #: Setting one member of a group (or a key under it) clears the others: a flag replaces what
 #: the scenario file said about the same thing.
 EXCLUSIVE: tuple[tuple[str, ...], ...] = (
@@ -80,7 +83,7 @@ EXCLUSIVE: tuple[tuple[str, ...], ...] = (
     # an offline batch replaces the latency limits and arrivals, and they replace it
     *(
         ("offline", key)
-        for key in ("ttft_ms", "itl_ms", "e2e_ms", "arrivals", "cv", "latency_stat")
+        for key in ("ttft_ms", "itl_ms", "e2e_ms", "arrivals", "cv", "latency_stat", "trace")
     ),
     *(("offline", f"{key}_stat") for key in ("ttft", "itl", "e2e")),
     ("offline.requests", "offline.tokens_per_day"),
@@ -130,7 +133,8 @@ def nest(paths: Mapping[str, Any]) -> dict[str, Any]:
 def apply_overrides(data: dict[str, Any], overrides: Mapping[str, Any]) -> None:
     """Apply flag values (dotted scenario paths) to scenario ``data`` in place.
 
-    A path of an :data:`EXCLUSIVE` group clears the group's other members that no flag sets;
+    A path of an :data:`EXCLUSIVE` group clears the group's other members that no flag sets,
+    and ``trace`` the fields a trace gives (:data:`TRACE_GIVES`) that no flag sets;
     ``disaggregated`` True/False adds (keeping the file's pools) or removes the block;
     ``batch_sizes`` 'auto' removes the table, and so does a batching other than static.
     """
@@ -141,6 +145,10 @@ def apply_overrides(data: dict[str, Any], overrides: Mapping[str, Any]) -> None:
             for other in group:
                 if not _covers(path, other) and not any(_covers(p, other) for p in overrides):
                     _drop(data, other)
+    if "trace" in overrides:  # a trace given as a flag replaces the lengths it gives
+        for key in TRACE_GIVES:
+            if key not in overrides:
+                data.pop(key, None)
     for path, value in overrides.items():
         if path == "disaggregated":
             if value:
@@ -173,7 +181,7 @@ def scenario_data(
     else:
         path = Path(name)
         # a file, or a path (no catalog id has a '/'): read_yaml says what is wrong with it
-        if path.suffix in (".yaml", ".yml") or "/" in name or os.sep in name or path.is_file():
+        if _is_file(name):
             data = read_yaml(path)
             shown = display_path(path)
         else:
@@ -377,6 +385,8 @@ class Study:
     origins: Mapping[str, str]
     estimator: Estimator
     options: Mapping[str, Any] = field(default_factory=dict)
+    #: The trace whose traffic the question sizes for (scenario ``trace:``, ``--trace``).
+    trace: TraceTraffic | None = None
 
     # ---- the question
     @property
@@ -565,7 +575,10 @@ class Study:
 
         s = self.spec
         cv = s.cv if s.arrivals == "poisson" else 1.0
-        return verify_plan(self.estimator, p, self.isl, self.osl, self.limits, s.batching, cv)
+        replay = self.trace.at_rate(p.peak_rps) if self.trace is not None else None
+        return verify_plan(
+            self.estimator, p, self.isl, self.osl, self.limits, s.batching, cv, replay=replay
+        )
 
     def rate_curves(self, result: PlanResult, max_curves: int = 6) -> list[LabelledCurve]:
         """Req/s per instance against TTFT of the chosen plan and the next-ranked candidates on
@@ -667,6 +680,7 @@ def resolve(
     (``frontier``). ``engine`` and ``calibration`` override the scenario's ``engine:``."""
     overrides = dict(overrides or {})
     data, shown = scenario_data(catalog, scenario, overrides)
+    trace = _trace(data, shown, None if "trace" in overrides else scenario)
     if scenario is not None or is_question(overrides):
         _required(catalog, data, shown, traffic)
     spec = parse_spec(ScenarioSpec, data, shown, context={"traffic": traffic})
@@ -675,12 +689,53 @@ def resolve(
     eset = efficiency_set(catalog, engine or spec.engine, calibration)
     if calibration is not None:
         origins["engine"] = "flag"
+    if trace is not None:  # the trace's requests are the arrivals
+        origins["arrivals"] = "flag" if "trace" in overrides else "scenario"
     if spec.pipeline is not None:
         est, options = Estimator(eset, kv_cap=kv_cap(spec)), {}
     else:
         setup = planning(catalog, eset, spec, shown)
         est, options = setup.estimator, dict(setup.options)
-    return Study(spec, shown, catalog, eset, origins, est, options)
+    return Study(spec, shown, catalog, eset, origins, est, options, trace)
+
+
+def _trace(data: dict[str, Any], shown: str, scenario: str | None) -> TraceTraffic | None:
+    """The trace a question names (``trace:``; relative to the scenario file when the file
+    names it), read, with what it gives filled into ``data``: ISL and OSL (its means), the
+    gaps' cv and, unless a rate is stated, its mean rate."""
+    name = data.get("trace")
+    if name is None:
+        return None
+    if not isinstance(name, str) or not name.strip():
+        raise CatalogError(shown, "trace", "expected the name of a CSV file")
+    path = Path(name)
+    if scenario is not None and _is_file(scenario) and not path.is_absolute():
+        path = Path(scenario).parent / path
+    stated = next((k for k in TRACE_GIVES if k in data), None)
+    if stated is not None:
+        raise CatalogError(
+            shown, stated, f"the trace gives ISL, OSL and the gaps' cv; drop {stated} or trace"
+        )
+    from inferencesize.io_trace import read_trace  # the simulator's types: only with a trace
+    from inferencesize.trace_traffic import trace_traffic
+
+    workload = read_trace(path)
+    try:
+        traffic = trace_traffic(workload, display_path(path), MAX_CV)
+    except ValueError as err:
+        raise CatalogError(shown, "trace", f"{display_path(path)}: {err}") from None
+    data["isl"] = max(1, round(traffic.isl_mean))
+    data["osl"] = max(1, round(traffic.osl_mean))
+    data["cv"] = traffic.cv
+    if not any(k in data for k in ("mean_rps", "peak_rps", "daily", "users", "offline")):
+        data["mean_rps"] = traffic.mean_rps
+    return traffic
+
+
+def _is_file(name: str) -> bool:
+    """Whether a scenario argument names a file (not a shipped scenario id)."""
+    path = Path(name)
+    return path.suffix in (".yaml", ".yml") or "/" in name or os.sep in name or path.is_file()
 
 
 def default_hardware_text() -> str:

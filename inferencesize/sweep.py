@@ -46,8 +46,9 @@ from inferencesize.units import PRECISIONS
 #: Scenario fields that describe rather than size a scenario (not variable).
 NOT_VARIABLE = ("id", "description", "source", "budget")
 #: Scenario options whose answer is not one plan per point (a daily profile, a pipeline of
-#: models, disaggregated pools): a sweep refuses them rather than silently ignoring them.
-NOT_SWEPT = ("daily", "pipeline", "disaggregated")
+#: models, disaggregated pools) or that are read from a file when a question is resolved (a
+#: trace): a sweep refuses them rather than silently ignoring them.
+NOT_SWEPT = ("daily", "pipeline", "disaggregated", "trace")
 #: Options a sweep hands to the caller's ``configure`` (estimator and planner arguments).
 CONFIGURED = (
     "objective",

@@ -204,13 +204,23 @@ def verify_plan(
     cv: float = 1.0,
     requests: int | None = None,
     seed: int = 0,
+    replay: Workload | None = None,
 ) -> Verification:
     """The smallest instance count of ``p``'s candidate whose simulation at the plan's peak
     meets ``limits`` at their statistics, searched from the analytic count in both
-    directions (module docstring)."""
+    directions (module docstring). ``replay``: the requests to simulate instead of generated
+    ones (a trace brought to the peak rate), every one of them: the warm-up as for a
+    generated run, the cool-down the last of them (at most a quarter)."""
     planned = p.instances
-    count, warmup, cooldown = run_length(p.peak_rps, p.point.e2e_s, planned, requests)
-    wl = workload(isl, osl, p.peak_rps, cv, count + cooldown, seed)
+    if replay is not None:
+        total = len(replay.isl)
+        cooldown = min(run_length(p.peak_rps, p.point.e2e_s, planned, total)[2], total // 4)
+        count = total - cooldown
+        warmup = run_length(p.peak_rps, p.point.e2e_s, planned, count)[1]
+        wl = replay
+    else:
+        count, warmup, cooldown = run_length(p.peak_rps, p.point.e2e_s, planned, requests)
+        wl = workload(isl, osl, p.peak_rps, cv, count + cooldown, seed)
     cache: dict[int, Run] = {}
 
     def at(n: int) -> Run:

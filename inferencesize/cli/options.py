@@ -216,6 +216,15 @@ def arrival_options(
         Statistic | None,
         typer.Option(help="Statistic the latency limits hold (poisson arrivals; default mean)."),
     ] = None,
+    trace: Annotated[
+        Path | None,
+        typer.Option(
+            metavar="FILE",
+            help="Size for the traffic of a CSV of requests (arrival_s, isl, osl): its mean"
+            " ISL and OSL, its mean rate (unless --mean-rps or --peak-rps) and its gaps' cv;"
+            " --verify replays it.",
+        ),
+    ] = None,
 ) -> None:
     """Arrivals and the statistic the latency limits hold."""
 
@@ -638,6 +647,7 @@ FLAGS: dict[str, tuple[str, Callable[[Any, str], Any]]] = {
     "arrivals": ("arrivals", _same),
     "cv": ("cv", _real(0.0, MAX_CV)),
     "latency_stat": ("latency_stat", _same),
+    "trace": ("trace", lambda v, f: str(v)),
     "batch_sizes": ("batch_sizes", _batch_sizes),
     "requests": ("offline.requests", _real(0.0, MAX_OFFLINE_REQUESTS)),
     "tokens_per_day": ("offline.tokens_per_day", _real(0.0, MAX_TOKENS_PER_DAY)),
@@ -688,6 +698,7 @@ NOT_OFFLINE = (
     "arrivals",
     "cv",
     "latency_stat",
+    "trace",
 )
 OFFLINE_FLAGS = ("requests", "tokens_per_day", "deadline_h")
 

@@ -24,7 +24,8 @@ def add_verification(study: Study, rec: dict[str, Any], result: Any) -> None:
         return
     with Progress("simulating instance counts at the peak rate"):  # on a terminal, after 1 s
         v = study.verify(p)
-    rec["verify"] = verify_record(p, v, limits_record(study))
+    trace = study.trace.source if study.trace is not None else None
+    rec["verify"] = verify_record(p, v, limits_record(study), trace)
 
 
 def draw_plan(path: Path, study: Study, result: Any, inputs: list[Input]) -> None:

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from inferencesize.disagg import Comparison, DisaggPlan, PoolPlan
     from inferencesize.offline import OfflineBatch
     from inferencesize.pipeline import PipelineResult
+    from inferencesize.trace_traffic import TraceTraffic
     from inferencesize.verify import Verification
 
 
@@ -45,6 +46,8 @@ class Study(Protocol):
     def peak_rps(self) -> float: ...
     @property
     def offline(self) -> OfflineBatch | None: ...
+    @property
+    def trace(self) -> TraceTraffic | None: ...
     def daily(self, p: Plan) -> DailyPlan | None: ...
 
 
@@ -235,10 +238,26 @@ def question_record(study: Study) -> dict[str, Any]:
         "percentile": s.percentile if s.mean_rps is not None or s.daily is not None else None,
         "engine": study.engine,
         "objective": s.objective,
-        "arrivals": s.arrivals,
+        "arrivals": "trace" if study.trace is not None else s.arrivals,
         "cv": s.cv if s.arrivals == "poisson" else None,
+        "trace": trace_record(study.trace) if study.trace is not None else None,
         "statistics": dict(zip(("ttft", "itl", "e2e"), s.statistics, strict=True)),
         "origins": dict(study.origins),
+    }
+
+
+def trace_record(t: TraceTraffic) -> dict[str, Any]:
+    """What a trace gave the question: its file, requests and span, mean rate, the gaps'
+    coefficient of variation (measured, and as sized for), mean ISL and OSL."""
+    return {
+        "file": t.source,
+        "requests": t.requests,
+        "span_s": t.span_s,
+        "mean_rps": t.mean_rps,
+        "gap_cv": t.gap_cv,
+        "cv": t.cv,
+        "isl_mean": t.isl_mean,
+        "osl_mean": t.osl_mean,
     }
 
 
@@ -456,12 +475,17 @@ def _latencies_ms(lat: Any) -> dict[str, float | None]:
     }
 
 
-def verify_record(p: Plan, v: Verification, limits: Mapping[str, Any]) -> dict[str, Any]:
+def verify_record(
+    p: Plan, v: Verification, limits: Mapping[str, Any], trace: str | None = None
+) -> dict[str, Any]:
     """``plan --verify``: the analytic instance count against the smallest count that meets
-    the limits in simulation (each limit at its statistic), with servers for both."""
+    the limits in simulation (each limit at its statistic), with servers for both;
+    ``trace``: the file whose requests were replayed."""
     from inferencesize.planner import pack_servers
 
     arrivals = "Poisson" if v.cv == 1.0 else f"gamma (cv {v.cv:g})"
+    if trace is not None:
+        arrivals = f"trace {trace} replayed at"
 
     share = p.candidate.share
     per_gpu = share.per_gpu if share else 1  # instances sharing a GPU count it whole

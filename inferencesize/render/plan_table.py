@@ -138,6 +138,9 @@ def title(rec: dict[str, Any]) -> str:
 def arrivals_text(rec: dict[str, Any]) -> str:
     """How requests arrive in the question: at a rate (Poisson, or gamma gaps with their cv)
     or from closed-loop benchmark clients."""
+    t = rec.get("trace")
+    if t:
+        return f"arrivals of trace {t['file']} (gaps cv {t['cv']:.3g})"
     if rec.get("arrivals") != "poisson":
         return "closed-loop clients"
     cv = rec.get("cv") or 1.0

@@ -180,6 +180,12 @@ class ScenarioSpec(Spec):
         " concurrency benchmark (clients resend when their answer ends), sized at mean limits."
         " Static batching, disaggregated, pipeline and offline questions are closed-loop",
     )
+    trace: str | None = Field(
+        default=None,
+        description="CSV of requests (arrival_s, isl, osl) whose traffic is sized for: its"
+        " mean ISL and OSL, its mean rate (unless mean_rps or peak_rps is stated) and its gaps'"
+        " cv; plan --verify replays it. A path relative to the scenario file",
+    )
     cv: Annotated[float, Field(gt=0, le=MAX_CV)] = Field(
         default=1.0,
         description="coefficient of variation of inter-arrival times: 1 Poisson, near 0 a"
@@ -280,6 +286,13 @@ class ScenarioSpec(Spec):
             return data
         only = closed_loop_only(data)
         stated = data.get("arrivals")
+        if stated == "trace":  # the trace's requests: arrivals at a rate, with its burstiness
+            if data.get("trace") is None:
+                raise ValueError("arrivals: trace needs trace: FILE (a CSV of arrival_s, isl, osl)")
+            data, stated = {**data, "arrivals": "poisson"}, "poisson"
+        if data.get("trace") is not None and (only or stated == "closed-loop"):
+            why = only or "closed-loop clients have no arrival times"
+            raise ValueError(f"trace: its requests arrive at a rate, but {why}; drop trace")
         if stated is None:
             if "offline" in only and data.get("cv") is not None:
                 raise ValueError(f"offline: {only}; drop cv")
