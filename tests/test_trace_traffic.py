@@ -132,3 +132,20 @@ def test_a_sweep_refuses_a_trace_rather_than_ignore_it(trace: Path) -> None:
     ):
         result = runner.invoke(app, ["sweep", *args])
         assert result.exit_code == 1 and "sweep does not model" in result.stderr
+
+
+def test_arrivals_trace_names_its_file(trace: Path) -> None:
+    stated = trace.parent / "stated.yaml"
+    stated.write_text(
+        "model: llama-3-8b\narrivals: trace\ntrace: chat.csv\nttft_ms: 500\n"
+        "hardware: [h100-sxm]\nprecision: [fp8]\ntp: [1]\npp: [1]\n",
+        encoding="utf-8",
+    )
+    assert _plan(str(stated))["arrivals"] == "trace"
+    bare = trace.parent / "bare.yaml"
+    bare.write_text(
+        "model: llama-3-8b\narrivals: trace\nisl: 100\nosl: 100\npeak_rps: 3\nttft_ms: 500\n",
+        encoding="utf-8",
+    )
+    result = runner.invoke(app, ["plan", str(bare)])
+    assert result.exit_code == 1 and "arrivals: trace needs trace: FILE" in result.stderr
