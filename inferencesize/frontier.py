@@ -39,6 +39,7 @@ from inferencesize.parallelism import valid_splits
 from inferencesize.planner import HardwareOption, Limits, Rejected, unrunnable
 from inferencesize.serving import inflight_arrays, points
 from inferencesize.specs import GpuSpec, ModelSpec, SystemSpec
+from inferencesize.units import statistic_fraction
 
 #: Above this KV capacity a candidate is sampled (all of 1…256, then geometric) not exhaustive.
 MAX_POINTS_PER_CANDIDATE = 2048
@@ -105,7 +106,7 @@ def open_loop_curve(
 
     assert res.deployment is not None
     dep, top = res.deployment, res.max_concurrency
-    wanted = tuple(sorted({float(s[1:]) / 100 for s in stats if s != "mean"}))
+    wanted = tuple(sorted({statistic_fraction(s) for s in stats if s != "mean"}))
     top_rate = max_rate_rps(dep, isl, osl, max_in_flight=top)
     cols: dict[str, list[float]] = {k: [] for k in ("n", "ttft", "itl", "e2e", "x")}
     for share in shares:

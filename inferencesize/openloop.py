@@ -96,6 +96,7 @@ import numpy as np
 import numpy.typing as npt
 
 from inferencesize.latency import Deployment, per_token_decode_s, step_time
+from inferencesize.units import statistic_fraction
 
 FloatArray = npt.NDArray[np.float64]
 ComplexArray = npt.NDArray[np.complex128]
@@ -186,23 +187,11 @@ class OpenLoopPoint:
         computed quantiles, or "p50" … "p99"."""
         if statistic == "mean":
             return float(getattr(self, f"{metric}_s"))
-        q = _fraction(statistic)
+        q = statistic_fraction(statistic)
         table: Mapping[float, float] = getattr(self, f"{metric}_q")
         if q not in table:
             raise ValueError(f"percentile {q} not computed (have {sorted(table)})")
         return table[q]
-
-
-def _fraction(statistic: str | float) -> float:
-    if isinstance(statistic, str):
-        if not (statistic.startswith("p") and statistic[1:].replace(".", "", 1).isdigit()):
-            raise ValueError(f"statistic must be 'mean', a fraction or 'pNN' (got {statistic!r})")
-        q = float(statistic[1:]) / 100.0
-    else:
-        q = float(statistic)
-    if not 0 < q < 1:
-        raise ValueError(f"percentile must be a fraction in (0, 1) (got {statistic!r})")
-    return q
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1429,7 +1418,7 @@ def open_loop(
     tokens, with ``max_in_flight`` KV slots (``Resolved.max_concurrency``) and prompt steps of
     up to ``step_tokens`` prompt tokens (module docstring). Seconds and requests/s."""
     st = _steps(dep, isl, osl, max_in_flight, step_tokens)
-    return _point(st, float(rate_rps), cv, tuple(_fraction(q) for q in quantiles))
+    return _point(st, float(rate_rps), cv, tuple(statistic_fraction(q) for q in quantiles))
 
 
 def max_rate_rps(
@@ -1509,7 +1498,7 @@ class RateSearch:
             metric = name.removesuffix("_s")
             if metric == "ttft" or metric == "itl" or metric == "e2e":
                 if stat != "mean":  # only the percentiles asked for, of the metrics asked for
-                    qs.add(_fraction(stat))
+                    qs.add(statistic_fraction(stat))
                     tables.add(cast(Metric, metric))
                 wanted.append((cast(Metric, metric), stat, float(limit)))
             else:

@@ -586,11 +586,7 @@ def search_rate(
 
 def _at_statistic(pt: Any, name: Metric, statistic: str) -> float:
     """``pt``'s ``name`` latency at ``statistic`` ("mean" or "pNN"), seconds."""
-    if statistic == "mean":
-        return float(getattr(pt, f"{name}_s"))
-    q = float(statistic.removeprefix("p")) / 100.0
-    table: Any = getattr(pt, f"{name}_q")
-    return float(table[q])
+    return float(pt.statistic(name, statistic))
 
 
 def _latency_miss(

@@ -167,6 +167,20 @@ def parse_quantity(value: object, dimension: Dimension) -> float:
     return number
 
 
+def statistic_fraction(statistic: str | float) -> float:
+    """The fraction a percentile statistic stands for: "p99" -> 0.99 ("pNN", decimals allowed),
+    or a fraction in (0, 1) as given; ValueError for anything else ("mean" included)."""
+    if isinstance(statistic, str):
+        if not (statistic.startswith("p") and statistic[1:].replace(".", "", 1).isdigit()):
+            raise ValueError(f"statistic must be 'mean', a fraction or 'pNN' (got {statistic!r})")
+        q = float(statistic[1:]) / 100.0
+    else:
+        q = float(statistic)
+    if not 0 < q < 1:
+        raise ValueError(f"percentile must be a fraction in (0, 1) (got {statistic!r})")
+    return q
+
+
 def tokens_from_words(words: float) -> int:
     """Tokens for a word count at 0.75 words per token, rounded up."""
     return int(-(-words // WORDS_PER_TOKEN))

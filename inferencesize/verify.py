@@ -35,7 +35,7 @@ from inferencesize.simulate import (
     simulate_llm,
 )
 from inferencesize.simulate.stats import keeps_up, measured_mask, percentile_of
-from inferencesize.units import Batching, BatchingMode
+from inferencesize.units import Batching, BatchingMode, statistic_fraction
 
 #: Requests simulated per planned instance (at least MIN_REQUESTS in all), for every count.
 REQUESTS_PER_INSTANCE = 400
@@ -126,7 +126,7 @@ def statistic_of(values: np.ndarray, statistic: str) -> float:
     if statistic == "mean":
         v = values[~np.isnan(values)]
         return float(v.mean()) if v.size else float("nan")
-    return percentile_of(values, float(statistic[1:]) / 100.0)
+    return percentile_of(values, statistic_fraction(statistic))
 
 
 def workload(isl: int, osl: int, rate_rps: float, cv: float, requests: int, seed: int) -> Workload:
@@ -176,22 +176,40 @@ def _run(
     return Run(instances, stats, held, overloaded, meets)
 
 
+def _per_e2e(rate_rps: float, e2e_s: float) -> float:
+    """Arrivals in one planned E2E latency (none when it is NaN or not positive)."""
+    e2e = e2e_s if e2e_s == e2e_s and e2e_s > 0 else 0.0
+    return e2e * rate_rps
+
+
+def _warmup(per_e2e: float, count: int) -> float:
+    """Warm-up share of ``count`` measured-run requests: WARMUP of them or WARMUP_E2E
+    latencies, whichever is longer (at most MAX_WARMUP)."""
+    return min(MAX_WARMUP, max(WARMUP, WARMUP_E2E * per_e2e / count))
+
+
 def run_length(
     rate_rps: float, e2e_s: float, planned: int, requests: int | None = None
 ) -> tuple[int, float, int]:
     """(requests, warm-up share, cool-down requests) of a verification run at ``rate_rps``
     whose requests take about ``e2e_s``: at least MIN_REQUESTS and REQUESTS_PER_INSTANCE per
-    planned instance, and RUN_E2E latencies long (at most MAX_REQUESTS); the warm-up WARMUP
-    of the requests or WARMUP_E2E latencies, whichever is longer (at most MAX_WARMUP); then
-    COOLDOWN_E2E latencies of arrivals more, at most as many as the requests, not measured."""
-    e2e = e2e_s if e2e_s == e2e_s and e2e_s > 0 else 0.0  # NaN or none: no floor from it
+    planned instance, and RUN_E2E latencies long (at most MAX_REQUESTS); the warm-up
+    (:func:`_warmup`); then COOLDOWN_E2E latencies of arrivals more, at most as many as the
+    requests, not measured."""
+    per = _per_e2e(rate_rps, e2e_s)
     count = requests or min(
-        MAX_REQUESTS,
-        max(MIN_REQUESTS, REQUESTS_PER_INSTANCE * planned, round(RUN_E2E * e2e * rate_rps)),
+        MAX_REQUESTS, max(MIN_REQUESTS, REQUESTS_PER_INSTANCE * planned, round(RUN_E2E * per))
     )
-    warmup = min(MAX_WARMUP, max(WARMUP, WARMUP_E2E * e2e * rate_rps / count))
-    cooldown = min(count, math.ceil(COOLDOWN_E2E * e2e * rate_rps))
-    return count, warmup, cooldown
+    return count, _warmup(per, count), min(count, math.ceil(COOLDOWN_E2E * per))
+
+
+def replay_length(rate_rps: float, e2e_s: float, total: int) -> tuple[int, float, int]:
+    """(measured-run requests, warm-up share, cool-down requests) of a replay of ``total``
+    requests: the cool-down COOLDOWN_E2E latencies of its last requests (at most a quarter),
+    the warm-up as for a generated run."""
+    per = _per_e2e(rate_rps, e2e_s)
+    cooldown = min(total // 4, math.ceil(COOLDOWN_E2E * per))
+    return total - cooldown, _warmup(per, total - cooldown), cooldown
 
 
 def verify_plan(
@@ -213,10 +231,7 @@ def verify_plan(
     generated run, the cool-down the last of them (at most a quarter)."""
     planned = p.instances
     if replay is not None:
-        total = len(replay.isl)
-        cooldown = min(run_length(p.peak_rps, p.point.e2e_s, planned, total)[2], total // 4)
-        count = total - cooldown
-        warmup = run_length(p.peak_rps, p.point.e2e_s, planned, count)[1]
+        count, warmup, cooldown = replay_length(p.peak_rps, p.point.e2e_s, len(replay.isl))
         wl = replay
     else:
         count, warmup, cooldown = run_length(p.peak_rps, p.point.e2e_s, planned, requests)

@@ -98,12 +98,18 @@ def test_the_plan_sizes_for_what_the_trace_gives(trace: Path) -> None:
     assert _plan(*QUESTION, "--trace", str(trace), "--peak-rps", "40")["peak_rps"] == 40.0
 
 
+def _scenario(folder: Path, name: str, text: str) -> Path:
+    path = folder / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
 def test_a_scenario_names_its_trace_beside_it_and_the_conflicts_are_errors(trace: Path) -> None:
-    scenario = trace.parent / "chat.yaml"
-    scenario.write_text(
+    scenario = _scenario(
+        trace.parent,
+        "chat.yaml",
         "model: llama-3-8b\ntrace: chat.csv\nttft_ms: 500\nhardware: [dgx-h100]\n"
         "precision: [fp8]\ntp: [1]\npp: [1]\n",
-        encoding="utf-8",
     )
     rec = _plan(str(scenario))
     assert rec["trace"]["file"].endswith("chat.csv") and rec["origins"]["arrivals"] == "scenario"
@@ -135,17 +141,17 @@ def test_a_sweep_refuses_a_trace_rather_than_ignore_it(trace: Path) -> None:
 
 
 def test_arrivals_trace_names_its_file(trace: Path) -> None:
-    stated = trace.parent / "stated.yaml"
-    stated.write_text(
+    stated = _scenario(
+        trace.parent,
+        "stated.yaml",
         "model: llama-3-8b\narrivals: trace\ntrace: chat.csv\nttft_ms: 500\n"
         "hardware: [h100-sxm]\nprecision: [fp8]\ntp: [1]\npp: [1]\n",
-        encoding="utf-8",
     )
     assert _plan(str(stated))["arrivals"] == "trace"
-    bare = trace.parent / "bare.yaml"
-    bare.write_text(
+    bare = _scenario(
+        trace.parent,
+        "bare.yaml",
         "model: llama-3-8b\narrivals: trace\nisl: 100\nosl: 100\npeak_rps: 3\nttft_ms: 500\n",
-        encoding="utf-8",
     )
     result = runner.invoke(app, ["plan", str(bare)])
     assert result.exit_code == 1 and "arrivals: trace needs trace: FILE" in result.stderr

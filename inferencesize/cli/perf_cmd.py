@@ -32,7 +32,7 @@ from inferencesize.cli.options import (
     techniques_given,
     with_options,
 )
-from inferencesize.cli.points_batch import MAX_CV, POINT_COLUMNS, POINTS_FORMATS, run_points
+from inferencesize.cli.points_batch import POINT_COLUMNS, POINTS_FORMATS, run_points
 from inferencesize.cli.stream import ShardOption, WorkersOption
 from inferencesize.errors import UsageError
 from inferencesize.estimate import (
@@ -42,6 +42,7 @@ from inferencesize.estimate import (
 )
 from inferencesize.io_measurements import on_servers
 from inferencesize.render.plan_table import techniques_text
+from inferencesize.specs.scenario import MAX_CV
 from inferencesize.study import candidate, resolve_point
 from inferencesize.units import Batching
 

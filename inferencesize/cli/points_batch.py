@@ -46,11 +46,9 @@ from inferencesize.io_measurements import (
     point_int,
 )
 from inferencesize.specs.common import MAX_RPS
+from inferencesize.specs.scenario import MAX_CV
 from inferencesize.study import candidate
 from inferencesize.units import Batching
-
-#: Largest coefficient of variation of inter-arrival gaps (the scenario's ``cv`` ceiling).
-MAX_CV = 10.0
 
 POINT_COLUMNS = (
     "model",

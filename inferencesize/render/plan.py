@@ -19,6 +19,7 @@ from inferencesize.serving import OperatingPoint
 from inferencesize.sharing import Share
 from inferencesize.specs.scenario import ScenarioSpec
 from inferencesize.techniques import describe
+from inferencesize.units import statistic_fraction
 
 if TYPE_CHECKING:
     from inferencesize.daily import DailyPlan
@@ -276,7 +277,7 @@ def result_record(study: Study, result: PlanResult, percentiles: bool = True) ->
     """The whole ``plan`` JSON of a single-model scenario; without ``percentiles``, of the
     open-loop percentiles only those the limits are held at (what the tables show)."""
     s = study.spec
-    only = None if percentiles else {float(x[1:]) / 100.0 for x in s.statistics if x != "mean"}
+    only = None if percentiles else {statistic_fraction(x) for x in s.statistics if x != "mean"}
     chosen = result.chosen
     daily = study.daily(chosen) if chosen else None
     engine = study.engine

@@ -8,18 +8,11 @@ import csv
 import io
 import json
 import os
-import shutil
-import signal
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
+from console_process import first_line_then_close, interrupt_when_written
 
-SCRIPT = shutil.which("infersize")
-COMMAND = [SCRIPT] if SCRIPT else [sys.executable, "-m", "inferencesize"]
-ENV = {**os.environ, "NO_COLOR": "1"}
 POSIX = pytest.mark.skipif(os.name != "posix", reason="POSIX signals")
 
 
@@ -35,17 +28,8 @@ def points(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @POSIX
 def test_closed_pipe_ends_quietly_with_141(points: Path) -> None:
-    proc = subprocess.Popen(
-        [*COMMAND, "estimate", "--points", str(points)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env=ENV,
-    )
-    assert proc.stdout is not None and proc.stderr is not None
-    first = proc.stdout.readline()
-    proc.stdout.close()
-    err = proc.stderr.read().decode()
-    assert proc.wait(timeout=120) == 141
+    first, err, code = first_line_then_close(["estimate", "--points", str(points)])
+    assert code == 141
     assert first.startswith(b"model,hardware,tp,isl,osl,concurrency,precision")
     assert err == ""
 
@@ -54,20 +38,8 @@ def test_closed_pipe_ends_quietly_with_141(points: Path) -> None:
 @pytest.mark.parametrize(("fmt", "workers"), [("csv", "1"), ("jsonl", "2")])
 def test_ctrl_c_leaves_complete_rows(points: Path, tmp_path: Path, fmt: str, workers: str) -> None:
     target = tmp_path / f"rows.{fmt}"
-    with target.open("wb") as fh:
-        proc = subprocess.Popen(
-            [*COMMAND, "estimate", "--points", str(points), "-f", fmt, "--workers", workers],
-            stdout=fh,
-            stderr=subprocess.PIPE,
-            env=ENV,
-        )
-        deadline = time.monotonic() + 60
-        while target.stat().st_size < 100_000 and time.monotonic() < deadline:
-            time.sleep(0.05)
-        proc.send_signal(signal.SIGINT)
-        assert proc.stderr is not None
-        err = proc.stderr.read().decode()
-        code = proc.wait(timeout=60)
+    args = ["estimate", "--points", str(points), "-f", fmt, "--workers", workers]
+    code, err = interrupt_when_written(args, target, 100_000)
     assert (code, err) == (130, "interrupted\n")
     text = target.read_text()
     assert text.endswith("\n")

@@ -6,34 +6,19 @@ from __future__ import annotations
 
 import csv
 import io
-import os
-import shutil
-import signal
 import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
-
-SCRIPT = shutil.which("infersize")
-COMMAND = [SCRIPT] if SCRIPT else [sys.executable, "-m", "inferencesize"]
-ENV = {**os.environ, "NO_COLOR": "1"}
+from console_process import COMMAND, ENV, first_line_then_close, interrupt_when_written
 
 
 def test_closed_pipe_ends_quietly_with_141() -> None:
     # a 2000 x 50-point sweep streams far more than a pipe buffer; read one line, then close
-    proc = subprocess.Popen(
-        [*COMMAND, "sweep", "--vary", "isl=100:20000:10", "--vary", "peak_rps=1:50"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env=ENV,
+    first, err, code = first_line_then_close(
+        ["sweep", "--vary", "isl=100:20000:10", "--vary", "peak_rps=1:50"]
     )
-    assert proc.stdout is not None and proc.stderr is not None
-    first = proc.stdout.readline()
-    proc.stdout.close()
-    err = proc.stderr.read().decode()
-    assert proc.wait(timeout=120) == 141
+    assert code == 141
     assert first.startswith(b"point,model,isl")
     assert err == ""  # no traceback, no "internal error"
 
@@ -59,20 +44,8 @@ def test_ctrl_c_leaves_complete_rows(tmp_path: Path, workers: str) -> None:
     # every line written is a whole row (with --workers too: the pool goes with it)
     target = tmp_path / "rows.csv"
     grid = ["--vary", "isl=100:20000:10", "--vary", "peak_rps=1:50", "--workers", workers]
-    with target.open("wb") as fh:
-        proc = subprocess.Popen(
-            [*COMMAND, "sweep", "default", *grid],
-            stdout=fh,
-            stderr=subprocess.PIPE,
-            env=ENV,
-        )
-        deadline = time.monotonic() + 60
-        while target.stat().st_size < 20_000 and time.monotonic() < deadline:
-            time.sleep(0.05)
-        proc.send_signal(signal.SIGINT)
-        assert proc.stderr is not None
-        err = proc.stderr.read().decode()
-        assert proc.wait(timeout=60) == 130
+    code, err = interrupt_when_written(["sweep", "default", *grid], target, 20_000)
+    assert code == 130
     assert err == "interrupted\n"
     text = target.read_text()
     assert text.endswith("\n")
