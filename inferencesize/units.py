@@ -50,6 +50,24 @@ class Batching(StrEnum):
 #: What a batching argument accepts: the enum, or its value as scenario files state it.
 BatchingMode: TypeAlias = Batching | Literal["inflight", "static"]
 
+
+class Router(StrEnum):
+    """How requests are spread over the instances of a deployment; the values are the
+    scenario, flag and JSON spellings.
+
+    ``random``: each request to an instance drawn uniformly at random (independent of their
+    state); ``round-robin``: to the instances in turn; ``least-loaded``: to the instance with
+    the fewest requests outstanding (join the shortest queue), as production routers do.
+    """
+
+    RANDOM = "random"
+    ROUND_ROBIN = "round-robin"
+    LEAST_LOADED = "least-loaded"
+
+
+#: The router a question assumes unless it states one.
+DEFAULT_ROUTER: Final = Router.LEAST_LOADED
+
 #: Words per token used to turn a word count into tokens (English prose, BPE tokenizers).
 WORDS_PER_TOKEN: Final = 0.75
 
