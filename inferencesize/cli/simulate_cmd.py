@@ -47,7 +47,6 @@ from inferencesize.simulate import (
     BALANCERS,
     POLICIES,
     PROMPT_STEP_TOKENS,
-    Balancer,
     BatchingConfig,
     SimResult,
     Summary,
@@ -60,6 +59,7 @@ from inferencesize.simulate import (
     summarize,
 )
 from inferencesize.study import candidate, resolve_point
+from inferencesize.units import DEFAULT_ROUTER, Router
 
 FORMATS = report.FORMATS
 #: Batch size of static / dynamic batching when --max-batch is not given.
@@ -332,10 +332,19 @@ def simulate_command(
         ),
     ] = 1,
     balancer: Annotated[
-        str, typer.Option(metavar="[" + "|".join(BALANCERS) + "]", help="Load balancer.")
-    ] = "least-loaded",
+        str,
+        typer.Option(
+            metavar="[" + "|".join(BALANCERS) + "]",
+            help="Load balancer: random (an instance drawn per request), round-robin (in turn)"
+            " or least-loaded (fewest requests outstanding).",
+        ),
+    ] = DEFAULT_ROUTER.value,
     seed: Annotated[
-        int, typer.Option(metavar="N", help="Random seed (same seed, same result).")
+        int,
+        typer.Option(
+            metavar="N",
+            help="Random seed of the traffic and the random balancer (same seed, same result).",
+        ),
     ] = 0,
     warmup: Annotated[
         float,
@@ -378,7 +387,7 @@ def simulate_command(
         raise UsageError("simulate needs --model and --hardware")
     if balancer not in BALANCERS:
         raise UsageError(f"--balancer: '{balancer}' is not one of {', '.join(BALANCERS)}")
-    balance: Balancer = balancer
+    router = Router(balancer)
     names = _policies(compare, batching)
     if requests_out is not None and len(names) > 1:
         raise UsageError("--requests-out works with one batching policy, not --compare")
@@ -424,7 +433,7 @@ def simulate_command(
                 step_tokens or (CHUNK_TOKENS if name == "chunked" else PROMPT_STEP_TOKENS),
             )
             last = simulate_llm(
-                res.deployment, cand.gpu.memory_bytes, wl, cfg, instances, balance, kv
+                res.deployment, cand.gpu.memory_bytes, wl, cfg, instances, router, kv, seed
             )
             summary = summarize(last, warmup)
             records.append(

@@ -39,14 +39,22 @@ to the summed context. The sum is kept as ``capped · cap + Σ growing contexts`
 decode steps also stops at the step where the next growing sequence reaches the cap (it then
 counts as capped), so the closed form stays exact; static batches sum ``min`` per sequence.
 
+Routers (``units.Router``): least-loaded sends a request to the instance with the fewest
+requests outstanding (lowest index on ties); round-robin cycles over them; random draws one
+uniformly per request from a seeded numpy Generator of its own. The last two never look at the
+instances, so on open-loop arrivals each instance sees only its own requests: N independent
+thinned streams (Poisson arrivals at rate λ become Poisson at λ / N on each instance).
+
 Drivers: the general event loop (:func:`_serve_balanced`) keeps a heap of instance step times
 and of completions (closed-loop clients and least-loaded balancing wait on them). One instance
 on open-loop arrivals needs neither: it runs up to each arrival in turn (:func:`_serve_alone`),
 and an in-flight one without a KV cap, the common case, runs as one loop over local state
-(``inflight_alone``). Each driver runs the same steps with the same arithmetic, so the results
-are equal to the bit.
+(``inflight_alone``). Instances behind a random or round-robin router on open-loop arrivals run
+one by one on their own arrivals with those drivers (:func:`_serve_apart`); the general loop
+then bounds each instance's runs by its own next arrival, as they do. Each driver runs the same
+steps with the same arithmetic, so the results are equal to the bit.
 
-Pure: no I/O; randomness only in the workload (``arrivals``).
+Pure: no I/O; randomness only in the workload (``arrivals``) and the random router's draws.
 """
 
 from __future__ import annotations
@@ -55,8 +63,9 @@ import heapq
 import math
 from array import array
 from collections import deque
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, TypeAlias
 
 import numpy as np
 import numpy.typing as npt
@@ -65,11 +74,13 @@ from inferencesize.memory import MAX_NUM_TOKENS
 from inferencesize.simulate.arrivals import Workload
 from inferencesize.simulate.inflight_alone import Columns, serve_inflight_alone
 from inferencesize.simulate.service import Service, chunk_pairs
+from inferencesize.units import DEFAULT_ROUTER, Router
 
 Policy = Literal["static", "dynamic", "inflight", "chunked"]
-Balancer = Literal["round-robin", "least-loaded"]
 POLICIES: tuple[Policy, ...] = ("static", "dynamic", "inflight", "chunked")
-BALANCERS: tuple[Balancer, ...] = ("round-robin", "least-loaded")
+#: How requests are spread over the instances: the router vocabulary of ``units``.
+Balancer: TypeAlias = Router
+BALANCERS: tuple[Router, ...] = tuple(Router)
 INF = math.inf
 #: In-flight prompt tokens one prompt step batches by default: the step token limit the
 #: memory budget sizes activations for (TensorRT-LLM's default ``max_num_tokens``); a prompt
@@ -436,6 +447,43 @@ def one_inflight_instance(
     return instances == 1 and not closed and batching.policy == "inflight" and not service.kv_cap
 
 
+def independent_instances(instances: int, closed: bool, router: Router) -> bool:
+    """Whether the instances run one by one, each on its own arrivals (:func:`_serve_apart`):
+    several instances on open-loop arrivals behind a router that never looks at them (random,
+    round-robin). Each runs the steps it runs in the general event loop, to the bit."""
+    return instances > 1 and not closed and router is not Router.LEAST_LOADED
+
+
+def router_generator(seed: int | np.random.Generator) -> np.random.Generator:
+    """The random router's draws: a Generator as given, or from an int a stream of its own
+    (the first child of ``SeedSequence(seed)``), independent of ``default_rng(seed)``, which a
+    workload drawn with the same seed uses."""
+    if isinstance(seed, np.random.Generator):
+        return seed
+    return np.random.default_rng(np.random.SeedSequence(seed).spawn(1)[0])
+
+
+def route(
+    router: Router,
+    instances: int,
+    fits: npt.NDArray[np.bool_],
+    seed: int | np.random.Generator = 0,
+) -> npt.NDArray[np.int64] | None:
+    """The instance each request goes to (in the order they are sent; -1: dropped, it never
+    fits), for a router that never looks at the instances; None for least-loaded.
+
+    Random: one uniform draw per request, dropped ones included, so a request's instance
+    depends on nothing but the draws. Round-robin: the requests that fit, in turn.
+    """
+    if router is Router.LEAST_LOADED:
+        return None
+    if router is Router.RANDOM:
+        drawn = router_generator(seed).integers(0, instances, size=len(fits), dtype=np.int64)
+    else:
+        drawn = (np.cumsum(fits, dtype=np.int64) - 1) % instances
+    return np.where(fits, drawn, -1)
+
+
 def simulate(
     workload: Workload,
     service: Service,
@@ -443,15 +491,18 @@ def simulate(
     kv_capacity: float,
     kv_need: npt.NDArray[np.float64],
     instances: int = 1,
-    balancer: Balancer = "least-loaded",
+    balancer: Balancer = DEFAULT_ROUTER,
     handoff_s: float = 0.0,
+    seed: int | np.random.Generator = 0,
 ) -> SimResult:
     """Run the workload through ``instances`` identical instances (see module docstring).
 
     ``kv_capacity``: KV one instance holds; ``kv_need``: what each request reserves (same
-    unit, e.g. bytes per GPU). Least-loaded sends a request to the instance with the fewest
-    requests outstanding (lowest index on ties); round-robin cycles. ``handoff_s``: a request
-    reaches the engine this long after it is sent (its times count from the send).
+    unit, e.g. bytes per GPU). ``balancer``: the router (least-loaded sends a request to the
+    instance with the fewest requests outstanding, lowest index on ties; round-robin cycles;
+    random draws). ``handoff_s``: a request reaches the engine this long after it is sent
+    (its times count from the send). ``seed``: the random router's draws (see
+    :func:`router_generator`; the same seed, the same instances).
     """
     if handoff_s < 0:
         raise ValueError(f"hand-off time must be >= 0 (got {handoff_s})")
@@ -459,6 +510,7 @@ def simulate(
         raise ValueError(f"instances must be >= 1 (got {instances})")
     if balancer not in BALANCERS:
         raise ValueError(f"unknown balancer {balancer!r}; expected {', '.join(BALANCERS)}")
+    router = Router(balancer)
     if len(kv_need) != workload.n:
         raise ValueError("kv_need must have one value per request")
     req = _Requests(workload, kv_need)
@@ -468,20 +520,24 @@ def simulate(
     arrivals = array("d", (np.asarray(sent, dtype=np.float64) + handoff_s).tobytes())
     if not closed:
         req.arrive = arrivals  # (dispatch writes the same times)
+    fits = np.asarray(kv_need, dtype=np.float64) <= kv_capacity
+    assign = None if instances == 1 else route(router, instances, fits, seed)
     if one_inflight_instance(instances, closed, batching, service):
         cols = Columns(req.isl, req.osl, req.need, req.admit, req.first, req.done, req.where)
         out = serve_inflight_alone(
             cols, arrivals, service, batching.max_batch, batching.step_tokens, kv_capacity
         )
         end, busy = out.end_s, [out.busy_s]
+    elif assign is not None and independent_instances(instances, closed, router):
+        ends, busy = _serve_apart(req, arrivals, assign, instances, service, batching, kv_capacity)
+        end = max(ends)
     else:
-        kind: type[_Instance] = _Batched if batching.policy in ("static", "dynamic") else _Inflight
-        insts = [kind(req, service, batching, kv_capacity) for _ in range(instances)]
+        insts = [_instance(req, service, batching, kv_capacity) for _ in range(instances)]
         if instances == 1 and not closed:
             _serve_alone(insts[0], req, arrivals, kv_capacity)
         else:
             sends = [handoff_s] * min(workload.concurrency, workload.n) if closed else []
-            _serve_balanced(insts, req, arrivals, sends, closed, kv_capacity, balancer, handoff_s)
+            _serve_balanced(insts, req, arrivals, sends, closed, kv_capacity, assign, handoff_s)
         end, busy = max(inst.t for inst in insts), [inst.busy for inst in insts]
     return SimResult(
         arrival_s=np.asarray(req.arrive, dtype=float) - handoff_s,
@@ -498,19 +554,31 @@ def simulate(
     )
 
 
+def _instance(req: _Requests, service: Service, cfg: BatchingConfig, cap: float) -> _Instance:
+    kind: type[_Instance] = _Batched if cfg.policy in ("static", "dynamic") else _Inflight
+    return kind(req, service, cfg, cap)
+
+
 def _serve_alone(
-    inst: _Instance, req: _Requests, arrivals: array[float], kv_capacity: float
+    inst: _Instance,
+    req: _Requests,
+    arrivals: array[float],
+    kv_capacity: float,
+    rids: Iterable[int] | None = None,
+    index: int = 0,
 ) -> None:
     """One instance, open loop: nothing but the arrivals can interrupt it, so it runs up to
-    each arrival in turn (the steps :func:`_serve_balanced` would run, in the same order)."""
+    each arrival in turn (the steps :func:`_serve_balanced` would run, in the same order).
+    ``rids``: the requests arriving at ``arrivals`` (default: all, in order); ``index``: the
+    instance's number."""
     done: list[tuple[float, int]] = []  # completions: no one waits for them here
     need, where, advance = req.need, req.where, inst.advance
-    for rid, now in enumerate(arrivals):
+    for rid, now in zip(range(len(arrivals)) if rids is None else rids, arrivals, strict=True):
         advance(now, done)
         done.clear()
         if need[rid] > kv_capacity:
             continue  # dropped: never fits
-        where[rid] = 0
+        where[rid] = index
         inst.enqueue(rid, now)
     while True:
         advance(INF, done)
@@ -520,6 +588,54 @@ def _serve_alone(
         inst.flush = True  # a static batch that can never fill: run what is there
 
 
+def _serve_apart(
+    req: _Requests,
+    arrivals: array[float],
+    assign: npt.NDArray[np.int64],
+    instances: int,
+    service: Service,
+    batching: BatchingConfig,
+    kv_capacity: float,
+) -> tuple[list[float], list[float]]:
+    """Instances that see only their own requests (``assign``: each request's instance, -1
+    dropped), one by one: each on its own arrivals as a lone instance. Returns each
+    instance's end and busy time (seconds)."""
+    order = np.argsort(assign, kind="stable")  # by instance, in arrival order within one
+    bounds = np.searchsorted(assign[order], np.arange(-1, instances + 1))
+    at = np.frombuffer(arrivals, dtype=np.float64)
+    columns = [np.frombuffer(c, dtype=np.float64) for c in (req.admit, req.first, req.done)]
+    ends: list[float] = []
+    busy: list[float] = []
+    for i in range(instances):
+        rids = order[bounds[i + 1] : bounds[i + 2]]
+        mine = array("d", at[rids].tobytes())
+        if one_inflight_instance(1, False, batching, service):
+            admit, first, done = own = [array("d", [math.nan]) * len(rids) for _ in columns]
+            cols = Columns(
+                array("q", np.frombuffer(req.isl, dtype=np.int64)[rids].tobytes()),
+                array("q", np.frombuffer(req.osl, dtype=np.int64)[rids].tobytes()),
+                array("d", np.frombuffer(req.need, dtype=np.float64)[rids].tobytes()),
+                admit,
+                first,
+                done,
+                array("q", [-1]) * len(rids),
+            )
+            out = serve_inflight_alone(
+                cols, mine, service, batching.max_batch, batching.step_tokens, kv_capacity
+            )
+            for column, values in zip(columns, own, strict=True):
+                column[rids] = np.frombuffer(values, dtype=np.float64)
+            ends.append(out.end_s)
+            busy.append(out.busy_s)
+        else:
+            inst = _instance(req, service, batching, kv_capacity)
+            _serve_alone(inst, req, mine, kv_capacity, rids.tolist(), i)
+            ends.append(inst.t)
+            busy.append(inst.busy)
+    req.where = array("q", assign.astype(np.int64).tobytes())
+    return ends, busy
+
+
 def _serve_balanced(
     insts: list[_Instance],
     req: _Requests,
@@ -527,11 +643,14 @@ def _serve_balanced(
     sends: list[float],
     closed: bool,
     kv_capacity: float,
-    balancer: Balancer,
+    assign: npt.NDArray[np.int64] | None,
     handoff_s: float,
 ) -> None:
-    """The general event loop: instances behind a balancer, open or closed loop (``sends``:
-    the engine arrival times of the first closed-loop requests)."""
+    """The general event loop: instances behind a router, open or closed loop (``sends``:
+    the engine arrival times of the first closed-loop requests; ``assign``: each request's
+    instance from a router that never looks at them, None for least-loaded). With ``assign``
+    on open-loop arrivals an instance's runs stop at its own next arrival (nothing else can
+    change what it does), as the lone-instance drivers do."""
     instances = len(insts)
     n = len(req.isl)
     outstanding = [0] * instances
@@ -541,9 +660,16 @@ def _serve_balanced(
     done: list[tuple[float, int]] = []
     next_arrival = 0
     issued = 0
-    rr = 0
+    chosen = None if assign is None else assign.tolist()
     # completions matter to the loop only for closed-loop clients and least-loaded balancing
-    track = closed or (instances > 1 and balancer == "least-loaded")
+    track = closed or (instances > 1 and chosen is None)
+    # open loop behind a router that never looks at the instances: each one's next arrival
+    apart = chosen is not None and not closed
+    own: list[deque[float]] = [deque() for _ in insts]
+    if apart and chosen is not None:
+        for rid, i in enumerate(chosen):
+            if i >= 0:
+                own[i].append(arrivals[rid])
 
     def schedule(i: int) -> None:
         version[i] += 1
@@ -552,7 +678,6 @@ def _serve_balanced(
             heapq.heappush(ready, (when, version[i], i))
 
     def dispatch(rid: int, now: float) -> None:
-        nonlocal rr
         req.arrive[rid] = now
         if req.need[rid] > kv_capacity:
             if track:
@@ -560,9 +685,10 @@ def _serve_balanced(
             return
         if instances == 1:
             i = 0
-        elif balancer == "round-robin":
-            i = rr
-            rr = (rr + 1) % instances
+        elif chosen is not None:
+            i = chosen[rid]
+            if apart:
+                own[i].popleft()
         else:
             i = min(range(instances), key=outstanding.__getitem__)
         req.where[rid] = i
@@ -586,7 +712,11 @@ def _serve_balanced(
             if when > inst.t:
                 inst.t = when
             done.clear()
-            inst.run(t_next, done)
+            if apart:
+                mine = own[i]
+                inst.run(mine[0] if mine else INF, done)
+            else:
+                inst.run(t_next, done)
             if track:
                 for item in done:
                     push(events, item)

@@ -12,6 +12,7 @@ from inferencesize.memory import kv_bytes_per_sequence_per_gpu, memory_budget
 from inferencesize.simulate.arrivals import Workload
 from inferencesize.simulate.engine import Balancer, BatchingConfig, SimResult, simulate
 from inferencesize.simulate.service import LlmService, slope_context
+from inferencesize.units import DEFAULT_ROUTER
 
 #: Widest range of ISL + OSL (tokens) that kv_budget looks up in a table rather than sorts.
 LOOKUP_SPAN = 1 << 20
@@ -58,13 +59,15 @@ def simulate_llm(
     workload: Workload,
     batching: BatchingConfig,
     instances: int = 1,
-    balancer: Balancer = "least-loaded",
+    balancer: Balancer = DEFAULT_ROUTER,
     kv: KvBudget | None = None,
+    seed: int | np.random.Generator = 0,
 ) -> SimResult:
     """Simulate ``workload`` on ``instances`` copies of the deployment ``dep`` whose GPUs have
-    ``memory_bytes`` each; batch sizes are capped by the KV cache as well as ``max_batch``.
-    Requests reach the engine ``dep.handoff_s`` after they are sent (multi-GPU hand-off).
-    ``kv``: ``kv_budget(dep, memory_bytes, workload)`` when the caller has it already."""
+    ``memory_bytes`` each behind the router ``balancer``; batch sizes are capped by the KV
+    cache as well as ``max_batch``. Requests reach the engine ``dep.handoff_s`` after they are
+    sent (multi-GPU hand-off). ``kv``: ``kv_budget(dep, memory_bytes, workload)`` when the
+    caller has it already. ``seed``: the random router's draws (``engine.router_generator``)."""
     if kv is None:
         kv = kv_budget(dep, memory_bytes, workload)
     top = max(1, min(batching.max_batch, kv.max_sequences))
@@ -79,4 +82,5 @@ def simulate_llm(
         instances,
         balancer,
         dep.handoff_s,
+        seed,
     )

@@ -80,6 +80,33 @@ def test_trace_input_and_requests_out(tmp_path: Path) -> None:
         assert float(r["e2e_s"]) >= float(r["ttft_s"]) >= float(r["queue_s"]) >= 0
 
 
+def _requests_out(tmp_path: Path, *args: str) -> tuple[dict, list[dict[str, str]]]:  # type: ignore[type-arg]
+    out = tmp_path / "requests.csv"
+    result = runner.invoke(app, [*BASE, *args, "--requests-out", str(out), "--format", "json"])
+    assert result.exit_code == 0, result.stderr
+    return json.loads(result.stdout), list(csv.DictReader(io.StringIO(out.read_text())))
+
+
+def test_random_balancer_draws_apart_from_the_traffic(tmp_path: Path) -> None:
+    args = ("--rate", "12", "--requests", "400", "--instances", "3", "--isl-stddev", "300")
+    rec, rows = _requests_out(tmp_path, *args, "--balancer", "random", "--seed", "5")
+    assert rec["balancer"] == "random" and rec["instances"] == 3
+    again, rows_again = _requests_out(tmp_path, *args, "--balancer", "random", "--seed", "5")
+    assert again == rec and rows_again == rows  # same seed, same run
+    picked = [int(r["instance"]) for r in rows]
+    assert set(picked) == {0, 1, 2}
+    assert picked != [i % 3 for i in range(len(picked))]  # not round-robin
+    # the draws leave the traffic alone: the same seed gives the same requests on any balancer
+    _, least = _requests_out(tmp_path, *args, "--balancer", "least-loaded", "--seed", "5")
+    for column in ("arrival_s", "isl", "osl"):
+        assert [r[column] for r in rows] == [r[column] for r in least]
+    _, other = _requests_out(tmp_path, *args, "--balancer", "random", "--seed", "6")
+    assert [int(r["instance"]) for r in other] != picked
+    bad = runner.invoke(app, [*BASE, "--rate", "1", "--balancer", "fastest"])
+    assert bad.exit_code == 2
+    assert "'fastest' is not one of random, round-robin, least-loaded" in bad.stderr
+
+
 def _trace_error(tmp_path: Path, text: str) -> str:
     trace = tmp_path / "bad.csv"
     trace.write_text(text)

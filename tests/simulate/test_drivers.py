@@ -4,7 +4,10 @@ One in-flight instance on open-loop arrivals runs as one loop over local state
 (``inflight_alone``), any other single open-loop instance runs up to each arrival in turn
 (``engine._serve_alone``); both must give the general loop's (``engine._serve_balanced``)
 results to the bit: KV-limited admission, drops, batch and step-token limits, one-token
-answers, arrivals at the same instant and the multi-GPU hand-off included.
+answers, arrivals at the same instant and the multi-GPU hand-off included. So must several
+instances behind a router that never looks at them (random, round-robin), run one by one on
+their own arrivals (``engine._serve_apart``), against the general loop with the same
+assignment.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from inferencesize.simulate import (
     llm,
     simulate,
 )
+from inferencesize.units import Router
 
 FIELDS = ("arrival_s", "admit_s", "first_token_s", "done_s", "instance", "busy_s")
 
@@ -64,7 +68,7 @@ def _general_loop(monkeypatch: pytest.MonkeyPatch) -> None:
     """Route every simulation through the general event loop."""
 
     def balanced(inst: Any, req: Any, arrivals: Any, kv_capacity: float) -> None:
-        engine._serve_balanced([inst], req, arrivals, [], False, kv_capacity, "least-loaded", 0.0)
+        engine._serve_balanced([inst], req, arrivals, [], False, kv_capacity, None, 0.0)
 
     monkeypatch.setattr(engine, "one_inflight_instance", lambda *_: False)
     monkeypatch.setattr(engine, "_serve_alone", balanced)
@@ -100,14 +104,60 @@ def test_single_instance_drivers_equal_the_general_loop(
     services: list[Service] = [LlmService(deployment, 64), ConstantService(0.01, 0.05, 64)]
     for svc in services:
         cfg_b = BatchingConfig(policy, min(batch, 64), 0.02, budget)  # type: ignore[arg-type]
-        fast = simulate(wl, svc, cfg_b, capacity, kv.need_bytes, 1, "least-loaded", handoff)
+        fast = simulate(wl, svc, cfg_b, capacity, kv.need_bytes, 1, Router.LEAST_LOADED, handoff)
         with monkeypatch.context() as m:
             _general_loop(m)
-            general = simulate(wl, svc, cfg_b, capacity, kv.need_bytes, 1, "least-loaded", handoff)
+            general = simulate(
+                wl, svc, cfg_b, capacity, kv.need_bytes, 1, Router.LEAST_LOADED, handoff
+            )
         _same(fast, general)
         if share < 0.01:
             assert fast.dropped > 0
     assert engine.one_inflight_instance(1, False, cfg, services[0]) == (policy == "inflight")
+
+
+@pytest.mark.parametrize(("seed", "rate", "batch", "budget", "share", "handoff", "ties"), CASES)
+@pytest.mark.parametrize("policy", ["inflight", "chunked", "static", "dynamic"])
+@pytest.mark.parametrize("router", [Router.RANDOM, Router.ROUND_ROBIN])
+def test_instances_apart_equal_the_general_loop(
+    deployment: Deployment,
+    monkeypatch: pytest.MonkeyPatch,
+    router: Router,
+    policy: str,
+    seed: int,
+    rate: float,
+    batch: int,
+    budget: int,
+    share: float,
+    handoff: float,
+    ties: bool,
+) -> None:
+    wl = _workload(seed, 600, 3 * rate, ties)  # three instances' worth of traffic
+    kv = kv_budget(deployment, 80 * 2**30, wl)
+    capacity = kv.capacity_bytes * share
+    if policy == "chunked":  # (a one-token chunk budget is slow and adds nothing here)
+        budget = max(budget, 512)
+    services: list[Service] = [LlmService(deployment, 64), ConstantService(0.01, 0.05, 64)]
+    for svc in services:
+        cfg = BatchingConfig(policy, min(batch, 64), 0.02, budget)  # type: ignore[arg-type]
+
+        def run() -> SimResult:
+            return simulate(wl, svc, cfg, capacity, kv.need_bytes, 3, router, handoff, seed)
+
+        with monkeypatch.context() as m:  # the fast path never enters the general loop
+            m.setattr(engine, "_serve_balanced", None)
+            fast = run()
+        with monkeypatch.context() as m:
+            m.setattr(engine, "independent_instances", lambda *_: False)
+            general = run()
+        _same(fast, general)
+        assert set(fast.instance[~np.isnan(fast.done_s)]) == {0, 1, 2}
+        if share < 0.01:
+            assert fast.dropped > 0 and set(fast.instance[np.isnan(fast.done_s)]) == {-1}
+    assert engine.independent_instances(3, False, router)
+    assert not engine.independent_instances(3, True, router)  # closed loop: the general loop
+    assert not engine.independent_instances(1, False, router)
+    assert not engine.independent_instances(3, False, Router.LEAST_LOADED)
 
 
 def test_the_in_flight_loop_is_only_for_one_uncapped_open_loop_instance() -> None:
