@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Annotated, Any
@@ -19,12 +19,13 @@ from inferencesize.cli.common import (
     emit_data,
     format_option,
     input_files,
+    open_catalog,
 )
 from inferencesize.cli.options import (
     QUESTION,
     ScenarioArg,
     engine_options,
-    study_from,
+    overrides,
     with_options,
 )
 from inferencesize.cli.stream import (
@@ -38,6 +39,7 @@ from inferencesize.cli.stream import (
 from inferencesize.errors import InputError, UnknownIdError, UsageError
 from inferencesize.io_write import Input, atomic_file, check_target
 from inferencesize.render.sweep import columns_for, record
+from inferencesize.study import EXCLUSIVE, Study, is_question, resolve, scenario_data
 from inferencesize.sweep import (
     MAX_POINTS,
     Axis,
@@ -87,6 +89,37 @@ def _check_ids(catalog: Catalog, axes: list[Axis]) -> None:
                     raise InputError(f"--vary {axis.field}: {err}") from None
 
 
+def _stated(data: Mapping[str, Any], field: str) -> bool:
+    """Whether the question states ``field``, or a field it excludes (``isl_words`` for
+    ``isl``, ``peak_rps`` for ``mean_rps``)."""
+    return field in data or any(
+        field in group and any(key in data for key in group) for group in EXCLUSIVE
+    )
+
+
+def _question(
+    catalog: Catalog, scenario: str | None, flags: Mapping[str, Any], axes: Sequence[Axis]
+) -> Study:
+    """The question swept: the scenario and flags as ``plan`` reads them, where a field an
+    axis varies is stated by the axis. A field the question leaves unstated takes the axis's
+    first value to resolve with (every point then sets its own), so ``--model M --vary
+    isl=500,1000`` needs no ``--isl``. The shipped default example (no scenario, no
+    question flag) and a trace (which a sweep refuses) are resolved as given."""
+    given = overrides(flags)
+    if axes and (scenario is not None or is_question(given)):
+        data, _ = scenario_data(catalog, scenario, given)
+        if "trace" not in data:
+            fill = {a.field: a.values[0] for a in axes if not _stated(data, a.field)}
+            given = {**given, **fill}
+    return resolve(
+        catalog,
+        scenario,
+        given,
+        engine=flags.get("engine"),
+        calibration=flags.get("calibration"),
+    )
+
+
 def header(fmt: str, columns: list[str]) -> str:
     """The text before the first row: the CSV header line (JSONL has none)."""
     return (
@@ -127,7 +160,7 @@ _WORKER: dict[str, Any] = {}
 def _start_worker(
     scenario: str | None, flags: dict[str, Any], axes: list[Axis], fmt: str, columns: list[str]
 ) -> None:
-    study = study_from(scenario, flags)
+    study = _question(open_catalog(flags.get("catalog_dirs")), scenario, flags, axes)
     _WORKER.update(
         study=study, sweeper=study.sweeper(), base=study.base(), axes=axes, fmt=fmt, columns=columns
     )
@@ -226,9 +259,9 @@ def sweep_command(
     if dup:
         raise InputError(f"--vary {sorted(dup)[0]}: given twice; list all its values once")
     total = grid_size(axes)
-    study = study_from(scenario, flags)
-    catalog = study.catalog
+    catalog = open_catalog(flags.get("catalog_dirs"))
     _check_ids(catalog, axes)
+    study = _question(catalog, scenario, flags, axes)
     ignored = unsupported_options(study.spec)
     if ignored:
         raise InputError(

@@ -280,3 +280,43 @@ def test_bad_shard_or_workers_is_a_usage_error(extra: list[str], message: str) -
     assert result.exit_code == 2
     assert message in result.stderr
     assert result.stdout == ""
+
+
+# A question stated by flags (no scenario) whose ISL and traffic only the axes state.
+AXES_STATE = ["sweep", "--model", "llama-3.1-8b", "--osl", "200", "--ttft-ms", "1000"]
+AXES_STATE += ["--hardware", "dgx-h100", "--vary", "isl=500,1000", "--vary", "mean_rps=1,2"]
+
+
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_a_varied_field_is_stated_by_its_axis(workers: str) -> None:
+    """`--vary isl=…` states the ISL and `--vary mean_rps=…` the traffic: no --isl or
+    --mean-rps is needed, and each row has its own point's values."""
+    result = runner.invoke(app, [*AXES_STATE, "--workers", workers])
+    assert result.exit_code == 0, result.stderr
+    rows = _rows(result.stdout)
+    assert len(rows) == 4  # 2 ISLs x 2 rates, the last axis varying fastest
+    points = [(r["point"], r["isl"], r["mean_rps"]) for r in rows]
+    assert points == [("0", "500", "1"), ("1", "500", "2"), ("2", "1000", "1"), ("3", "1000", "2")]
+    for r in rows:
+        assert (r["model"], r["osl"], r["hardware_options"]) == ("llama-3.1-8b", "200", "dgx-h100")
+        assert r["ttft_ms_limit"] == "1000" and r["feasible"] == "true", r["reason"]
+        # Poisson p95 of 1 and 2 req/s in a second: 3 and 5 requests
+        # (P(N <= 2 | 1) = 0.920, P(N <= 3 | 1) = 0.981; P(N <= 4 | 2) = 0.947, P(N <= 5 | 2) = 0.983)
+        assert r["peak_rps"] == {"1": "3", "2": "5"}[r["mean_rps"]]
+        assert float(r["ttft_ms"]) <= 1000.0
+    # a point is what plan answers for the same inputs, stated as flags
+    plan = ["plan", *AXES_STATE[1:9], "--isl", "1000", "--mean-rps", "2", "--format", "json"]
+    planned = runner.invoke(app, plan)
+    assert planned.exit_code == 0, planned.stderr
+    p = json.loads(planned.stdout)["plan"]
+    assert (p["servers"], p["gpus"], p["instances"]) == (
+        int(rows[3]["servers"]),
+        int(rows[3]["gpus"]),
+        int(rows[3]["instances"]),
+    )
+
+
+def test_a_field_no_axis_states_is_still_required() -> None:
+    result = runner.invoke(app, [*AXES_STATE[:3], *AXES_STATE[5:]])  # no --osl
+    assert result.exit_code == 1
+    assert result.stderr == "error: flags: osl: required: give --osl (or state it in a scenario)\n"
