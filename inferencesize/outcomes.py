@@ -261,10 +261,12 @@ class Pruned(_Worded):
     ``needs_instances`` instances, more than any plan kept (the chosen one and the
     alternatives shown) allows at its own packing and prices. ``basis``: "sustainable_rate":
     ``rate_rps`` is its sustainable rate per instance (no latency limit lets it serve more);
+    "mean_limits": ``rate_rps`` bounds what its mean ITL or E2E limit lets one instance serve
+    (the batch that rate builds is too slow even with every step a decode step);
     "limits": one point at ``rate_rps``, the rate per instance it would need to fit, misses a
     limit (every statistic grows with the rate)."""
 
-    basis: Literal["sustainable_rate", "limits"]
+    basis: Literal["sustainable_rate", "mean_limits", "limits"]
     rate_rps: float
     needs_instances: int
     gpus: int  # its sizing at ``needs_instances``, already behind the last plan shown
@@ -275,6 +277,11 @@ class Pruned(_Worded):
     def message(self) -> str:
         if self.basis == "sustainable_rate":
             why = f"at its sustainable rate, {self.rate_rps:.3g} req/s per instance, it needs"
+        elif self.basis == "mean_limits":
+            why = (
+                f"its mean limits let one instance serve at most {self.rate_rps:.3g} req/s,"
+                " so it needs"
+            )
         else:
             why = f"it misses a limit at {self.rate_rps:.3g} req/s per instance, so it needs"
         return (

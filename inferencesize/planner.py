@@ -25,9 +25,9 @@ Limits: streaming mode checks every given limit (TTFT, ITL, E2E); sequential mod
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import numpy as np
@@ -69,16 +69,23 @@ from inferencesize.sharing import Share, shares_for, whole_gpus
 from inferencesize.specs import GpuSpec, ModelSpec, SystemSpec
 from inferencesize.specs.scenario import ScenarioSpec
 from inferencesize.transformer import ModelCosts
-from inferencesize.units import SECONDS_PER_DAY
+from inferencesize.units import DEFAULT_ROUTER, SECONDS_PER_DAY, Router
 
 if TYPE_CHECKING:  # imported where searched: the open-loop model loads only when used
-    from inferencesize.openloop import RateSearch
+    from inferencesize.openloop import InstanceSearch
 
 #: Largest multi-node instance considered (in nodes) when nothing fits in one node.
 MAX_NODES_PER_INSTANCE = 8
 
 Mode = Literal["streaming", "sequential"]
 Binding = Literal["ttft", "itl", "e2e", "memory"]
+#: A candidate's search: its operating point and binding limit, or why it cannot serve, with
+#: the instances the search found (0: sized from the operating point's rate) and, open loop,
+#: how it sizes other peaks.
+Searched = (
+    tuple[OperatingPoint | None, Binding, int, "OpenLoopSizing | None"]
+    | tuple[None, RejectReason, int, None]
+)
 
 
 @dataclass(frozen=True)
@@ -175,12 +182,28 @@ class HardwareOption:
 
 
 @dataclass(frozen=True)
-class Plan:
-    """One feasible deployment for the peak."""
+class FixedCapacity:
+    """A candidate's capacity that does not depend on how many instances share the peak
+    (closed-loop clients, static batches): its operating point and binding limit."""
 
-    candidate: Candidate
     point: OperatingPoint
     binding: Binding
+
+    def at(self, n: int, peak_rps: float) -> tuple[OperatingPoint, Binding]:
+        return self.point, self.binding
+
+
+@dataclass(frozen=True)
+class Plan:
+    """One feasible deployment for the peak.
+
+    Its instances, GPUs, servers, power and cost per hour are known when it is made; one
+    instance's capacity (``point``: the most it serves within the limits, and the ``binding``
+    limit there) and what follows from it (``headroom``, ``tokens_per_day``, ``economics``,
+    the cost per million tokens) are worked out when first read (open loop: a rate search a
+    plan that is never shown does not need). Plans are ranked by :func:`rank`."""
+
+    candidate: Candidate
     peak_rps: float
     instances: int
     gpus_per_instance: int
@@ -188,14 +211,34 @@ class Plan:
     servers: int
     gpus_per_node: int
     multi_node: bool
-    headroom: float
-    tokens_per_day: float
     power_watts: float | None
     cost_per_hour_usd: float | None
-    cost_per_million_output_tokens_usd: float | None
     efficiency_source: str
-    economics: PlanEconomics | None = None
+    capacity: FixedCapacity | OpenLoopSizing = field(compare=False, repr=False)
+    isl: float
+    osl: float
+    pricing: Pricing = field(compare=False, repr=False)
+    prefill_one_s: float  # one prompt alone: the input share of GPU time
     trust: str = "datasheet"  # how far its efficiencies were measured (estimate.Resolved)
+
+    @cached_property
+    def _at_capacity(self) -> tuple[OperatingPoint, Binding]:
+        return self.capacity.at(self.instances, self.peak_rps)
+
+    @property
+    def point(self) -> OperatingPoint:
+        """One instance at the most it serves within the limits."""
+        return self._at_capacity[0]
+
+    @property
+    def binding(self) -> Binding:
+        """The limit nearest its bound at that point ("memory": the sustainable rate)."""
+        return self._at_capacity[1]
+
+    @property
+    def sizing(self) -> OpenLoopSizing | None:
+        """Open loop: how the candidate is sized for another peak (None: by its rate)."""
+        return self.capacity if isinstance(self.capacity, OpenLoopSizing) else None
 
     @property
     def rate(self) -> float:
@@ -207,22 +250,58 @@ class Plan:
         return self.instances * self.rate
 
     @property
+    def headroom(self) -> float:
+        return self.capacity_rps / self.peak_rps - 1.0
+
+    @property
+    def tokens_per_day(self) -> float:
+        return self.capacity_rps * self.osl * SECONDS_PER_DAY
+
+    @cached_property
+    def economics(self) -> PlanEconomics:
+        c = self.candidate
+        share = input_share(self.rate, self.prefill_one_s)
+        return _plan_economics(
+            self.pricing, c.gpu, c.system, self.gpus, self.servers, self.gpus_per_node,
+            self.capacity_rps, self.isl, self.osl, share,
+        )  # fmt: skip
+
+    @property
+    def cost_per_million_output_tokens_usd(self) -> float | None:
+        return self.economics.tokens.usd_per_million_output  # the one $/M output tokens
+
+    @property
     def shared(self) -> int:
         """1 when its instances share GPUs (MIG slices, processes): at equal size a plan of
         whole-GPU instances ranks first (simpler to run); 0 otherwise."""
         return int(self.candidate.share is not None)
 
-    def sort_key(self) -> tuple[float, float, float, int, float, str]:
-        cost = self.cost_per_hour_usd if self.cost_per_hour_usd is not None else math.inf
-        return (self.servers, self.gpus, cost, self.shared, -self.headroom, self.candidate.label())
-
-    def objective_key(self, objective: Objective) -> tuple[float, ...]:
-        """Sort key under ``objective`` (servers | gpus | cost | power), whole-GPU instances
-        before shared ones, then headroom."""
+    def prefix(self, objective: Objective = "servers") -> tuple[float, ...]:
+        """What ranks it before any tie-break: servers, GPUs, cost per hour, power in
+        ``objective``'s order (unknown cost or power last), then whole-GPU instances before
+        shared ones (simpler to run)."""
         key = objective_key(
             objective, self.servers, self.gpus, self.cost_per_hour_usd, self.power_watts
         )
-        return (*key, self.shared, -self.headroom)
+        return (*key, self.shared)
+
+    @property
+    def spare(self) -> float:
+        """What breaks a tie: the headroom (closed loop), or the throughput headroom of the
+        instances, instances × sustainable rate / peak − 1 (open loop: known without
+        searching each one's capacity within the limits)."""
+        if self.sizing is None:
+            return self.headroom
+        return self.instances * self.sizing.search.top_rps / self.peak_rps - 1.0
+
+    def sort_key(self, objective: Objective = "servers") -> tuple[Any, ...]:
+        """Its whole rank: :meth:`prefix`, then more :attr:`spare` first, then its label."""
+        return (*self.prefix(objective), -self.spare, self.candidate.label())
+
+
+def rank(plans: Sequence[Plan], objective: Objective = "servers") -> list[Plan]:
+    """``plans`` best first: by :meth:`Plan.sort_key` — the one ranking rule."""
+    return sorted(plans, key=lambda p: p.sort_key(objective))
 
 
 @dataclass(frozen=True)
@@ -517,49 +596,91 @@ def _origin(grids: list[_Grid], flat: int) -> tuple[_Grid, int]:
 LIGHT_LOAD_SHARE = 1e-3
 
 
-def search_rate(
+def search_instances(
     res: Resolved,
     isl: float,
     osl: float,
     limits: Limits,
+    peak_rps: float,
     cv: float = 1.0,
-    search: RateSearch | None = None,
-) -> tuple[OperatingPoint, Binding] | tuple[None, RejectReason]:
-    """Open loop: the highest request rate one in-flight instance serves with every limit met
-    at its statistic (:func:`inferencesize.openloop.max_rate_within`, gamma arrivals with
-    coefficient of variation ``cv``), as an operating point (means, with the percentiles),
-    and the limit that binds it (the one nearest its limit there).
+    router: Router | str = DEFAULT_ROUTER,
+    search: InstanceSearch | None = None,
+) -> Searched:
+    """Open loop: the fewest instances of one in-flight deployment that serve ``peak_rps``
+    behind ``router`` with every limit met at its statistic (fleet arrivals with gap
+    coefficient of variation ``cv``; :class:`inferencesize.openloop.InstanceSearch`), the
+    operating point of one of them at the most it serves within the limits there (means,
+    with the percentiles), and the limit that binds it (the one nearest its limit there).
 
-    Returns (None, reason) when the candidate cannot run, or when even a vanishing rate misses
-    a limit (:class:`~inferencesize.outcomes.LatencyMiss` at the lightest load). ``search``:
-    the candidate's :class:`~inferencesize.openloop.RateSearch` for these limits where a
-    caller has already asked it something (its points are reused; the answer is the same)."""
-    from inferencesize.openloop import RateSearch, max_rate_rps, open_loop
+    Returns (None, reason, 0) when the candidate cannot run, or when even a vanishing rate
+    misses a limit (:class:`~inferencesize.outcomes.LatencyMiss` at the lightest load).
+    ``search``: the candidate's search where a caller has already asked it something (its
+    points are reused; the answer is the same)."""
+    from inferencesize.openloop import InstanceSearch, max_rate_rps, open_loop, steps_of
 
     top = res.max_concurrency
     if top < 1 or res.deployment is None:
         why = unrunnable(res, isl + osl)
         assert why is not None
-        return None, why
+        return None, why, 0, None
     dep = res.deployment
     wanted = limits.open_loop_limits()
-    if wanted and search is None:
-        search = RateSearch(dep, isl, osl, wanted, cv, top)
-    rate = search.highest() if search is not None else 0.0
-    if not wanted:
+    if not wanted:  # no limit: the sustainable rate
         rate = max_rate_rps(dep, isl, osl, max_in_flight=top)
-    if rate <= 0.0:
+        n = instances_for(peak_rps, rate)
+        pt = open_loop(dep, isl, osl, rate * (1.0 - 1e-9), cv=cv, max_in_flight=top)
+        return _open_loop_op(pt, rate, osl), "memory", n, None
+    if search is None:
+        search = InstanceSearch(steps_of(dep, isl, osl, top), wanted, cv, router)
+    n_found = search.fewest(peak_rps)
+    if n_found is None:
         light = LIGHT_LOAD_SHARE * max_rate_rps(dep, isl, osl, max_in_flight=top)
         pt = open_loop(dep, isl, osl, light, cv=cv, max_in_flight=top)
         name, value, limit = max(
             ((n, _at_statistic(pt, n, limits.statistic(n)), lim) for n, lim in limits.active()),
             key=lambda t: t[1] / t[2],
         )
-        return None, LatencyMiss(
-            name, value, limit, at=0, unit="request rate", statistic=limits.statistic(name)
+        return (
+            None,
+            LatencyMiss(
+                name, value, limit, at=0, unit="request rate", statistic=limits.statistic(name)
+            ),
+            0,
+            None,
         )
-    pt = open_loop(dep, isl, osl, rate, cv=cv, max_in_flight=top)
-    op = OperatingPoint(
+    # one instance's capacity there is found when first read (a plan that is shown)
+    return None, "memory", n_found, OpenLoopSizing(search, limits, osl)
+
+
+@dataclass(frozen=True)
+class OpenLoopSizing:
+    """How an open-loop candidate is sized for any peak: its instance search (the count, and
+    one instance's capacity at it) and the limits; a sweep re-sizes a plan with it."""
+
+    search: InstanceSearch
+    limits: Limits
+    osl: float
+
+    def at(self, n: int, peak_rps: float) -> tuple[OperatingPoint, Binding]:
+        """One of ``n`` instances serving ``peak_rps`` at the most it serves within the
+        limits, and the limit that binds it there (none within 1 %: the instance's
+        sustainable rate, "memory")."""
+        rate, pt = self.search.capacity_point(n, peak_rps)
+        op = _open_loop_op(pt, rate, self.osl)
+        limits = self.limits
+        binding: Binding = "memory"
+        ratios = [
+            (_at_statistic(pt, name, limits.statistic(name)) / lim, name)
+            for name, lim in limits.active()
+        ]
+        if ratios and max(ratios)[0] >= 0.99:
+            binding = max(ratios)[1]
+        return op, binding
+
+
+def _open_loop_op(pt: Any, rate: float, osl: float) -> OperatingPoint:
+    """An open-loop point as the planner's operating point."""
+    return OperatingPoint(
         concurrency=pt.in_flight,
         in_flight=pt.in_flight,
         ttft_s=pt.ttft_s,
@@ -575,13 +696,6 @@ def search_rate(
         itl_q=pt.itl_q,
         e2e_q=pt.e2e_q,
     )
-    # the limit nearest its bound there; none near (within 1 %): the instance's sustainable
-    # rate binds (its KV slots and step throughput), reported as "memory"
-    binding: Binding = "memory"
-    ratios = [(_at_statistic(pt, n, limits.statistic(n)) / lim, n) for n, lim in limits.active()]
-    if ratios and max(ratios)[0] >= 0.99:
-        binding = max(ratios)[1]
-    return op, binding
 
 
 def _at_statistic(pt: Any, name: Metric, statistic: str) -> float:
@@ -647,36 +761,40 @@ def _search_sizes(
 def _plan_for(
     cand: Candidate,
     res: Resolved,
-    op: OperatingPoint,
+    op: OperatingPoint | None,
     binding: Binding,
     hw: HardwareOption,
     peak: float,
     isl: float,
     osl: float,
     pricing: Pricing | None = None,
+    instances: int | None = None,
+    sizing: OpenLoopSizing | None = None,
 ) -> Plan:
+    """``cand`` sized for ``peak``: at the rate of ``op`` (its capacity; ``instances`` when
+    given), or open loop at the ``instances`` its ``sizing`` found (``op`` then None: the
+    capacity is found when first read)."""
     per = cand.par.gpus
-    rate = op.requests_per_s
-    instances = instances_for(peak, rate)
+    capacity: FixedCapacity | OpenLoopSizing
+    if sizing is not None:
+        assert instances is not None
+        capacity = sizing
+    else:
+        assert op is not None
+        capacity = FixedCapacity(op, binding)
+        if instances is None:
+            instances = instances_for(peak, op.requests_per_s)
     gpus = whole_gpus(instances, cand.share, per)  # slices of a GPU round up to GPUs
     node = hw.gpus_per_node
     multi = per > node
     pricing = pricing or Pricing()
     packed = pack_servers(gpus, 1, node) if cand.share else pack_servers(instances, per, node)
     servers = packed + pricing.spare_servers  # N + k
-    capacity = instances * rate
     assert res.deployment is not None
-    share = input_share(rate, float(prefill(res.deployment, 1, isl).total_s))
-    econ = _plan_economics(
-        pricing, hw.gpu, hw.system, gpus, servers, node, capacity, isl, osl, share
-    )
-    power = econ.it_watts
-    cost = econ.cost.usd_per_hour if econ.cost is not None else None
-    per_million = econ.tokens.usd_per_million_output  # the one $/M output tokens
+    # power and cost per hour depend on what is paid for, not on the throughput
+    paid = _plan_economics(pricing, hw.gpu, hw.system, gpus, servers, node, peak, isl, osl, 0.0)
     return Plan(
         candidate=cand,
-        point=op,
-        binding=binding,
         peak_rps=peak,
         instances=instances,
         gpus_per_instance=per,
@@ -684,13 +802,14 @@ def _plan_for(
         servers=servers,
         gpus_per_node=node,
         multi_node=multi,
-        headroom=capacity / peak - 1.0,
-        tokens_per_day=capacity * osl * SECONDS_PER_DAY,
-        power_watts=power,
-        cost_per_hour_usd=cost,
-        cost_per_million_output_tokens_usd=per_million,
+        power_watts=paid.it_watts,
+        cost_per_hour_usd=paid.cost.usd_per_hour if paid.cost is not None else None,
         efficiency_source=res.efficiency_source,
-        economics=econ,
+        capacity=capacity,
+        isl=isl,
+        osl=osl,
+        pricing=pricing,
+        prefill_one_s=float(prefill(res.deployment, 1, isl).total_s),
         trust=res.trust,
     )
 
@@ -740,6 +859,7 @@ def plan(
     batch_sizes: Sequence[int] | None = None,
     arrivals: Literal["poisson", "closed-loop"] = "closed-loop",
     cv: float = 1.0,
+    router: Router | str = DEFAULT_ROUTER,
     prune: bool = False,
     share_gpus: bool = False,
 ) -> PlanResult:
@@ -783,7 +903,7 @@ def plan(
     require_figure(objective, pricing or Pricing(), hardware)  # never a silent fallback
     feasible: list[Plan] = []
     rejected: list[Rejected] = []
-    searched: dict[Any, tuple[OperatingPoint, Binding] | tuple[None, RejectReason]] = {}
+    searched: dict[Any, Searched] = {}
     # what was searched, per hardware option: precisions, split labels, splits enumerated
     explicit = {"tp": bool(tps), "pp": bool(pps), "ep": bool(eps), "dp": bool(dps)}
     tried_precisions: list[dict[str, None]] = [{} for _ in options]
@@ -830,7 +950,7 @@ def plan(
         cand: Candidate,
         hw: HardwareOption,
         res: Resolved | None = None,
-        search: RateSearch | None = None,
+        search: InstanceSearch | None = None,
     ) -> None:
         if res is None:
             res = est.resolve(cand, isl + osl)
@@ -840,6 +960,7 @@ def plan(
                 return
         # The same instance on another package of the same GPU (a DGX and its bare GPU)
         # has the same deployment: search it once.
+        found: Searched | None
         try:
             key: Any = (res.deployment, res.max_concurrency)
             found = searched.get(key)
@@ -847,14 +968,23 @@ def plan(
             key, found = None, None
         if found is None:
             if open_loop:
-                found = search_rate(res, isl, osl, limits, cv, search)
+                found = search_instances(res, isl, osl, limits, peak_rps, cv, router, search)
             else:
-                found = search_point(res, isl, osl, limits, batching, batch_sizes)
+                closed = search_point(res, isl, osl, limits, batching, batch_sizes)
+                found = (
+                    (closed[0], closed[1], 0, None)
+                    if closed[0] is not None
+                    else (None, closed[1], 0, None)
+                )
             if key is not None:
                 searched[key] = found
-        op, why = found
-        if op is not None and isinstance(why, str):
-            feasible.append(_plan_for(cand, res, op, why, hw, peak_rps, isl, osl, pricing))
+        op, why, count, sizing = found
+        if isinstance(why, str):
+            feasible.append(
+                _plan_for(
+                    cand, res, op, why, hw, peak_rps, isl, osl, pricing, count or None, sizing
+                )
+            )
             return
         assert not isinstance(why, str)
         nearest = None
@@ -872,15 +1002,10 @@ def plan(
     sharing = share_gpus and not dps and all(not d or 1 in d for d in (tps, pps, eps))
     kept = 1 + max(top, 0)  # the plans a pruned candidate must not be able to beat
     wanted = limits.open_loop_limits()
-    searches: dict[Any, RateSearch] = {}  # per deployment, like ``searched``
+    searches: dict[Any, InstanceSearch] = {}  # per deployment, like ``searched``
     answered: list[float] = []  # answers so far, as shares of their sustainable rates
 
-    def ranked(p: Plan) -> tuple[Any, ...]:
-        if objective == "servers":
-            return p.sort_key()
-        return (*p.objective_key(objective), p.candidate.label())
-
-    def sizing(cand: Candidate, res: Resolved, hw: HardwareOption, n: int) -> Plan:
+    def placeholder(cand: Candidate, res: Resolved, hw: HardwareOption, n: int) -> Plan:
         """``cand`` sized at ``n`` instances (the plan's own sizing at a rate that needs n):
         its servers, GPUs, cost and power; its operating point is a placeholder."""
         at = OperatingPoint(0.0, 0.0, 0.0, 0.0, 0.0, peak_rps / n, 0.0, 0.0, 0.0, None, None)
@@ -889,12 +1014,12 @@ def plan(
     def sized(cand: Candidate, res: Resolved, hw: HardwareOption, n: int) -> tuple[float, ...]:
         """The ranking prefix (servers, GPUs, cost, power in ``objective``'s order) of
         ``cand`` at ``n`` instances."""
-        return sizing(cand, res, hw, n).objective_key(objective)[:-1]
+        return placeholder(cand, res, hw, n).prefix(objective)[:-1]
 
     def prune_one(
         cand: Candidate, res: Resolved, hw: HardwareOption, basis: Any, rate: float, n: int
     ) -> None:
-        at = sizing(cand, res, hw, n)
+        at = placeholder(cand, res, hw, n)
         rejected.append(Rejected(cand.label(), Pruned(basis, rate, n, at.gpus, at.servers)))
 
     def most(cand: Candidate, res: Resolved, hw: HardwareOption, n: int, bar: Any) -> int | None:
@@ -914,7 +1039,7 @@ def plan(
 
     def _bound_and_search(queue: list[tuple[Candidate, HardwareOption]]) -> None:
         """Branch and bound over ``queue`` (``prune`` in :func:`plan`)."""
-        from inferencesize.openloop import RateSearch, max_rate_rps
+        from inferencesize.openloop import InstanceSearch, rate_bound, steps_of
 
         bounds = []
         for order, (cand, hw) in enumerate(queue):
@@ -924,15 +1049,17 @@ def plan(
                 rejected.append(Rejected(cand.label(), cannot))
                 continue
             assert res.deployment is not None
-            cap = max_rate_rps(res.deployment, isl, osl, max_in_flight=res.max_concurrency)
-            fewest = instances_for(peak_rps, cap)
-            bounds.append((sized(cand, res, hw, fewest), order, cand, hw, res, cap, fewest))
+            st = steps_of(res.deployment, isl, osl, res.max_concurrency)
+            cap = rate_bound(st, wanted)  # the sustainable rate, or less under mean limits
+            fewest = instances_for(peak_rps, cap) if cap > 0 else 1 << 40
+            bounds.append((sized(cand, res, hw, fewest), order, cand, hw, res, cap, fewest, st))
         bounds.sort(key=lambda b: (b[0], b[1]))
-        for low, _, cand, hw, res, cap, fewest in bounds:
-            best = sorted(feasible, key=ranked)[:kept]
-            bar = best[-1].objective_key(objective)[:-1] if len(best) == kept else None
+        for low, _, cand, hw, res, cap, fewest, st in bounds:
+            best = sorted(p.prefix(objective)[:-1] for p in feasible)[:kept]
+            bar = best[-1] if len(best) == kept else None
             if bar is not None and low > bar:
-                prune_one(cand, res, hw, "sustainable_rate", cap, fewest)
+                basis = "sustainable_rate" if cap >= st.max_rate_rps else "mean_limits"
+                prune_one(cand, res, hw, basis, cap, fewest)
                 continue
             key = (res.deployment, res.max_concurrency)
             search = searches.get(key)
@@ -940,19 +1067,16 @@ def plan(
                 # the first point where the answers so far lie (their median share of the
                 # sustainable rate): fewer points, the same answer
                 start = float(np.median(answered)) if answered else 0.5
-                assert res.deployment is not None
-                search = RateSearch(
-                    res.deployment, isl, osl, wanted, cv, res.max_concurrency, start=start
-                )
+                search = InstanceSearch(st, wanted, cv, router, start=start)
                 searches[key] = search
             n = most(cand, res, hw, fewest, bar) if bar is not None and search else None
             need = peak_rps / (n + RATE_SLACK) if n is not None else 0.0
-            if search is not None and n is not None and not search.meets(need):
+            if search is not None and n is not None and not search.meets(peak_rps, n):
                 prune_one(cand, res, hw, "limits", need, n + 1)
                 continue
             _evaluate(cand, hw, res, search)
-            if search is not None and search.highest() > 0:
-                answered.append(search.highest() / search.top_rps)
+            if search is not None and search.answer_share > 0:
+                answered.append(search.answer_share)
 
     run(multi_node=False)
     multi_node = not feasible
@@ -968,10 +1092,7 @@ def plan(
         rejected_by_kind=count_kinds(rejected),
         multi_node=multi_node,
     )
-    if objective == "servers":
-        feasible.sort(key=Plan.sort_key)
-    else:
-        feasible.sort(key=lambda p: (*p.objective_key(objective), p.candidate.label()))
+    feasible = rank(feasible, objective)
     chosen = feasible[0] if feasible else None
     alternatives = feasible[1 : 1 + max(top, 0)]
     nearest = None if chosen else _nearest_miss(rejected, limits)
@@ -1023,17 +1144,21 @@ def at_peak(
     est: Estimator,
     pricing: Pricing | None = None,
 ) -> Plan:
-    """The same candidate and operating point sized for another peak (arithmetic only).
-
-    Feasibility and the operating point do not depend on the peak, so a sweep plans once per
-    workload and re-sizes each plan for every traffic level.
-    """
+    """The same candidate sized for another peak: arithmetic on its operating point, or, open
+    loop, its instance search for that peak (a router's arrivals depend on the fleet size; the
+    search's nodes are shared by every peak). Feasibility does not depend on the peak, so a
+    sweep plans once per workload and re-sizes each plan for every traffic level. None when
+    the candidate cannot serve that peak (open loop only: it always can)."""
     if peak_rps <= 0:
         raise ValueError(f"peak_rps must be > 0 (got {peak_rps})")
     c = p.candidate
     res = est.resolve(c, isl + osl)  # cached: the deployment the plan was made with
     hw = HardwareOption(c.gpu, c.system)
-    return _plan_for(c, res, p.point, p.binding, hw, peak_rps, isl, osl, pricing)
+    if p.sizing is None:
+        return _plan_for(c, res, p.point, p.binding, hw, peak_rps, isl, osl, pricing)
+    n = p.sizing.search.fewest(peak_rps)
+    assert n is not None  # feasible at one peak: a request alone meets the limits
+    return _plan_for(c, res, None, "memory", hw, peak_rps, isl, osl, pricing, n, p.sizing)
 
 
 class Lookup(Protocol):
@@ -1068,5 +1193,6 @@ def plan_scenario(
         batch_sizes=s.batch_sizes,
         arrivals=s.arrivals,
         cv=s.cv,
+        router=s.router,
         **options,
     )

@@ -50,7 +50,7 @@ from inferencesize.specs.scenario import DEFAULT_HARDWARE, MAX_CV, Pool, Scenari
 from inferencesize.specs.techniques import TechniquesSpec
 from inferencesize.techniques import Speculative, Techniques, mtp_costs
 from inferencesize.transformer import model_costs
-from inferencesize.units import PRECISIONS, tokens_from_words
+from inferencesize.units import DEFAULT_ROUTER, PRECISIONS, tokens_from_words
 
 if TYPE_CHECKING:  # imported by the methods that need them
     from inferencesize.daily import DailyPlan
@@ -576,8 +576,17 @@ class Study:
         s = self.spec
         cv = s.cv if s.arrivals == "poisson" else 1.0
         replay = self.trace.at_rate(p.peak_rps) if self.trace is not None else None
+        router = s.router if s.arrivals == "poisson" else DEFAULT_ROUTER
         return verify_plan(
-            self.estimator, p, self.isl, self.osl, self.limits, s.batching, cv, replay=replay
+            self.estimator,
+            p,
+            self.isl,
+            self.osl,
+            self.limits,
+            s.batching,
+            cv,
+            replay=replay,
+            router=router,
         )
 
     def rate_curves(self, result: PlanResult, max_curves: int = 6) -> list[LabelledCurve]:
@@ -656,13 +665,15 @@ class Study:
         return Sweeper(self.estimator, self.catalog, configure=configure)
 
     def base(self) -> dict[str, Any]:
-        """The scenario as the mapping a sweep varies: arrivals and cv only where stated (a
-        grid point that varies batching, pools or the traffic gets its own default arrivals)."""
+        """The scenario as the mapping a sweep varies: arrivals, cv and router only where stated
+        (a grid point that varies batching, pools or the traffic gets its own default
+        arrivals)."""
         data = self.spec.model_dump(by_alias=True, exclude_none=True)
         if self.origins.get("arrivals") == "default":
             data.pop("arrivals", None)
-        if "cv" not in self.spec.model_fields_set:
-            data.pop("cv", None)
+        for name in ("cv", "router"):
+            if name not in self.spec.model_fields_set:
+                data.pop(name, None)
         return data
 
 

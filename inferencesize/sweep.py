@@ -38,6 +38,7 @@ from inferencesize.planner import (
     PlanResult,
     at_peak,
     plan_scenario,
+    rank,
 )
 from inferencesize.specs.scenario import ScenarioSpec
 from inferencesize.traffic import peak_rps
@@ -342,12 +343,23 @@ def _invalid(err: ValidationError) -> str:
 
 
 def choose(feasible: Sequence[Plan], peaks: Any) -> Any:
-    """Index of the chosen plan for every peak: the planner's ranking (servers, GPUs, cost,
-    whole-GPU instances before shared ones, −headroom, label) with its sizing arithmetic
-    (:mod:`inferencesize.packing`; instances sharing a GPU take ceil(n / per GPU) GPUs), for
-    all peaks at once."""
+    """Index of the chosen plan for every peak: the planner's ranking (:func:`rank`: servers,
+    GPUs, cost, whole-GPU instances before shared ones, more spare capacity, label) with its
+    sizing arithmetic (:mod:`inferencesize.packing`; instances sharing a GPU take
+    ceil(n / per GPU) GPUs), for all peaks at once. A closed-loop plan's instances follow from
+    its rate; an open-loop plan's from its instance search at each peak (a router's effect
+    depends on the fleet size)."""
     peak = np.asarray(peaks, dtype=float)[:, None]
-    rate = np.array([p.rate for p in feasible])[None, :]
+    shape = (peak.size, len(feasible))
+    inst = np.empty(shape)
+    for j, p in enumerate(feasible):
+        if p.sizing is None:
+            inst[:, j] = instances_needed(peak[:, 0], p.rate, 1.0)
+            continue
+        for i, pk in enumerate(peak[:, 0]):
+            n = p.sizing.search.fewest(float(pk))
+            assert n is not None  # feasible at one peak: at every peak
+            inst[i, j] = n
     per = np.array([p.gpus_per_instance for p in feasible])[None, :]
     node = np.array([p.gpus_per_node for p in feasible])[None, :]
     price = np.array(
@@ -357,19 +369,19 @@ def choose(feasible: Sequence[Plan], peaks: Any) -> Any:
         ]
     )[None, :]
     labels = [p.candidate.label() for p in feasible]
-    label_rank = np.argsort(np.argsort(np.array(labels)))[None, :]
+    label_rank = np.broadcast_to(np.argsort(np.argsort(np.array(labels)))[None, :], shape)
     per_gpu = np.array([p.candidate.share.per_gpu if p.candidate.share else 1 for p in feasible])
-    shared = np.array([p.candidate.share is not None for p in feasible])[None, :]
-    inst = instances_needed(peak, rate, 1.0)
+    shared = np.broadcast_to(np.array([p.candidate.share is not None for p in feasible]), shape)
     groups = np.ceil(inst / per_gpu[None, :])  # GPUs (GPU groups) the instances occupy
-    gpus = groups * per
-    servers = servers_needed(groups, per, node)
-    cost = np.where(np.isinf(price), np.inf, price * gpus)
-    headroom = inst * rate / peak - 1.0
-    shape = servers.shape
-    ranked = (label_rank, -headroom, shared, cost, gpus, servers)
-    keys = [np.broadcast_to(k, shape) for k in ranked]
-    return np.lexsort(keys, axis=-1)[:, 0]
+    gpus = np.broadcast_to(groups * per, shape)
+    servers = np.broadcast_to(servers_needed(groups, per, node), shape)
+    cost = np.broadcast_to(np.where(np.isinf(price), np.inf, price * gpus), shape)
+    spare = np.empty(shape)  # Plan.spare: headroom, or the throughput headroom (open loop)
+    for j, p in enumerate(feasible):
+        rate = p.rate if p.sizing is None else p.sizing.search.top_rps
+        spare[:, j] = inst[:, j] * rate / peak[:, 0] - 1.0
+    first = np.lexsort((label_rank, -spare, shared, cost, gpus, servers), axis=-1)[:, 0]
+    return first
 
 
 @dataclass
@@ -468,12 +480,5 @@ class Sweeper:
                     at_peak(p, pk, s.input_tokens, s.output_tokens, est, pricing)
                     for p in result.feasible
                 ]
-                best = min(
-                    sized,
-                    key=lambda p: (
-                        (*p.objective_key(objective), p.candidate.label())
-                        if objective != "servers"
-                        else p.sort_key()
-                    ),
-                )
+                best = rank(sized, objective)[0]
             yield Row(first + i, dict(values), s, pk, best, best.binding, None)

@@ -111,7 +111,7 @@ def frontier_command(
         f" · {'/'.join(precisions)} · {spec.batching}"
     )
     if fr.open_loop:
-        gaps = "Poisson" if spec.cv == 1.0 else f"gamma (cv {spec.cv:g})"
+        gaps = report.gaps_text(spec.cv)
         heading += f" · {gaps} arrivals, latencies at {render.stats_text(fr)}"
     chosen = render.order(fr, np.ones(fr.size, dtype=bool) if all_points else fr.on_frontier)
     if plot is not None:

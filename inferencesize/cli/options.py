@@ -29,7 +29,7 @@ from inferencesize.specs.scenario import (
     MAX_TOKENS_PER_DAY,
 )
 from inferencesize.study import Study, nest, resolve
-from inferencesize.units import PRECISIONS, Batching
+from inferencesize.units import PRECISIONS, Batching, Router
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -209,7 +209,16 @@ def arrival_options(
         float | None,
         typer.Option(
             metavar="CV",
-            help="Poisson arrivals: coefficient of variation of the gaps (1 Poisson, >1 burstier).",
+            help="Arrivals at a rate: coefficient of variation of the gaps (1 Poisson, 0 evenly"
+            " spaced, >1 burstier), 0–10.",
+        ),
+    ] = None,
+    router: Annotated[
+        Router | None,
+        typer.Option(
+            help="How requests at a rate reach the instances: least-loaded (default: the one"
+            " with the fewest requests outstanding, as production routers do), round-robin,"
+            " or random.",
         ),
     ] = None,
     latency_stat: Annotated[
@@ -646,6 +655,7 @@ FLAGS: dict[str, tuple[str, Callable[[Any, str], Any]]] = {
     "percentile": ("percentile", _SHARE),
     "arrivals": ("arrivals", _same),
     "cv": ("cv", _real(0.0, MAX_CV)),
+    "router": ("router", _same),
     "latency_stat": ("latency_stat", _same),
     "trace": ("trace", lambda v, f: str(v)),
     "batch_sizes": ("batch_sizes", _batch_sizes),
@@ -697,6 +707,7 @@ NOT_OFFLINE = (
     "e2e_ms",
     "arrivals",
     "cv",
+    "router",
     "latency_stat",
     "trace",
 )

@@ -189,7 +189,7 @@ def estimate(
     if rate is not None and batching != Batching.INFLIGHT:
         raise UsageError("--rate models in-flight batching: drop --batching static")
     if cv is not None:
-        finite(cv, "--cv", 0.0, MAX_CV, above=True)
+        finite(cv, "--cv", 0.0, MAX_CV)
     if disaggregated:
         _disaggregated(ctx, prefill, decode)
         estimate_disaggregated(
@@ -223,7 +223,7 @@ def estimate(
     est, eset = point.estimator, point.efficiency
     res = est.resolve(cand, isl + osl)
     if rate is not None:
-        arrivals = "Poisson" if cv is None or cv == 1.0 else f"gamma (cv {cv:g})"
+        arrivals = report.gaps_text(1.0 if cv is None else cv)
         rec = rate_record(res, isl, osl, rate, 1.0 if cv is None else cv, eset.engine)
         title = (
             f"{cand.model.id} on {cand.label()} · ISL {isl} · OSL {osl} · inflight · "

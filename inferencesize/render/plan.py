@@ -12,6 +12,7 @@ from dataclasses import asdict
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Protocol
 
+from inferencesize import report
 from inferencesize.estimate import Estimator
 from inferencesize.outcomes import Rejected
 from inferencesize.planner import Plan, PlanResult
@@ -241,6 +242,7 @@ def question_record(study: Study) -> dict[str, Any]:
         "objective": s.objective,
         "arrivals": "trace" if study.trace is not None else s.arrivals,
         "cv": s.cv if s.arrivals == "poisson" else None,
+        "router": str(s.router) if s.arrivals == "poisson" else None,
         "trace": trace_record(study.trace) if study.trace is not None else None,
         "statistics": dict(zip(("ttft", "itl", "e2e"), s.statistics, strict=True)),
         "origins": dict(study.origins),
@@ -484,7 +486,7 @@ def verify_record(
     ``trace``: the file whose requests were replayed."""
     from inferencesize.planner import pack_servers
 
-    arrivals = "Poisson" if v.cv == 1.0 else f"gamma (cv {v.cv:g})"
+    arrivals = report.gaps_text(v.cv)
     if trace is not None:
         arrivals = f"trace {trace} replayed at"
 
@@ -504,7 +506,8 @@ def verify_record(
 
     found = v.found
     return {
-        "arrivals": f"{arrivals} {p.peak_rps:g} req/s (peak), least-loaded balancer",
+        "arrivals": f"{arrivals} {p.peak_rps:g} req/s (peak), {v.router} router",
+        "router": v.router,
         "requests": v.requests,
         "seed": v.seed,
         "statistics": dict(zip(("ttft", "itl", "e2e"), v.statistics, strict=True)),

@@ -143,8 +143,11 @@ def arrivals_text(rec: dict[str, Any]) -> str:
         return f"arrivals of trace {t['file']} (gaps cv {t['cv']:.3g})"
     if rec.get("arrivals") != "poisson":
         return "closed-loop clients"
-    cv = rec.get("cv") or 1.0
-    return "Poisson arrivals" if cv == 1.0 else f"gamma arrivals (cv {cv:g})"
+    cv = rec.get("cv")
+    cv = 1.0 if cv is None else cv
+    gaps = report.gaps_text(cv)
+    router = rec.get("router")
+    return f"{gaps} arrivals, {router} router" if router else f"{gaps} arrivals"
 
 
 def _offline_rows(rec: dict[str, Any]) -> list[tuple[str, str]]:

@@ -28,7 +28,7 @@ from inferencesize.specs.economics import (
     Users,
 )
 from inferencesize.specs.techniques import TechniquesSpec
-from inferencesize.units import PRECISIONS, tokens_from_words
+from inferencesize.units import DEFAULT_ROUTER, PRECISIONS, Router, tokens_from_words
 
 Auto = Literal["auto"]
 #: The statistic a latency limit is stated at: the mean or a percentile over requests.
@@ -186,10 +186,16 @@ class ScenarioSpec(Spec):
         " mean ISL and OSL, its mean rate (unless mean_rps or peak_rps is stated) and its gaps'"
         " cv; plan --verify replays it. A path relative to the scenario file",
     )
-    cv: Annotated[float, Field(gt=0, le=MAX_CV)] = Field(
+    cv: Annotated[float, Field(ge=0, le=MAX_CV)] = Field(
         default=1.0,
-        description="coefficient of variation of inter-arrival times: 1 Poisson, near 0 a"
-        " steady rate, above 1 burstier (gamma)",
+        description="coefficient of variation of inter-arrival times: 1 Poisson, 0 a steady"
+        " rate, above 1 burstier (gamma)",
+    )
+    router: Router = Field(
+        default=DEFAULT_ROUTER,
+        description="how requests at a rate are spread over the instances: least-loaded"
+        " (default: to the instance with the fewest requests outstanding, as production"
+        " routers do), round-robin, or random",
     )
     latency_stat: Statistic = Field(
         default="mean", description="statistic of TTFT, ITL and E2E that the limits hold"
@@ -293,6 +299,8 @@ class ScenarioSpec(Spec):
         if data.get("trace") is not None and (only or stated == "closed-loop"):
             why = only or "closed-loop clients have no arrival times"
             raise ValueError(f"trace: its requests arrive at a rate, but {why}; drop trace")
+        if only and data.get("router") is not None:
+            raise ValueError(f"router: spreads requests at a rate, but {only}; drop router")
         if stated is None:
             if "offline" in only and data.get("cv") is not None:
                 raise ValueError(f"offline: {only}; drop cv")
@@ -305,6 +313,11 @@ class ScenarioSpec(Spec):
             raise ValueError(
                 "cv: describes arrivals at a rate; closed-loop clients have none"
                 " (drop cv, or state arrivals: poisson)"
+            )
+        if stated == "closed-loop" and data.get("router") is not None:
+            raise ValueError(
+                "router: spreads requests at a rate; closed-loop clients are spread evenly"
+                " (drop router, or state arrivals: poisson)"
             )
         return data
 
