@@ -6,16 +6,17 @@ the FP8 weights take more than half a DGX H100's memory), it runs
 
     infersize plan --model M --hardware HW --precision fp8 --isl 1000 --osl 200
         --arrivals poisson --latency-stat p99 --ttft-ms 2000 --itl-ms 100
-        --peak-rps R --verify --format json
+        --peak-rps R --router ROUTER --verify --format json
 
-in-process, with a moderate peak R: about six times what one instance of the smallest split
+in-process, for each router (least-loaded, random, round-robin; the simulator routes the same
+way), with a moderate peak R: about six times what one instance of the smallest split
 that fits sustains (so the plan needs several instances and a one-instance difference is
 ~10 %). ``--verify`` searches the instance count again with the discrete-event simulator
 (both directions from the analytic count, each limit at its p99 over the simulated requests).
 It prints, per model, the chosen split, the analytic and simulated instance counts, their
-servers, and whether they agree within one instance or 10 %, then how many agree.
+servers, and whether they agree within one instance or 10 %, then how many agree per router.
 
-Run: python benchmarks/openloop_verify.py [--models a,b,...] [--json FILE]
+Run: python benchmarks/openloop_verify.py [--models a,b,...] [--routers r1,r2] [--json FILE]
 Exit 0 when every model agrees, 2 when one does not, 1 when a command fails.
 """
 
@@ -74,17 +75,17 @@ def moderate_peak(catalog: Any, model: Any, hw: str) -> float | None:
     return None
 
 
-def run(catalog: Any, model_id: str, runner: CliRunner) -> dict[str, Any]:
+def run(catalog: Any, model_id: str, runner: CliRunner, router: str) -> dict[str, Any]:
     model = catalog.model(model_id)
     hw = hardware_for(catalog, model)
     peak = moderate_peak(catalog, model, hw)
-    row: dict[str, Any] = {"model": model_id, "hardware": hw, "peak_rps": peak}
+    row: dict[str, Any] = {"model": model_id, "hardware": hw, "peak_rps": peak, "router": router}
     if peak is None:
         return {**row, "error": "no FP8 split runs"}
     args = [
         "plan", "--model", model_id, "--hardware", hw, "--precision", "fp8",
         "--isl", str(ISL), "--osl", str(OSL), "--arrivals", "poisson", *LIMITS,
-        "--peak-rps", f"{peak:g}", "--verify", "--format", "json",
+        "--peak-rps", f"{peak:g}", "--router", router, "--verify", "--format", "json",
     ]  # fmt: skip
     start = time.perf_counter()
     result = runner.invoke(app, args)
@@ -112,6 +113,11 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--models", help="comma list of model ids (default: every shipped model)")
     ap.add_argument("--json", type=Path, help="also write the rows to this JSON file")
+    ap.add_argument(
+        "--routers",
+        default="least-loaded,random,round-robin",
+        help="comma list of routers (default: all three)",
+    )
     args = ap.parse_args()
     ids = (
         [m.strip() for m in args.models.split(",") if m.strip()]
@@ -121,35 +127,47 @@ def main() -> int:
     runner = CliRunner()
     catalog = load_catalog()
     rows = []
-    head = (
-        f"{'model':26} {'hardware':9} {'peak':>7} {'split':12} {'N plan':>6} {'N sim':>6}"
-        f" {'servers':>9} {'agree':>6} {'s':>6}"
-    )
-    print(head)
-    for mid in ids:
-        try:
-            r = run(catalog, mid, runner)
-        except Exception as err:  # a model the catalog or the planner cannot take: its row says
-            r = {"model": mid, "hardware": "-", "error": f"{type(err).__name__}: {err}"[:200]}
-        rows.append(r)
-        if "error" in r:
-            print(f"{mid:26} {r['hardware']:9} error: {r['error']}")
-            continue
-        servers = f"{r['analytic_servers']}/{r['simulated_servers']}"
-        print(
-            f"{mid:26} {r['hardware']:9} {r['peak_rps']:7g} {r['split']:12} {r['analytic']:6d}"
-            f" {r['simulated']:6d} {servers:>9} {'yes' if r['agrees'] else 'NO':>6}"
-            f" {r['seconds']:6.1f}",
-            flush=True,
+    summary = []
+    for router in [r.strip() for r in args.routers.split(",") if r.strip()]:
+        print(f"\nrouter: {router}")
+        head = (
+            f"{'model':26} {'hardware':9} {'peak':>7} {'split':12} {'N plan':>6} {'N sim':>6}"
+            f" {'servers':>9} {'agree':>6} {'s':>6}"
         )
+        print(head)
+        part = []
+        for mid in ids:
+            try:
+                r = run(catalog, mid, runner, router)
+            except Exception as err:  # the catalog or the planner cannot take it: its row says
+                r = {"model": mid, "hardware": "-", "router": router}
+                r["error"] = f"{type(err).__name__}: {err}"[:200]
+            part.append(r)
+            if "error" in r:
+                print(f"{mid:26} {r['hardware']:9} error: {r['error']}")
+                continue
+            servers = f"{r['analytic_servers']}/{r['simulated_servers']}"
+            print(
+                f"{mid:26} {r['hardware']:9} {r['peak_rps']:7g} {r['split']:12}"
+                f" {r['analytic']:6d} {r['simulated']:6d} {servers:>9}"
+                f" {'yes' if r['agrees'] else 'NO':>6} {r['seconds']:6.1f}",
+                flush=True,
+            )
+        rows += part
+        done = [r for r in part if "error" not in r]
+        agree = sum(1 for r in done if r["agrees"])
+        deltas = sorted((r["simulated"] - r["analytic"]) / r["analytic"] for r in done)
+        line = (
+            f"{router}: {agree} of {len(done)} models agree within one instance or 10 %"
+            f" ({len(part) - len(done)} failed); median (sim − analytic)/analytic"
+            f" {deltas[len(deltas) // 2] if deltas else math.nan:+.1%}, range"
+            f" {deltas[0] if deltas else math.nan:+.1%} … {deltas[-1] if deltas else math.nan:+.1%}"
+        )
+        summary.append(line)
+    print()
+    print("\n".join(summary))
     done = [r for r in rows if "error" not in r]
     agree = sum(1 for r in done if r["agrees"])
-    deltas = [abs(r["simulated"] - r["analytic"]) / r["analytic"] for r in done]
-    print(
-        f"{agree} of {len(done)} models agree within one instance or 10 %"
-        f" ({len(rows) - len(done)} failed); median |ΔN|/N"
-        f" {sorted(deltas)[len(deltas) // 2] if deltas else math.nan:.1%}"
-    )
     if args.json:
         args.json.write_text(json.dumps(rows, indent=1) + "\n", encoding="utf-8")
     if len(done) < len(rows):

@@ -665,7 +665,7 @@ class OpenLoopSizing:
         """One of ``n`` instances serving ``peak_rps`` at the most it serves within the
         limits, and the limit that binds it there (none within 1 %: the instance's
         sustainable rate, "memory")."""
-        rate, pt = self.search.capacity_point(n, peak_rps)
+        rate, pt = self.search.capacity_point(n)
         op = _open_loop_op(pt, rate, self.osl)
         limits = self.limits
         binding: Binding = "memory"

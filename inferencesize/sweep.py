@@ -356,6 +356,7 @@ def choose(feasible: Sequence[Plan], peaks: Any) -> Any:
         if p.sizing is None:
             inst[:, j] = instances_needed(peak[:, 0], p.rate, 1.0)
             continue
+        p.sizing.search.closed = True  # many peaks: each node's search closed once
         for i, pk in enumerate(peak[:, 0]):
             n = p.sizing.search.fewest(float(pk))
             assert n is not None  # feasible at one peak: at every peak

@@ -155,8 +155,6 @@ def workload(
     osl_a = lengths(rng, requests, osl, jitter * osl)
     if cv == 1.0:
         times = poisson_arrivals(rng, requests, rate_rps)
-    elif cv == 0.0:
-        times = np.arange(1, requests + 1, dtype=float) / rate_rps
     else:
         times = gamma_arrivals(rng, requests, rate_rps, cv)
     return Workload(isl_a, osl_a, times)

@@ -444,7 +444,7 @@ BOUNDS: dict[str, Bound] = {
     "--tokens-per-day": Bound(0, MAX_TOKENS_PER_DAY, above=True),
     "--seed": Bound(0, 2**63 - 1),
     "--rate": Bound(0, MAX_RPS, above=True),
-    "--cv": Bound(0, MAX_CV, above=True),  # plan, estimate --rate, simulate, frontier
+    "--cv": Bound(0, MAX_CV),  # plan, estimate --rate, simulate, frontier (0: evenly spaced)
     "--isl-stddev": Bound(0, MAX_TOKENS),
     "--osl-stddev": Bound(0, MAX_TOKENS),
     "--max-queue-delay-ms": Bound(0, 1e9),

@@ -337,7 +337,13 @@ def point(
     itl: Mixture | None = None
     if dec is not None and (dec.full > 1e-9 or "itl" in tables or "e2e" in tables):
         # (the per-request ITL distribution: for its tables and for the KV slot wait)
-        full_itl = st.slots / (top * steps)  # Little at saturation: every slot held
+        # no more than with every slot held: at the sustainable rate (Little), or here, a
+        # step of the full batch stretched by this rate's prompt steps (fewer prompts a step
+        # than at saturation can take more time per request: MoE prompt steps read the experts)
+        full_itl = max(
+            st.slots / (top * steps),
+            float(st.decode_s[st.slots]) / max(1.0 - ch.prefill_share, 1e-9),
+        )
         itl = itl_mixture(st, arr, ch, dec, max(full_itl, dec.life_s / steps), idc_itl)
     if dec is not None and itl is not None and dec.full > 1e-9:
         # slots full: GI/G/c in heavy traffic (Allen–Cunneen), the c slots draining at λ_max:

@@ -311,7 +311,9 @@ def decode(
     if gamma is None:
         gamma = 1.0 / (1.0 - prefill_share)
     overall = mean_b + (gamma - 1.0) * gamma * burst
-    overall = min(max(overall, 0.0), float(st.slots))
+    # smooth arrivals (burst < 0) thin the batch in prompt steps, never below half of it (the
+    # linear correction runs away where prompt steps take nearly all the time)
+    overall = min(max(overall, 0.5 * mean_b), float(st.slots))
     return Decode(pmf, overall / rate, beta, gamma, level, beta_seen, mu)
 
 
@@ -350,6 +352,8 @@ def itl_mixture(
             size *= 2
         pa = work / span * Counts(arr, size).own(span)
         lives = span
+    elif mean_a * idc_a * per_arrival**2 <= (1e-9 * life) ** 2:  # no interruption varies it
+        lives, pa = np.array([life]), np.array([1.0])
     else:  # many arrivals: the busy period is inverse Gaussian (first passage with drift)
         var = mean_a * idc_a * per_arrival**2
         shape = life**3 / var

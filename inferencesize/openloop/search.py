@@ -104,6 +104,8 @@ class RateSearch:
         self._warm: list[tuple[float, Warm]] = []  # (rate, where its fixed point ended)
         #: The points solved, by rate (percentiles of the limited metrics only).
         self.points: dict[float, OpenLoopPoint] = {}
+        #: The highest rate solved that meets every limit (0: none yet).
+        self.met = 0.0
         self._start = min(max(start, _VANISHING), 1.0 - rel_tol)
         self.top_rps = self._st.max_rate_rps
         self._log_step = math.log1p(rel_tol)
@@ -251,6 +253,7 @@ class RateSearch:
             self._seen.append((rho / (1.0 - rho), ratios))
         ok = max(ratios, default=0.0) <= 1.0
         if ok:
+            self.met = max(self.met, rate)
             self._meets_j = min(self._meets_j, math.ceil(x - 1e-9))
         else:
             self._miss_j = max(self._miss_j, math.floor(x + 1e-9))
@@ -355,6 +358,10 @@ class InstanceSearch:
         self.start = start
         self.top_rps = st.max_rate_rps
         self._searches: dict[int, RateSearch] = {}
+        #: Close each node's search on its grid before judging a count there: a few points
+        #: more per node, then every count of every peak is judged from its bracket (a sweep
+        #: of many peaks); a plan judges a count or two and does not.
+        self.closed = False
 
     def search(self, n: int) -> RateSearch:
         """The rate search of the node at or below ``n`` instances."""
@@ -392,7 +399,10 @@ class InstanceSearch:
         rate = peak_rps / (n + _RATE_SLACK)
         if rate >= self.top_rps:
             return False
-        return self.search(n).meets(rate)
+        search = self.search(n)
+        if self.closed:
+            search.highest()
+        return search.meets(rate)
 
     def feasible(self) -> bool:
         """Does a request alone meet every limit (so some count serves any peak)?"""
@@ -452,16 +462,15 @@ class InstanceSearch:
         computed when first read)."""
         return self.search(n).full_point(peak_rps / (n + _RATE_SLACK))
 
-    def capacity_point(self, n: int, peak_rps: float | None = None) -> tuple[float, OpenLoopPoint]:
-        """The most one of ``n`` instances serves within the limits (requests/s, at least
-        ``peak_rps`` / n: they meet the limits there) and the point of one of them there
-        (every percentile, tables computed when first read)."""
+    def capacity_point(self, n: int) -> tuple[float, OpenLoopPoint]:
+        """The most one of ``n`` instances serves within the limits (requests/s): the highest
+        rate solved that meets them once the search has closed on its grid of relative step
+        :data:`CAPACITY_TOL` (within one step of the boundary, and at least any rate a count
+        was found to meet at), and the point there (every percentile, tables computed when
+        first read)."""
         search = self.search(n)
-        rate = search.highest()
-        if peak_rps is not None:
-            planned = peak_rps / (n + _RATE_SLACK)
-            if planned > rate:  # between two grid rates: the planned load itself
-                rate = planned
+        search.highest()
+        rate = search.met if search.met > 0 else search.highest()
         return rate, search.full_point(rate)
 
 

@@ -2,7 +2,8 @@
 
 * Poisson arrivals at ``rate``: exponential inter-arrival times, mean 1 / rate.
 * Bursty arrivals: gamma inter-arrival times with mean 1 / rate and coefficient of variation
-  ``cv`` (shape 1 / cv², scale 1 / (rate · shape)); cv = 1 is Poisson, cv > 1 is burstier.
+  ``cv`` (shape 1 / cv², scale 1 / (rate · shape)); cv = 1 is Poisson, cv > 1 is burstier,
+  cv 0 evenly spaced.
 * Closed loop: ``concurrency`` clients, each sends its next request when the previous one
   completes (GenAI-Perf's concurrency mode); arrival times come from the simulation.
 * Lengths: fixed, or normal with a standard deviation (rounded, at least 1 token).
@@ -65,10 +66,13 @@ def poisson_arrivals(rng: np.random.Generator, n: int, rate_per_s: float) -> Flo
 
 
 def gamma_arrivals(rng: np.random.Generator, n: int, rate_per_s: float, cv: float) -> FloatArray:
-    """Arrival times with gamma inter-arrival times: mean 1 / rate, coefficient of variation cv."""
+    """Arrival times with gamma inter-arrival times: mean 1 / rate, coefficient of variation
+    cv (cv 0: evenly spaced, every 1 / rate, the first at 1 / rate)."""
     if rate_per_s <= 0:
         raise ValueError(f"rate must be > 0 requests/s (got {rate_per_s})")
-    if cv <= 0:
-        raise ValueError(f"coefficient of variation must be > 0 (got {cv})")
+    if cv < 0 or not np.isfinite(cv):
+        raise ValueError(f"coefficient of variation must be >= 0 (got {cv})")
+    if cv == 0:
+        return np.arange(1, n + 1, dtype=float) / rate_per_s
     shape = 1.0 / cv**2
     return np.cumsum(rng.gamma(shape, 1.0 / (rate_per_s * shape), n))
