@@ -2,23 +2,25 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
-from pydantic import Field, model_validator
+from inferencesize.specs.common import Field, Spec, model_validator
 
-from inferencesize.specs.common import (
-    Bytes,
-    BytesPerSecond,
-    BytesPerSecondOrZero,
-    Degree,
-    FlopsPerSecond,
-    Id,
-    Int,
-    PositiveFloat,
-    Source,
-    Spec,
-    Watts,
-)
+if TYPE_CHECKING:  # annotation types: read by the schema (specs.schema), never imported here
+    from inferencesize.specs.types import (
+        Bytes,
+        BytesPerSecond,
+        BytesPerSecondOrZero,
+        Degree,
+        FlopsPerSecond,
+        Id,
+        Int,
+        MigProfileName,
+        PositiveFloat,
+        PriceDate,
+        Source,
+        Watts,
+    )
 
 ComputePrecision = Literal["fp32", "tf32", "bf16", "fp16", "fp8", "int8", "fp4"]
 #: Compute architecture (the vendor's name for the die generation): GPUs of one architecture
@@ -54,10 +56,6 @@ class DenseFlops(Spec):
     def get(self, precision: str) -> float | None:
         value: float | None = getattr(self, precision, None)
         return value
-
-
-#: A MIG profile name: compute slices "g", then the memory it is sold as ("2g.20gb").
-MigProfileName = Annotated[str, Field(pattern=r"^\d+g\.\d+gb$")]
 
 
 class MigProfile(Spec):
@@ -150,8 +148,6 @@ class GpuSpec(Spec):
 
 #: What a buyer pays for: a server, a cloud instance, a rack, one tray of a rack, a pod slice.
 UnitKind = Literal["server", "instance", "rack", "tray", "pod"]
-#: A price's date: ISO year, year-month or year-month-day (when it was published or read).
-PriceDate = Annotated[str, Field(pattern=r"^\d{4}(-\d{2}){0,2}$")]
 
 
 class SystemSpec(Spec):
