@@ -10,6 +10,11 @@ Layout of a catalog root (the shipped one and every ``--catalog DIR``)::
 
 Later roots override earlier ones by id. Loading is explicit (never at import time).
 
+What a file validates to is kept between runs as plain data
+(:mod:`inferencesize.catalog_cache`), so an unchanged catalog loads without PyYAML or pydantic
+(the spec classes build their pydantic models only to validate: :mod:`inferencesize.specs`); a
+file that does not validate is never kept, and reports the same error on every run.
+
 Every file is read through :func:`read_bytes`: a regular file only (never a FIFO, device or
 directory, so nothing blocks), at most :data:`MAX_FILE_BYTES`, UTF-8. YAML is checked before
 PyYAML builds it (:func:`check_yaml_structure`): nesting deeper than :data:`MAX_YAML_DEPTH`
@@ -19,7 +24,9 @@ one mapping is an error (PyYAML would keep the last one silently).
 
 from __future__ import annotations
 
+import contextlib
 import difflib
+import fnmatch
 import functools
 import os
 import re
@@ -27,12 +34,10 @@ import stat
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from types import SimpleNamespace
+from typing import TYPE_CHECKING, Any, TypeVar
 
-import yaml
-from pydantic import BaseModel, ValidationError
-
-from inferencesize.catalog_cache import ParsedFiles
+from inferencesize.catalog_cache import FileCache, Memo, code_stamp, file_stamp
 from inferencesize.engines import engine_efficiency
 from inferencesize.errors import CatalogError, UnknownIdError
 from inferencesize.specs import (
@@ -43,10 +48,21 @@ from inferencesize.specs import (
     SystemSpec,
     engine_set,
 )
-from inferencesize.specs.common import SHOWN_CHARS, brief, clip
+from inferencesize.specs.common import (
+    SHOWN_CHARS,
+    Spec,
+    brief,
+    clip,
+    spec_from_data,
+    spec_to_data,
+)
+
+if TYPE_CHECKING:
+    import yaml
+    from pydantic import ValidationError
 
 ENV_CATALOG = "INFERSIZE_CATALOG"
-KINDS: dict[str, tuple[str, type[BaseModel]]] = {
+KINDS: dict[str, tuple[str, type[Spec]]] = {
     "gpus": ("hardware/gpus", GpuSpec),
     "systems": ("hardware/systems", SystemSpec),
     "models": ("models", ModelSpec),
@@ -55,7 +71,7 @@ KINDS: dict[str, tuple[str, type[BaseModel]]] = {
 }
 DEFAULT_SCENARIO = "default"
 
-S = TypeVar("S", bound=BaseModel)
+S = TypeVar("S", bound=Spec)
 
 
 @functools.cache
@@ -163,8 +179,6 @@ def read_text(
         raise CatalogError(shown, "", "is not UTF-8 text") from None
 
 
-_SAFE_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
 #: Deepest nesting of mappings and lists a YAML file may have (catalog files need 4).
 MAX_YAML_DEPTH = 64
 #: Most values (scalars, mappings, lists) a YAML file may stand for once its aliases are
@@ -181,47 +195,60 @@ _LINE_PREFIX = re.compile(r"^(?:[ \t]|(?:[-?:]|---)(?=[ \t]|$)|[&!][^ \t]*(?=[ \
 _ALIAS = re.compile(r"(?:^|(?<=[\s\[{,:]))\*(?=[^\s\]},])")
 
 
-class _DuplicateKey(yaml.YAMLError):
-    def __init__(self, key: object, mark: Any, first: Any) -> None:
-        super().__init__(f"duplicate key {brief(key)}")
-        self.key, self.mark, self.first = key, mark, first
+@functools.cache
+def _yaml() -> SimpleNamespace:
+    """PyYAML and the loader built on it, imported on first use (a command that finds its
+    catalog in the cache reads no YAML): ``yaml``, ``safe_loader`` (libyaml's when PyYAML has
+    it), ``Loader`` (with the strict constructor) and ``DuplicateKey``."""
+    import yaml
 
+    safe_loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
-class _StrictConstructor(yaml.constructor.SafeConstructor):
-    """SafeConstructor that refuses a key stated twice in one mapping (merge keys aside) and
-    turns a value it cannot build (a 5,000-digit integer, a 13th month) into a located error."""
+    class _DuplicateKey(yaml.YAMLError):
+        def __init__(self, key: object, mark: Any, first: Any) -> None:
+            super().__init__(f"duplicate key {brief(key)}")
+            self.key, self.mark, self.first = key, mark, first
 
-    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
-        if isinstance(node, yaml.MappingNode):
-            seen: dict[Any, Any] = {}
-            for key_node, _ in node.value:
-                if key_node.tag == "tag:yaml.org,2002:merge" or not isinstance(
-                    key_node, yaml.ScalarNode
-                ):
-                    continue
-                key = self.construct_object(key_node)
-                try:
-                    first = seen.setdefault(key, key_node.start_mark)
-                except TypeError:
-                    continue
-                if first is not key_node.start_mark:
-                    raise _DuplicateKey(key, key_node.start_mark, first)
-        return super().construct_mapping(node, deep)
+    class _StrictConstructor(yaml.constructor.SafeConstructor):
+        """SafeConstructor that refuses a key stated twice in one mapping (merge keys aside) and
+        turns a value it cannot build (a 5,000-digit integer, a 13th month) into a located error."""
 
-    def construct_object(self, node: yaml.Node, deep: bool = False) -> Any:
-        try:
-            return super().construct_object(node, deep)
-        except (ValueError, OverflowError) as err:  # int('9' * 5000), date(2024, 13, 1)
-            text = str(getattr(node, "value", ""))
-            if "integer string conversion" in str(err):
-                problem = f"a number of {len(text):,} digits is too long to read"
-            else:
-                problem = f"cannot read {brief(text)}: {clip(str(err))}"
-            raise yaml.constructor.ConstructorError(None, None, problem, node.start_mark) from None
+        def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+            if isinstance(node, yaml.MappingNode):
+                seen: dict[Any, Any] = {}
+                for key_node, _ in node.value:
+                    if key_node.tag == "tag:yaml.org,2002:merge" or not isinstance(
+                        key_node, yaml.ScalarNode
+                    ):
+                        continue
+                    key = self.construct_object(key_node)
+                    try:
+                        first = seen.setdefault(key, key_node.start_mark)
+                    except TypeError:
+                        continue
+                    if first is not key_node.start_mark:
+                        raise _DuplicateKey(key, key_node.start_mark, first)
+            return super().construct_mapping(node, deep)
 
+        def construct_object(self, node: yaml.Node, deep: bool = False) -> Any:
+            try:
+                return super().construct_object(node, deep)
+            except (ValueError, OverflowError) as err:  # int('9' * 5000), date(2024, 13, 1)
+                text = str(getattr(node, "value", ""))
+                if "integer string conversion" in str(err):
+                    problem = f"a number of {len(text):,} digits is too long to read"
+                else:
+                    problem = f"cannot read {brief(text)}: {clip(str(err))}"
+                raise yaml.constructor.ConstructorError(
+                    None, None, problem, node.start_mark
+                ) from None
 
-class _Loader(_StrictConstructor, _SAFE_LOADER):  # type: ignore[misc]
-    """The safe loader (libyaml's parser when PyYAML has it) with :class:`_StrictConstructor`."""
+    class _Loader(_StrictConstructor, safe_loader):  # type: ignore[misc]
+        """The safe loader (libyaml's parser when PyYAML has it) with :class:`_StrictConstructor`."""
+
+    return SimpleNamespace(
+        yaml=yaml, safe_loader=safe_loader, Loader=_Loader, DuplicateKey=_DuplicateKey
+    )
 
 
 def yaml_bound(text: str) -> int:
@@ -242,6 +269,7 @@ def check_yaml_structure(text: str, shown: str) -> None:
     """
     if yaml_bound(text) <= MAX_YAML_DEPTH and not _ALIAS.search(text):
         return
+    yaml = _yaml().yaml
     # per open collection: [anchor, values before it, its depth, deepest depth within]
     stack: list[list[Any]] = []
     anchors: dict[str, tuple[int, int]] = {}  # anchor -> (values, depth of the subtree)
@@ -296,8 +324,10 @@ def _too_deep(where: str) -> CatalogError:
 
 def _events(text: str, shown: str) -> Iterator[yaml.Event]:
     """PyYAML's parse events; libyaml's own nesting limit reads as ours."""
+    parts = _yaml()
+    yaml = parts.yaml
     try:
-        yield from yaml.parse(text, Loader=_SAFE_LOADER)
+        yield from yaml.parse(text, Loader=parts.safe_loader)
     except yaml.MarkedYAMLError as err:
         if "nesting depth" not in str(err.problem):
             raise
@@ -315,10 +345,12 @@ def read_yaml(path: Path) -> dict[str, Any]:
 
 def parse_yaml(text: str, shown: str) -> dict[str, Any]:
     """The YAML mapping in ``text`` (read from ``shown``), checked as the module says."""
+    parts = _yaml()
+    yaml = parts.yaml
     try:
         check_yaml_structure(text, shown)
-        data = yaml.load(text, Loader=_Loader)
-    except _DuplicateKey as err:
+        data = yaml.load(text, Loader=parts.Loader)
+    except parts.DuplicateKey as err:
         where = f"{shown}:{err.mark.line + 1}:{err.mark.column + 1}"
         raise CatalogError(
             where,
@@ -362,8 +394,9 @@ def _field_path(loc: Sequence[int | str]) -> str:
     return out
 
 
-def format_validation_error(err: ValidationError, model: type[BaseModel]) -> tuple[str, str]:
-    """The first error of a pydantic ValidationError as (field path, problem).
+def format_validation_error(err: ValidationError, model: type[Any]) -> tuple[str, str]:
+    """The first error of a pydantic ValidationError as (field path, problem); ``model`` is the
+    spec class (or pydantic model) that raised it.
 
     Unknown keys come first: a misspelt key also makes its real name "missing", and the
     did-you-mean hint is the useful message.
@@ -414,7 +447,7 @@ _PATTERN_HINTS = {
 }
 
 
-def _allowed_keys(model: type[BaseModel], loc: Sequence[int | str]) -> list[str]:
+def _allowed_keys(model: type[Any], loc: Sequence[int | str]) -> list[str]:
     current: Any = model
     for part in loc:
         if isinstance(part, int):
@@ -429,6 +462,8 @@ def _allowed_keys(model: type[BaseModel], loc: Sequence[int | str]) -> list[str]
 
 
 def _model_in(annotation: Any) -> Any:
+    from pydantic import BaseModel
+
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
         return annotation
     for arg in getattr(annotation, "__args__", ()) or ():
@@ -442,12 +477,68 @@ def parse_spec(
     model: type[S], data: dict[str, Any], shown: str, context: dict[str, Any] | None = None
 ) -> S:
     """Validate a mapping against a spec model, raising a located CatalogError; ``context``
-    goes to the model's validators (e.g. ``{"traffic": False}`` for a scenario without rates)."""
+    goes to the model's validators (e.g. ``{"traffic": False}`` for a scenario without rates).
+
+    A mapping validated before (the same JSON, the same context, the same code) is rebuilt from
+    the plain data kept in the cache (:class:`~inferencesize.catalog_cache.Memo`): a bare
+    ``infersize plan`` resolves its scenario without pydantic."""
+    memo = Memo(_code())
+    key = Memo.key(f"{model.__module__}:{model.__qualname__}", data, context)
+    found = memo.get(key) if key is not None else None
+    if found is not None:
+        try:
+            cached: S = spec_from_data(found, model)
+            return cached
+        except (ValueError, TypeError, RecursionError):  # damaged: validate again
+            pass
+    spec = _validate(model, data, shown, context)
+    if key is not None:
+        memo.put(key, spec_to_data(spec))
+    return spec
+
+
+def _validate(
+    model: type[S], data: dict[str, Any], shown: str, context: dict[str, Any] | None = None
+) -> S:
+    from pydantic import ValidationError
+
     try:
         return model.model_validate(data, context=context)
     except ValidationError as err:
         path, msg = format_validation_error(err, model)
         raise CatalogError(shown, path, msg) from None
+
+
+#: Source files whose code decides what a file or mapping validates to: the schemas, the
+#: quantity parser and this loader (relative to the package), and the libraries that parse
+#: and validate.
+_CODE = ("specs", "units.py", "catalog.py")
+_LIBRARIES = ("pydantic", "pydantic_core", "yaml")
+
+
+@functools.cache
+def _code() -> str:
+    """What the cache keys its entries on besides the data: the size and modification time of
+    :data:`_CODE` and of the libraries' package files (an edit or an upgrade makes the cached
+    entries stale)."""
+    import importlib.util
+
+    here = Path(__file__).parent
+    paths: list[str] = []
+    for name in _CODE:
+        path = here / name
+        if path.suffix == ".py":
+            paths.append(str(path))
+        else:
+            with contextlib.suppress(OSError):
+                paths += sorted(str(p) for p in path.iterdir() if p.suffix == ".py")
+    for library in _LIBRARIES:
+        try:
+            spec = importlib.util.find_spec(library)
+        except (ImportError, ValueError):
+            spec = None
+        paths.append(str(spec.origin) if spec is not None and spec.origin else library)
+    return code_stamp(paths)
 
 
 def load_file(path: Path, model: type[S]) -> S:
@@ -593,10 +684,10 @@ def _load_root(catalog: Catalog, root: Path) -> None:
         if not folder.is_dir():
             continue
         seen: dict[str, str] = {}
-        parsed = ParsedFiles(folder)
-        for path in sorted(folder.glob("*.y*ml")):
+        cache = FileCache(folder, _code())
+        for path in _yaml_files(folder):
             shown = display_path(path)
-            spec = parse_spec(model, parsed.parse(path, read_yaml), shown)
+            spec = _load_cached(cache, path, model, shown)
             ident = getattr(spec, "id", None) or path.stem
             if ident in seen:
                 raise CatalogError(shown, "id", f"duplicate id '{ident}' (also in {seen[ident]})")
@@ -605,7 +696,34 @@ def _load_root(catalog: Catalog, root: Path) -> None:
                 spec = spec.model_copy(update={"id": ident})
             catalog.entries(kind)[ident] = spec
             catalog.files[(kind, ident)] = shown
-        parsed.save()
+        cache.save()
+
+
+def _yaml_files(folder: Path) -> list[Path]:
+    """The files of ``folder`` named ``*.y*ml``, in name order (``sorted(folder.glob(...))``
+    without pathlib's per-entry cost); none when the folder cannot be listed."""
+    try:
+        with os.scandir(folder) as entries:
+            names = [e.name for e in entries if fnmatch.fnmatchcase(e.name, "*.y*ml")]
+    except OSError:
+        return []
+    return [folder / name for name in sorted(names)]
+
+
+def _load_cached(cache: FileCache, path: Path, model: type[S], shown: str) -> S:
+    """The spec of one catalog file: from the cache while the file is unchanged, else read
+    and validated (and kept)."""
+    stamp = file_stamp(path)  # before reading: an edit meanwhile is never cached as this
+    found = cache.get(path, stamp)
+    if found is not None:
+        try:
+            cached: S = spec_from_data(found, model)
+            return cached
+        except (ValueError, TypeError, RecursionError):  # damaged: read it again
+            pass
+    spec = _validate(model, read_yaml(path), shown)
+    cache.put(path, stamp, spec_to_data(spec))
+    return spec
 
 
 def _check_references(catalog: Catalog) -> None:

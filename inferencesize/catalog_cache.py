@@ -1,10 +1,20 @@
-"""A per-user cache of parsed catalog YAML, so commands skip re-parsing unchanged files.
+"""A per-user cache of validated catalog data, kept as plain JSON between runs.
 
-Parsing the ~120 shipped YAML files takes ~33 ms (PyYAML builds the objects in Python even with
-libyaml); reading the same data back as JSON takes ~2 ms. One JSON file per catalog directory
-holds, per YAML file, its size, modification time (ns) and parsed mapping; an entry is used
-only when size and time still match, and only data that survives a JSON round trip unchanged
-is stored (YAML dates or non-string keys are parsed every time).
+Reading and validating the ~120 shipped YAML files takes PyYAML and pydantic (importing them
+and building the models costs more than the rest of a plan); reading the same specs back from
+JSON takes a few milliseconds. Two kinds of entries, each the plain data of a validated spec
+(:func:`inferencesize.specs.common.spec_to_data`):
+
+* :class:`FileCache`: one JSON file per catalog directory holding, per YAML file, its size,
+  modification time (ns) and the spec validated from it; an entry is used only while size and
+  time still match.
+* :class:`Memo`: a mapping validated as a spec (a scenario with its flags applied), by a
+  digest of the mapping's exact JSON text; the :data:`MAX_MEMO` latest are kept.
+
+Every entry is also keyed on the tool version and on ``code``, the size and modification time
+of the source files that parse and validate (:func:`code_stamp`): an edit to a schema makes
+every entry stale. Only data that survives a JSON round trip unchanged is stored (YAML dates
+or non-string keys are validated every time).
 
 Where: ``$INFERSIZE_CACHE_DIR``, else ``$XDG_CACHE_HOME/infersize``, else
 ``~/.cache/infersize``. ``INFERSIZE_NO_CACHE=1`` turns it off. The cache is written atomically
@@ -17,12 +27,11 @@ loader reports it).
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import stat
-import tempfile
-from collections.abc import Callable
+import zlib
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -30,9 +39,14 @@ from inferencesize import __version__
 
 ENV_DIR = "INFERSIZE_CACHE_DIR"
 ENV_OFF = "INFERSIZE_NO_CACHE"
-FORMAT = 1
-#: Largest cache file read (the shipped catalog's is ~100 KiB).
+FORMAT = 2
+#: Largest cache file read (the shipped catalog's largest is ~200 KiB).
 MAX_CACHE_BYTES = 64 << 20
+#: Validated mappings kept by :class:`Memo` (the latest).
+MAX_MEMO = 16
+
+#: A file's size and modification time (ns).
+Stamp = list[int]
 
 
 def cache_dir() -> Path | None:
@@ -45,68 +59,115 @@ def cache_dir() -> Path | None:
     return Path(base) / "infersize"
 
 
-class ParsedFiles:
-    """Parsed YAML of one catalog directory, from the cache where the file is unchanged."""
+def code_stamp(paths: Iterable[str]) -> str:
+    """The size and modification time of each source file in ``paths`` (a missing one reads
+    as such): changes when any of them is edited."""
+    parts = []
+    for path in paths:
+        try:
+            info = os.stat(path)
+            parts.append(f"{os.path.basename(path)}:{info.st_size}:{info.st_mtime_ns}")
+        except (OSError, ValueError):
+            parts.append(f"{os.path.basename(path)}:-")
+    return ";".join(parts)
 
-    def __init__(self, folder: Path) -> None:
+
+def file_stamp(path: Path) -> Stamp | None:
+    """Size and modification time of a regular file; None for anything else (not cached)."""
+    try:
+        info = path.stat()
+    except (OSError, ValueError):
+        return None
+    return [info.st_size, info.st_mtime_ns] if stat.S_ISREG(info.st_mode) else None
+
+
+class FileCache:
+    """Plain data validated from the files of one catalog directory, by file name."""
+
+    def __init__(self, folder: Path, code: str) -> None:
         self.folder = folder
         where = cache_dir()
         try:
-            name = str(folder.resolve())
+            self.name = str(folder.resolve())
         except (OSError, RuntimeError, ValueError):  # a symlink loop: no cache for it
-            where, name = None, str(folder)
-        digest = hashlib.sha1(name.encode("utf-8", "surrogatepass")).hexdigest()[:16]
-        self.path = where / f"catalog-{digest}.json" if where else None
+            where, self.name = None, str(folder)
+        digest = zlib.crc32(self.name.encode("utf-8", "surrogatepass"))
+        self.path = where / f"catalog-{digest:08x}.json" if where else None
+        self.header = {"format": FORMAT, "version": __version__, "code": code, "folder": self.name}
         self.entries: dict[str, Any] = {}
         self.dirty = False
         if self.path is not None:
-            self.entries = _read(self.path)
+            files = _read(self.path, self.header).get("files")
+            self.entries = files if isinstance(files, dict) else {}
 
-    def parse(self, path: Path, parse: Callable[[Path], dict[str, Any]]) -> dict[str, Any]:
-        """``parse(path)``, or its cached result when the file has not changed."""
-        try:
-            info = path.stat()
-        except (OSError, ValueError):
-            return parse(path)  # parse reports the problem
-        if not stat.S_ISREG(info.st_mode):
-            return parse(path)
-        stamp = [info.st_size, info.st_mtime_ns]
+    def get(self, path: Path, stamp: Stamp | None) -> Any | None:
+        """The data stored for ``path`` at ``stamp``, or None."""
         entry = self.entries.get(path.name)
-        if (
-            isinstance(entry, list)
-            and len(entry) == 2
-            and entry[0] == stamp
-            and isinstance(entry[1], dict)
-        ):
-            data: dict[str, Any] = entry[1]
-            return data
-        data = parse(path)
-        if self.path is not None and _json_safe(data):
+        if stamp is None or not (isinstance(entry, list) and len(entry) == 2):
+            return None
+        return entry[1] if entry[0] == stamp else None
+
+    def put(self, path: Path, stamp: Stamp | None, data: Any) -> None:
+        """Keep ``data`` for ``path`` as it was at ``stamp`` (taken before it was read)."""
+        if self.path is not None and stamp is not None and data is not None and _json_safe(data):
             self.entries[path.name] = [stamp, data]
             self.dirty = True
-        return data
 
     def save(self) -> None:
-        """Write the cache if anything new was parsed (atomically; failures ignored)."""
-        if self.path is None or not self.dirty:
-            return
-        payload = {"format": FORMAT, "version": __version__, "files": self.entries}
+        """Write the cache if anything new was stored (atomically; failures ignored)."""
+        if self.path is not None and self.dirty:
+            _write(self.path, {**self.header, "files": self.entries})
+            self.dirty = False
+
+
+class Memo:
+    """Plain data validated from mappings, by a digest of the mapping's JSON text (the latest
+    :data:`MAX_MEMO`)."""
+
+    def __init__(self, code: str) -> None:
+        where = cache_dir()
+        self.path = where / "validated.json" if where else None
+        self.header = {"format": FORMAT, "version": __version__, "code": code}
+        self.entries: dict[str, Any] | None = None  # read on first use
+
+    @staticmethod
+    def key(kind: str, data: Any, context: Any) -> str | None:
+        """The key of validating ``data`` (with ``context``) as ``kind``, or None when they do
+        not survive a JSON round trip unchanged (then they are never memoised)."""
+        import hashlib
+
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=".catalog-", suffix=".tmp")
-            try:
-                with os.fdopen(fd, "w", encoding="utf-8") as out:
-                    json.dump(payload, out, separators=(",", ":"))
-                os.replace(tmp, self.path)
-            except BaseException:
-                os.unlink(tmp)
-                raise
-        except OSError:
-            pass
+            text = json.dumps([kind, data, context], separators=(",", ":"), allow_nan=False)
+            if not _same(json.loads(text), [kind, data, context]):
+                return None
+        except (TypeError, ValueError, RecursionError):
+            return None
+        return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+    def _entries(self) -> dict[str, Any]:
+        if self.entries is None:
+            found = _read(self.path, self.header).get("entries") if self.path else None
+            self.entries = found if isinstance(found, dict) else {}
+        return self.entries
+
+    def get(self, key: str) -> Any | None:
+        return self._entries().get(key) if self.path is not None else None
+
+    def put(self, key: str, data: Any) -> None:
+        """Keep ``data`` for ``key`` and write the memo (atomically; failures ignored)."""
+        if self.path is None or data is None or not _json_safe(data):
+            return
+        entries = self._entries()
+        entries.pop(key, None)
+        entries[key] = data
+        for old in list(entries)[: max(0, len(entries) - MAX_MEMO)]:
+            del entries[old]
+        _write(self.path, {**self.header, "entries": entries})
 
 
-def _read(path: Path) -> dict[str, Any]:
-    """The cached entries, or none when the file is missing, unreadable or malformed."""
+def _read(path: Path, header: dict[str, Any]) -> dict[str, Any]:
+    """The cached payload, or {} when the file is missing, unreadable, malformed or written for
+    another header (format, version, code, folder)."""
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
         try:
@@ -122,19 +183,34 @@ def _read(path: Path) -> dict[str, Any]:
         payload = json.loads(raw.decode("utf-8"))
     except (OSError, ValueError, RecursionError):  # ValueError: not UTF-8, not JSON
         return {}
-    if not isinstance(payload, dict):
+    if not isinstance(payload, dict) or any(payload.get(k) != v for k, v in header.items()):
         return {}
-    if payload.get("format") != FORMAT or payload.get("version") != __version__:
-        return {}
-    files = payload.get("files")
-    return files if isinstance(files, dict) else {}
+    return payload
+
+
+def _write(path: Path, payload: dict[str, Any]) -> None:
+    """Write ``payload`` as JSON to ``path`` atomically; failures ignored."""
+    import tempfile
+
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".cache-", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as out:
+                json.dump(payload, out, separators=(",", ":"))
+            os.replace(tmp, path)
+        except BaseException:
+            os.unlink(tmp)
+            raise
+    except (OSError, ValueError, TypeError, RecursionError):
+        pass
 
 
 def _json_safe(data: Any) -> bool:
     """True when ``data`` comes back from JSON exactly as it is (same types, same keys)."""
     try:
         back = json.loads(json.dumps(data))
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, RecursionError):
         return False
     return _same(back, data)
 
@@ -143,7 +219,7 @@ def _same(a: Any, b: Any) -> bool:
     if type(a) is not type(b):
         return False
     if isinstance(a, dict):
-        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+        return list(a) == list(b) and all(_same(a[k], b[k]) for k in a)
     if isinstance(a, list):
         return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
     return bool(a == b) or (a != a and b != b)  # NaN equals itself here

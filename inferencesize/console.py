@@ -7,6 +7,12 @@ runs again for the command itself (:func:`inferencesize.cli.main`).
 
 Ctrl-C while the libraries load (the first half second) ends the process with status 130 and
 one line, "interrupted", like Ctrl-C at any later moment (no traceback).
+
+Before numpy is imported, its BLAS and OpenMP thread pools are limited to one thread
+(``OPENBLAS_NUM_THREADS``, ``OMP_NUM_THREADS``, ``MKL_NUM_THREADS`` set to 1 unless the user
+set them): the arrays here are small, and a pool of threads per core spinning up at import and
+waiting between operations cost about three times the CPU for the same result. Set a variable
+to run with more threads; child processes inherit the setting.
 """
 
 from __future__ import annotations
@@ -17,8 +23,13 @@ import os
 import signal
 from typing import NoReturn
 
+#: Thread pools of numpy's BLAS / OpenMP runtimes, limited to one thread unless set.
+THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+
 
 def main() -> None:
+    for name in THREAD_VARIABLES:
+        os.environ.setdefault(name, "1")
     try:
         gc.disable()
         from inferencesize.cli import main as run

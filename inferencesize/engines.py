@@ -10,6 +10,7 @@ catalog's default set is used (``Catalog.efficiency_set``).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 
 from inferencesize.errors import UnknownIdError
@@ -28,11 +29,32 @@ ENGINE_NAMES: dict[str, str] = {
 }
 
 
+#: A version after '@': whole numbers separated by dots ('0.17', '1.8', '0.6.3', '2').
+VERSION = re.compile(r"\d+(?:\.\d+)*")
+#: What ``--engine`` takes, for messages.
+FORMS = "NAME, NAME@VERSION (numbers separated by dots, e.g. vllm@0.6.3) or an efficiency set id"
+
+
 def parse(text: str) -> tuple[str, str] | None:
-    """'trtllm@0.17' -> ('TensorRT-LLM', '0.17'); 'vllm' -> ('vLLM', ''); None: not a name."""
-    name, _, version = text.strip().partition("@")
+    """'trtllm@0.17' -> ('TensorRT-LLM', '0.17'); 'vllm' -> ('vLLM', ''); None: not a name.
+    UnknownIdError for a name with a version that is not numbers separated by dots, or with
+    more than one '@' ('vllm@abc', 'vllm@1.0@2.0', 'vllm@')."""
+    name, at, version = text.strip().partition("@")
     engine = ENGINE_NAMES.get(name.strip().lower())
-    return (engine, version.strip()) if engine else None
+    if engine is None:
+        return None
+    version = version.strip()
+    if at and not VERSION.fullmatch(version):
+        raise UnknownIdError(f"engine {text!r}: {_bad_version(version)}; give {FORMS}")
+    return engine, version
+
+
+def _bad_version(version: str) -> str:
+    if "@" in version:
+        return "at most one '@'"
+    if not version:
+        return "no version after '@'"
+    return f"version {version!r} is not numbers separated by dots"
 
 
 def _newest(sets: list[EfficiencySet], engine: str) -> EfficiencySet:

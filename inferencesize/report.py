@@ -11,8 +11,6 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any, TextIO
 
-import yaml
-
 FORMATS = ("table", "json", "yaml", "csv")
 
 
@@ -36,6 +34,8 @@ def to_jsonl(rows: Sequence[Mapping[str, Any]]) -> str:
 
 
 def to_yaml(data: Any) -> str:
+    import yaml  # only --format yaml: the other formats never load PyYAML
+
     return yaml.safe_dump(_plain(data), sort_keys=False, allow_unicode=True, width=100)
 
 

@@ -23,12 +23,13 @@ import itertools
 import math
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from functools import cache, lru_cache
+from functools import cache
 from typing import Annotated, Any
 
 import numpy as np
 from pydantic import TypeAdapter, ValidationError
 
+from inferencesize.demand import peak_of
 from inferencesize.errors import InputError
 from inferencesize.estimate import Estimator
 from inferencesize.packing import instances_needed, servers_needed
@@ -41,7 +42,6 @@ from inferencesize.planner import (
     rank,
 )
 from inferencesize.specs.scenario import ScenarioSpec
-from inferencesize.traffic import peak_rps
 from inferencesize.units import PRECISIONS
 
 #: Scenario fields that describe rather than size a scenario (not variable).
@@ -292,18 +292,6 @@ class Row:
     reason: str | None
 
 
-@lru_cache(maxsize=65536)
-def _peak(mean: float, percentile: float, dispersion: float) -> float:
-    return peak_rps(mean, percentile, dispersion=dispersion)
-
-
-def scenario_peak(s: ScenarioSpec) -> float:
-    if s.peak_rps is not None:
-        return s.peak_rps
-    assert s.mean_rps is not None
-    return _peak(s.mean_rps, s.percentile, s.dispersion)
-
-
 def workload_key(s: ScenarioSpec) -> tuple[Any, ...]:
     """Everything but the traffic: points with the same key share one planner run."""
     return (
@@ -439,7 +427,7 @@ class Sweeper:
         for i, values in enumerate(grid):
             try:
                 spec = ScenarioSpec.model_validate(apply(base, values))
-                peak_at[i] = scenario_peak(spec)
+                peak_at[i] = peak_of(spec)
                 key = workload_key(spec)
                 specs.append((spec, peak_at[i], key))
             except ValidationError as err:

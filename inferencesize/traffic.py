@@ -170,8 +170,15 @@ def _nbinom_quantile(q: float, mu: float, dispersion: float) -> int:
     ⌊(n−1)·mu/n⌋ for n > 1, else 0. The upper tail falls off as r^k: about
     75·(1 + D·mu) terms, past :data:`_SUMMATION_MAX_TERMS` scipy answers.
     """
+    if nbinom_zero_mass(mu, dispersion) >= q:  # enough windows are empty: the quantile is 0
+        return 0
     n = 1.0 / dispersion
     r = mu / (n + mu)
+    if not r < 1.0:  # p = 1 - r = 1/(1 + D·mu) rounds to 0: beyond double precision
+        raise ValueError(
+            f"dispersion {dispersion:g} is too large for a mean of {mu:g} requests a window:"
+            f" dispersion x mean must be well below 1e16 (got {dispersion * mu:.3g})"
+        )
     terms = 75.0 * (1.0 + dispersion * mu) + 40.0 * math.sqrt(mu + dispersion * mu * mu)
     if terms > _SUMMATION_MAX_TERMS:
         from scipy.stats import nbinom  # deferred: importing scipy.stats takes over a second
@@ -181,6 +188,18 @@ def _nbinom_quantile(q: float, mu: float, dispersion: float) -> int:
     return _quantile_by_summation(
         q, mode, lambda j: (j + n) * r / (j + 1), lambda j: j / ((j - 1 + n) * r)
     )
+
+
+def nbinom_zero_mass(mean_count: float, dispersion: float) -> float:
+    """P(N = 0) of a negative binomial count of mean μ and dispersion D > 0:
+    ``p^n = (1 + D·μ)^(−1/D)`` (n = 1/D, p = n / (n + μ)), formed from logarithms so that
+    neither D·μ overflowing nor n underflowing (``dispersion = 1e300``) makes it NaN; towards
+    1 as D grows (the rate is almost always near 0, with rare huge bursts)."""
+    spread = dispersion * mean_count
+    log_ratio = (
+        math.log1p(spread) if math.isfinite(spread) else math.log(dispersion) + math.log(mean_count)
+    )
+    return math.exp(-log_ratio / dispersion)
 
 
 def _quantile_by_summation(q: float, mode: int, up: Ratio, down: Ratio) -> int:

@@ -1,4 +1,5 @@
-"""Frozen pydantic models of catalogs and scenarios (domain types; no I/O)."""
+"""Frozen catalog and scenario types (domain types; no I/O), validated by pydantic models built
+on first use (specs.schema)."""
 
 from inferencesize.specs.efficiency import (
     EfficiencyEntry,

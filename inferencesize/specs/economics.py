@@ -3,22 +3,20 @@ models (``pipeline:``)."""
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
-from pydantic import Field, model_validator
+from inferencesize.specs.common import MAX_RPS, Field, Spec, model_validator
 
-from inferencesize.specs.common import (
-    MAX_RPS,
-    CountOrZero,
-    Degree,
-    Float,
-    NonNegativeFloat,
-    PositiveFloat,
-    Spec,
-    Tokens,
-)
+if TYPE_CHECKING:  # annotation types: read by the schema (specs.schema), never imported here
+    from inferencesize.specs.types import (
+        CountOrZero,
+        Degree,
+        Float,
+        NonNegativeFloat,
+        Positive,
+        Tokens,
+    )
 
-Positive = PositiveFloat
 HOURS_PER_DAY = 24
 SECONDS_PER_DAY = 86_400
 SECONDS_PER_HOUR = 3_600

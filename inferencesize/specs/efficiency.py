@@ -14,12 +14,13 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import Field, model_validator
-
-from inferencesize.specs.common import Float, NonNegativeInt, Source, Spec
+from inferencesize.specs.common import Field, Spec, model_validator
 from inferencesize.units import COMPUTE_PRECISION
+
+if TYPE_CHECKING:  # annotation types: read by the schema (specs.schema), never imported here
+    from inferencesize.specs.types import Float, NonNegativeInt, Source
 
 Origin = Literal["hardware", "engine", "benchmark"]
 _FRACTION: dict[str, float] = {"gt": 0.0, "le": 1.0}

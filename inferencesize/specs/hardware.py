@@ -2,23 +2,25 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Literal, get_args
 
-from pydantic import Field, model_validator
+from inferencesize.specs.common import Field, Spec, model_validator
 
-from inferencesize.specs.common import (
-    Bytes,
-    BytesPerSecond,
-    BytesPerSecondOrZero,
-    Degree,
-    FlopsPerSecond,
-    Id,
-    Int,
-    PositiveFloat,
-    Source,
-    Spec,
-    Watts,
-)
+if TYPE_CHECKING:  # annotation types: read by the schema (specs.schema), never imported here
+    from inferencesize.specs.types import (
+        Bytes,
+        BytesPerSecond,
+        BytesPerSecondOrZero,
+        Degree,
+        FlopsPerSecond,
+        Id,
+        Int,
+        MigProfileName,
+        PositiveFloat,
+        PriceDate,
+        Source,
+        Watts,
+    )
 
 ComputePrecision = Literal["fp32", "tf32", "bf16", "fp16", "fp8", "int8", "fp4"]
 #: Compute architecture (the vendor's name for the die generation): GPUs of one architecture
@@ -39,6 +41,28 @@ Architecture = Literal[
     "tpu-v6",
 ]
 
+#: Floors of the figures (SI units), a thousandth of the slowest real part or less: a figure
+#: far below them (``hbm_bandwidth: 1e-300 TB/s``) would make step times overflow.
+MIN_HBM_BYTES_PER_S = 1e9  # 1 GB/s: a tenth of one DDR4 channel
+MIN_LINK_BYTES_PER_S = 1e8  # 0.1 GB/s: 1 Gb/s Ethernet (a link may also be 0: none)
+MIN_FLOP_PER_S = 1e9  # 1 GFLOPS
+
+
+def _in_range(name: str, value: float | None, kind: str) -> None:
+    """ValueError naming ``name`` and its plausible range when ``value`` is below its floor
+    (``kind``: "hbm", "link" or "flops"; the ceilings are checked with the field)."""
+    floor, scale, unit, top = {
+        "hbm": (MIN_HBM_BYTES_PER_S, 1e9, "GB/s", "1 PB/s"),
+        "link": (MIN_LINK_BYTES_PER_S, 1e9, "GB/s", "1 PB/s"),
+        "flops": (MIN_FLOP_PER_S, 1e9, "GFLOPS", "1e21 FLOPS"),
+    }[kind]
+    if value is not None and 0 < value < floor:
+        none = "0 (no such link) or " if kind == "link" else ""
+        raise ValueError(
+            f"{name}: must be {none}from {floor / scale:g} {unit} to {top}"
+            f" (got {value / scale:.3g} {unit})"
+        )
+
 
 class DenseFlops(Spec):
     """Dense (not 2:4-sparse) peak tensor throughput per precision, FLOP/s (OP/s for int8)."""
@@ -55,9 +79,11 @@ class DenseFlops(Spec):
         value: float | None = getattr(self, precision, None)
         return value
 
-
-#: A MIG profile name: compute slices "g", then the memory it is sold as ("2g.20gb").
-MigProfileName = Annotated[str, Field(pattern=r"^\d+g\.\d+gb$")]
+    @model_validator(mode="after")
+    def _plausible(self) -> DenseFlops:
+        for precision in get_args(ComputePrecision):
+            _in_range(precision, self.get(precision), "flops")
+        return self
 
 
 class MigProfile(Spec):
@@ -138,6 +164,12 @@ class GpuSpec(Spec):
         return out + [p for p in ("fp8", "fp4") if self.dense_flops.get(p) is not None]
 
     @model_validator(mode="after")
+    def _plausible(self) -> GpuSpec:
+        _in_range("hbm_bandwidth", self.hbm_bandwidth_bytes_per_s, "hbm")
+        _in_range("scale_up_bandwidth", self.scale_up_bandwidth_bytes_per_s, "link")
+        return self
+
+    @model_validator(mode="after")
     def _some_16bit_or_8bit_peak(self) -> GpuSpec:
         if all(self.dense_flops.get(p) is None for p in ("bf16", "fp16", "fp8", "int8")):
             raise ValueError("dense_flops: needs at least one of bf16, fp16, fp8, int8")
@@ -150,8 +182,6 @@ class GpuSpec(Spec):
 
 #: What a buyer pays for: a server, a cloud instance, a rack, one tray of a rack, a pod slice.
 UnitKind = Literal["server", "instance", "rack", "tray", "pod"]
-#: A price's date: ISO year, year-month or year-month-day (when it was published or read).
-PriceDate = Annotated[str, Field(pattern=r"^\d{4}(-\d{2}){0,2}$")]
 
 
 class SystemSpec(Spec):
@@ -207,6 +237,8 @@ class SystemSpec(Spec):
 
     @model_validator(mode="after")
     def _consistent(self) -> SystemSpec:
+        _in_range("intra_node_bandwidth", self.intra_node_bandwidth_bytes_per_s, "link")
+        _in_range("inter_node_bandwidth", self.inter_node_bandwidth_bytes_per_s, "link")
         priced = self.price_usd is not None or self.price_usd_per_gpu_hour is not None
         if priced and not self.price_source:
             raise ValueError("price_source: a price needs price_source (where and when)")

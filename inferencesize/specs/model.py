@@ -2,26 +2,26 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
-from pydantic import Field, model_validator
+from inferencesize.specs.common import Field, Spec, model_validator
 
-from inferencesize.specs.common import (
-    ExpertCount,
-    Experts,
-    Heads,
-    Id,
-    Int,
-    LayerCount,
-    Layers,
-    PositiveFloat,
-    Source,
-    Spec,
-    TokenCount,
-    Tokens,
-    Vocab,
-    Width,
-)
+if TYPE_CHECKING:  # annotation types: read by the schema (specs.schema), never imported here
+    from inferencesize.specs.types import (
+        ExpertCount,
+        Experts,
+        Heads,
+        Id,
+        Int,
+        LayerCount,
+        Layers,
+        PositiveFloat,
+        Source,
+        TokenCount,
+        Tokens,
+        Vocab,
+        Width,
+    )
 
 AttentionKind = Literal["MHA", "GQA", "MQA", "MLA"]
 Activation = Literal["swiglu", "geglu", "gelu", "relu", "relu2"]

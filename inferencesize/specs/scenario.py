@@ -3,23 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Annotated, Any, Literal
-
-from pydantic import Field, ValidationInfo, field_validator, model_validator
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from inferencesize.specs.common import MAX_RPS as MAX_RPS  # the largest request rate
-from inferencesize.specs.common import (
-    Count,
-    Degree,
-    Float,
-    NonNegativeFloat,
-    PositiveFloat,
-    Spec,
-    TokenCount,
-    Tokens,
-    Words,
-    WordsOrZero,
-)
+from inferencesize.specs.common import Field, Spec, field_validator, model_validator
 from inferencesize.specs.economics import (
     DailySpec,
     EconomicsSpec,
@@ -29,6 +16,23 @@ from inferencesize.specs.economics import (
 )
 from inferencesize.specs.techniques import TechniquesSpec
 from inferencesize.units import DEFAULT_ROUTER, PRECISIONS, Router, tokens_from_words
+
+if TYPE_CHECKING:  # annotation types: read by the schema (specs.schema), never imported here
+    from pydantic import ValidationInfo
+
+    from inferencesize.specs.types import (
+        Count,
+        Degree,
+        Float,
+        NonNegativeFloat,
+        Positive,
+        PositiveFloat,
+        Rate,
+        TokenCount,
+        Tokens,
+        Words,
+        WordsOrZero,
+    )
 
 Auto = Literal["auto"]
 #: The statistic a latency limit is stated at: the mean or a percentile over requests.
@@ -57,8 +61,6 @@ def closed_loop_only(data: Mapping[str, Any]) -> str:
 #: Hardware searched when a scenario names none: the 8-GPU NVIDIA systems a buyer compares
 #: today (Hopper 80 GB, Hopper 141 GB, Blackwell).
 DEFAULT_HARDWARE = ("dgx-h100", "dgx-h200", "dgx-b200")
-Positive = PositiveFloat
-Rate = Annotated[PositiveFloat, Field(le=MAX_RPS)]
 
 
 class Budget(Spec):

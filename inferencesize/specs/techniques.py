@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
-from pydantic import Field
+from inferencesize.specs.common import Field, Spec
 
-from inferencesize.specs.common import Float, Int, Spec, TokenCount, Tokens
-
-Fraction = Annotated[Float, Field(ge=0, le=1)]
+if TYPE_CHECKING:  # annotation types: read by the schema (specs.schema), never imported here
+    from inferencesize.specs.types import Float, Fraction, Int, TokenCount, Tokens
 
 
 class SpeculativeSpec(Spec):

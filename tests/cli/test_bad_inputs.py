@@ -26,6 +26,12 @@ SUPPORTED = (
     " qwen2, qwen2_moe, qwen3, qwen3_5_moe, qwen3_5_moe_text, qwen3_moe, qwen3_next"
 )
 BYTE_UNITS = "B, KB, MB, GB, TB, KiB, MiB, GiB, TiB"
+ENGINE_FORMS = (
+    "NAME, NAME@VERSION (numbers separated by dots, e.g. vllm@0.6.3) or an efficiency set id"
+)
+#: A question stated by flags (the hardware left to each case).
+PLAN_FLAGS = ["plan", "--model", "llama-3.1-8b", "--isl", "500", "--osl", "200"]
+PLAN_FLAGS += ["--mean-rps", "1", "--ttft-ms", "1000"]
 
 # (case id, CLI arguments, exact message after "error: ")
 CASES: list[tuple[str, list[str], str]] = [
@@ -311,6 +317,61 @@ CASES: list[tuple[str, list[str], str]] = [
         ["catalog", "import-hf", "hf/missing-layers.json", "--id", "My Model"],
         "--id: 'My Model' is not a valid catalog id (lowercase letters, digits, '.', '_' and"
         " '-', starting with a letter or digit)",
+    ),
+    # --- figures far below any real part (they would overflow the step times): a range
+    (
+        "hbm-bandwidth-1e-300",
+        ["catalog", "validate", "hardware/gpus/hbm-1e-300.yaml"],
+        "hardware/gpus/hbm-1e-300.yaml: hbm_bandwidth: must be from 1 GB/s to 1 PB/s"
+        " (got 1e-297 GB/s)",
+    ),
+    (
+        "dense-flops-1e-300",
+        ["catalog", "validate", "hardware/gpus/flops-1e-300.yaml"],
+        "hardware/gpus/flops-1e-300.yaml: dense_flops.bf16: must be from 1 GFLOPS to 1e21 FLOPS"
+        " (got 1e-297 GFLOPS)",
+    ),
+    (
+        "scale-up-bandwidth-1e-300",
+        ["catalog", "validate", "hardware/gpus/scale-up-1e-300.yaml"],
+        "hardware/gpus/scale-up-1e-300.yaml: scale_up_bandwidth: must be 0 (no such link) or"
+        " from 0.1 GB/s to 1 PB/s (got 1e-300 GB/s)",
+    ),
+    (
+        "inter-node-bandwidth-1e-300",
+        ["catalog", "validate", "hardware/systems/inter-node-1e-300.yaml"],
+        "hardware/systems/inter-node-1e-300.yaml: inter_node_bandwidth: must be 0 (no such link)"
+        " or from 0.1 GB/s to 1 PB/s (got 1e-300 GB/s)",
+    ),
+    (
+        "plan-with-hbm-below-1-gb-s",
+        [*PLAN_FLAGS, "--catalog", "catalogs/tiny-bandwidth", "--hardware", "test-gpu"],
+        "catalogs/tiny-bandwidth/hardware/gpus/test-gpu.yaml: hbm_bandwidth: must be from"
+        " 1 GB/s to 1 PB/s (got 0.5 GB/s)",
+    ),
+    # --- engine versions: numbers separated by dots, one '@' at most
+    (
+        "engine-version-not-a-number",
+        [*PLAN_FLAGS, "--hardware", "h100-sxm", "--engine", "vllm@abc"],
+        f"engine 'vllm@abc': version 'abc' is not numbers separated by dots; give {ENGINE_FORMS}",
+    ),
+    (
+        "engine-two-versions",
+        [*PLAN_FLAGS, "--hardware", "h100-sxm", "--engine", "vllm@1.0@2.0"],
+        f"engine 'vllm@1.0@2.0': at most one '@'; give {ENGINE_FORMS}",
+    ),
+    (
+        "engine-empty-version",
+        [*PLAN_FLAGS, "--hardware", "h100-sxm", "--engine", "vllm@"],
+        f"engine 'vllm@': no version after '@'; give {ENGINE_FORMS}",
+    ),
+    (
+        "estimate-engine-two-versions",
+        [
+            *["estimate", "--model", "llama-3.1-8b", "--hardware", "h100-sxm"],
+            *["--isl", "500", "--osl", "200", "--concurrency", "1", "--engine", "trtllm@0.17@1"],
+        ],
+        f"engine 'trtllm@0.17@1': at most one '@'; give {ENGINE_FORMS}",
     ),
 ]
 

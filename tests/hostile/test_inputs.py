@@ -93,6 +93,10 @@ def run_subprocess(case: Case) -> None:
 
 
 PLAN = ["plan"]
+#: A question stated by flags, its traffic left to each case.
+QUESTION = [*PLAN, "--model", "llama-3.1-8b", "--isl", "500", "--osl", "200", "--ttft-ms", "1000"]
+QUESTION += ["--hardware", "dgx-h100"]
+STATE_PEAK = "state the peak to serve (peak_rps, --peak-rps)"
 VALIDATE = ["catalog", "validate"]
 ESTIMATE = ["estimate", "--model", "llama-3.1-8b", "--hardware", "h100-sxm"]
 SIMULATE = ["simulate", "--model", "llama-3.1-8b", "--hardware", "h100-sxm", "--trace"]
@@ -211,6 +215,39 @@ NUMBER_CASES = [
         "dispersion-inf",
         [*PLAN, "scenarios/dispersion-inf.yaml"],
         "dispersion: input should be a finite number",
+    ),
+    # a peak of no request at all (the quantile is 0): nothing to size for, never exit 70
+    Case(
+        "mean-rps-1e-300",
+        [*QUESTION, "--mean-rps", "1e-300"],
+        "error: scenario: mean_rps: a mean of 1e-300 req/s is no request in most seconds, a peak"
+        f" of 0 at percentile 0.95: nothing to size for; {STATE_PEAK} or a higher mean_rps",
+    ),
+    Case(  # P(N = 0) = e^-0.01 = 0.990 >= 0.95
+        "mean-rps-0.01",
+        [*QUESTION, "--mean-rps", "0.01"],
+        "mean_rps: a mean of 0.01 req/s is no request in most seconds, a peak of 0 at percentile"
+        " 0.95",
+    ),
+    Case(  # P(N = 0) = e^-10 = 4.5e-5 >= 1e-300
+        "percentile-1e-300",
+        [*QUESTION, "--mean-rps", "10", "--percentile", "1e-300"],
+        "error: scenario: percentile: 1e-300 puts the peak of 10 req/s at 0 requests a second:"
+        f" nothing to size for; use a percentile such as 0.95, or {STATE_PEAK}",
+    ),
+    Case(  # P(N = 0) = (1 + D·mu)^(-1/D) = e^(-log(1e301) / 1e300) = 1 >= 0.95
+        "dispersion-1e300",
+        [*PLAN, "scenarios/dispersion-1e300.yaml"],
+        "error: scenario: dispersion: 1e+300 leaves at least 95 % of seconds without a request"
+        " at 10 req/s on average, a peak of 0: nothing to size for; use a lower dispersion, or"
+        f" {STATE_PEAK}",
+    ),
+    Case(  # the busiest hour: 0.1 × 100 requests / 3600 s = 0.00278 req/s
+        "daily-100-requests",
+        [*PLAN, "scenarios/daily-100-requests.yaml"],
+        "error: scenario: daily: the busiest hour's 0.00277778 req/s is no request in most"
+        f" seconds, a peak of 0 at percentile 0.95: nothing to size for; {STATE_PEAK} or a"
+        " larger daily volume",
     ),
     Case(
         "pue-inf",
