@@ -7,21 +7,31 @@
   blocks of a batch, so the shards' outputs concatenated in order are the single run's.
 * :func:`in_order` runs a function over a stream of items (blocks of rows) in a standard
   library process pool (``--workers N``) and yields the results in order; :func:`in_blocks`
-  does so over consecutive blocks of a range.
+  does so over consecutive blocks of a range. The pool's workers never outlive the command:
+  SIGTERM or SIGHUP ends them before the command, and a worker whose parent has gone (killed
+  with SIGKILL) ends too (Linux: ``prctl(PR_SET_PDEATHSIG)``; elsewhere it watches
+  ``os.getppid()``).
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
+import sys
 import threading
+import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
-from typing import IO, Annotated, Any, TypeVar
+from types import FrameType
+from typing import IO, TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 
 from inferencesize.errors import UsageError
+
+if TYPE_CHECKING:
+    from concurrent.futures import ProcessPoolExecutor
 
 T = TypeVar("T")
 
@@ -88,15 +98,97 @@ def write_rows(fh: IO[str], text: str) -> None:
         fh.flush()
 
 
-def _quiet_worker(init: Callable[..., None], args: tuple[Any, ...]) -> None:
+#: Linux prctl(2) option: the signal a process gets when the thread that started it ends.
+PR_SET_PDEATHSIG = 1
+#: Seconds between a worker's looks at its parent where prctl is not available.
+PARENT_POLL_S = 0.5
+#: Signals that end a command: they end its pool's workers first.
+STOP_SIGNALS = ("SIGTERM", "SIGHUP")
+
+
+def _quiet_worker(parent: int, init: Callable[..., None], args: tuple[Any, ...]) -> None:
     """A pool worker ignores Ctrl-C (the terminal sends it to every process of the group):
     the parent stops the pool and reports once. Termination ends it plainly (not through the
-    parent's handlers, inherited by a forked worker, that remove a file being written)."""
+    parent's handlers, inherited by a forked worker, that remove a file being written), and so
+    does the end of its parent ``parent`` (:func:`end_with_parent`)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    for name in ("SIGTERM", "SIGHUP"):
+    for name in STOP_SIGNALS:
         if hasattr(signal, name):
             signal.signal(getattr(signal, name), signal.SIG_DFL)
+    end_with_parent(parent)
     init(*args)
+
+
+def end_with_parent(parent: int) -> None:
+    """End this process when process ``parent`` (its parent) ends, however it ends (SIGKILL
+    included): Linux sends it SIGKILL then (``prctl(PR_SET_PDEATHSIG)``); elsewhere, or where
+    that fails, a daemon thread looks at ``os.getppid()`` every :data:`PARENT_POLL_S` s. A
+    parent gone already (before the signal was asked for) ends it at once."""
+    if not _death_signal():
+        watch = threading.Thread(target=_watch_parent, args=(parent,), daemon=True)
+        watch.start()
+    if os.getppid() != parent:
+        os._exit(1)
+
+
+def _death_signal() -> bool:
+    """Ask Linux for SIGKILL when the parent ends; whether it was granted."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        done: int = libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):  # no libc symbols to call
+        return False
+    return done == 0
+
+
+def _watch_parent(parent: int) -> None:
+    while os.getppid() == parent:
+        time.sleep(PARENT_POLL_S)
+    os._exit(1)
+
+
+def _end_workers(pool: ProcessPoolExecutor) -> None:
+    """Terminate the pool's own worker processes (mid-item: their results are not wanted)."""
+    processes = getattr(pool, "_processes", None) or {}
+    for process in list(processes.values()):  # one C call under the GIL: a snapshot
+        with contextlib.suppress(OSError, ValueError):  # gone already, or closed
+            process.terminate()
+
+
+@contextlib.contextmanager
+def _stops_end(pool: ProcessPoolExecutor) -> Iterator[None]:
+    """While the body runs (main thread only), SIGTERM and SIGHUP first terminate the pool's
+    workers, then do what they did before: the handler that was set (a file being written
+    removes itself and raises SystemExit), or their default action, which ends the process
+    at once (status 128 + signal; nothing flushed into a pipe nobody reads). Ignored signals
+    stay ignored."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous: dict[int, Any] = {}
+
+    def stop(signum: int, frame: FrameType | None) -> None:
+        _end_workers(pool)
+        before = previous.get(signum, signal.SIG_DFL)
+        if callable(before):
+            before(signum, frame)
+            return
+        signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
+
+    for name in STOP_SIGNALS:
+        number = getattr(signal, name, None)
+        if number is not None and signal.getsignal(number) != signal.SIG_IGN:
+            previous[number] = signal.signal(number, stop)
+    try:
+        yield
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
 
 
 def in_blocks(
@@ -137,18 +229,20 @@ def in_order(
         return
     from concurrent.futures import Future, ProcessPoolExecutor
 
-    pool = ProcessPoolExecutor(workers, initializer=_quiet_worker, initargs=(init, init_args))
+    pool = ProcessPoolExecutor(
+        workers, initializer=_quiet_worker, initargs=(os.getpid(), init, init_args)
+    )
     pending: deque[Future[Any]] = deque()
-    try:
-        for item in items:
-            pending.append(pool.submit(work, item))
-            if len(pending) >= 2 * workers:
+    with _stops_end(pool):
+        try:
+            for item in items:
+                pending.append(pool.submit(work, item))
+                if len(pending) >= 2 * workers:
+                    yield pending.popleft().result()
+            while pending:
                 yield pending.popleft().result()
-        while pending:
-            yield pending.popleft().result()
-    except BaseException:
-        for process in list(getattr(pool, "_processes", {}).values()):
-            process.terminate()  # the pool's own workers, mid-item: their results are not wanted
-        pool.shutdown(wait=False, cancel_futures=True)
-        raise
-    pool.shutdown()
+        except BaseException:
+            _end_workers(pool)
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise
+        pool.shutdown()
