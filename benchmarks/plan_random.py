@@ -121,22 +121,24 @@ def main() -> int:
             c = run(command(q, closed=True), env)
             rec["closed_cpu_s"] = c.cpu_s
         records.append(rec)
-        sys.stdout.write(
-            f"\r{i + 1}/{len(qs)}  last {r.cpu_s:.2f} s (exit {r.code})".ljust(40)
-        )
+        sys.stdout.write(f"\r{i + 1}/{len(qs)}  last {r.cpu_s:.2f} s (exit {r.code})".ljust(40))
         sys.stdout.flush()
     print()
     cpu = [r["cpu_s"] for r in records]
     ratios = [r["cpu_s"] / r["closed_cpu_s"] for r in records if "closed_cpu_s" in r]
     q = statistics.quantiles(cpu, n=100)
-    print(f"{len(records)} questions: CPU s median {statistics.median(cpu):.3f}, p90 {q[89]:.3f},"
-          f" p99 {q[98]:.3f}, max {max(cpu):.3f}; failures {failed}")
+    print(
+        f"{len(records)} questions: CPU s median {statistics.median(cpu):.3f}, p90 {q[89]:.3f},"
+        f" p99 {q[98]:.3f}, max {max(cpu):.3f}; failures {failed}"
+    )
     if ratios:
-        print(f"Poisson / closed-loop CPU over {len(ratios)} questions: median "
-              f"{statistics.median(ratios):.2f}, max {max(ratios):.2f}")
+        print(
+            f"Poisson / closed-loop CPU over {len(ratios)} questions: median "
+            f"{statistics.median(ratios):.2f}, max {max(ratios):.2f}"
+        )
     print("slowest:")
     for r in sorted(records, key=lambda r: -r["cpu_s"])[:10]:
-        line = " ".join(_with_stat(command(r), r)[len(infersize()):])
+        line = " ".join(_with_stat(command(r), r)[len(infersize()) :])
         print(f"  {r['cpu_s']:.2f} s  exit {r['exit']}  infersize {line}")
     if args.json:
         args.json.write_text(json.dumps(records, indent=1), encoding="utf-8")
