@@ -25,6 +25,7 @@ Limits: streaming mode checks every given limit (TTFT, ITL, E2E); sequential mod
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
@@ -192,6 +193,10 @@ class FixedCapacity:
     def at(self, n: int, peak_rps: float) -> tuple[OperatingPoint, Binding]:
         return self.point, self.binding
 
+    def rate_at(self, n: int, peak_rps: float) -> float:
+        """Requests/s one instance serves."""
+        return self.point.requests_per_s
+
 
 @dataclass(frozen=True)
 class Plan:
@@ -240,10 +245,11 @@ class Plan:
         """Open loop: how the candidate is sized for another peak (None: by its rate)."""
         return self.capacity if isinstance(self.capacity, OpenLoopSizing) else None
 
-    @property
+    @cached_property
     def rate(self) -> float:
-        """Requests/s one instance serves at its operating point."""
-        return self.point.requests_per_s
+        """Requests/s one instance serves at its operating point (the most within the
+        limits; open loop: without solving the point itself)."""
+        return self.capacity.rate_at(self.instances, self.peak_rps)
 
     @property
     def capacity_rps(self) -> float:
@@ -285,23 +291,26 @@ class Plan:
         )
         return (*key, self.shared)
 
-    @property
-    def spare(self) -> float:
-        """What breaks a tie: the headroom (closed loop), or the throughput headroom of the
-        instances, instances × sustainable rate / peak − 1 (open loop: known without
-        searching each one's capacity within the limits)."""
-        if self.sizing is None:
-            return self.headroom
-        return self.instances * self.sizing.search.top_rps / self.peak_rps - 1.0
-
     def sort_key(self, objective: Objective = "servers") -> tuple[Any, ...]:
-        """Its whole rank: :meth:`prefix`, then more :attr:`spare` first, then its label."""
-        return (*self.prefix(objective), -self.spare, self.candidate.label())
+        """Its whole rank: :meth:`prefix`, then more headroom first, then its label."""
+        return (*self.prefix(objective), -self.headroom, self.candidate.label())
 
 
-def rank(plans: Sequence[Plan], objective: Objective = "servers") -> list[Plan]:
-    """``plans`` best first: by :meth:`Plan.sort_key` — the one ranking rule."""
-    return sorted(plans, key=lambda p: p.sort_key(objective))
+def rank(
+    plans: Sequence[Plan], objective: Objective = "servers", exact: int | None = None
+) -> list[Plan]:
+    """``plans`` best first: by :meth:`Plan.sort_key` — the one ranking rule. A plan's
+    headroom (open loop: one instance's capacity, a rate search) is worked out only where it
+    breaks a tie, and with ``exact`` only for ties among the first ``exact`` places (those
+    shown); later ties keep the order of their labels."""
+    by_prefix = sorted(plans, key=lambda p: (*p.prefix(objective), p.candidate.label()))
+    out: list[Plan] = []
+    for _, tied in itertools.groupby(by_prefix, key=lambda p: p.prefix(objective)):
+        group = list(tied)
+        if len(group) > 1 and (exact is None or len(out) < exact):
+            group.sort(key=lambda p: (-p.headroom, p.candidate.label()))
+        out.extend(group)
+    return out
 
 
 @dataclass(frozen=True)
@@ -661,11 +670,16 @@ class OpenLoopSizing:
     limits: Limits
     osl: float
 
+    def rate_at(self, n: int, peak_rps: float) -> float:
+        """Requests/s one of ``n`` instances serving ``peak_rps`` serves at most within the
+        limits (its point is not solved)."""
+        return self.search.capacity_rps(n, peak_rps)
+
     def at(self, n: int, peak_rps: float) -> tuple[OperatingPoint, Binding]:
         """One of ``n`` instances serving ``peak_rps`` at the most it serves within the
         limits, and the limit that binds it there (none within 1 %: the instance's
         sustainable rate, "memory")."""
-        rate, pt = self.search.capacity_point(n)
+        rate, pt = self.search.capacity_point(n, peak_rps)
         op = _open_loop_op(pt, rate, self.osl)
         limits = self.limits
         binding: Binding = "memory"
@@ -1092,7 +1106,7 @@ def plan(
         rejected_by_kind=count_kinds(rejected),
         multi_node=multi_node,
     )
-    feasible = rank(feasible, objective)
+    feasible = rank(feasible, objective, exact=1 + max(top, 0))
     chosen = feasible[0] if feasible else None
     alternatives = feasible[1 : 1 + max(top, 0)]
     nearest = None if chosen else _nearest_miss(rejected, limits)
@@ -1193,6 +1207,6 @@ def plan_scenario(
         batch_sizes=s.batch_sizes,
         arrivals=s.arrivals,
         cv=s.cv,
-        router=s.router,
+        router=Router(s.router),
         **options,
     )

@@ -365,12 +365,22 @@ def choose(feasible: Sequence[Plan], peaks: Any) -> Any:
     gpus = np.broadcast_to(groups * per, shape)
     servers = np.broadcast_to(servers_needed(groups, per, node), shape)
     cost = np.broadcast_to(np.where(np.isinf(price), np.inf, price * gpus), shape)
-    spare = np.empty(shape)  # Plan.spare: headroom, or the throughput headroom (open loop)
-    for j, p in enumerate(feasible):
-        rate = p.rate if p.sizing is None else p.sizing.search.top_rps
-        spare[:, j] = inst[:, j] * rate / peak[:, 0] - 1.0
-    first = np.lexsort((label_rank, -spare, shared, cost, gpus, servers), axis=-1)[:, 0]
+    order = np.lexsort((label_rank, shared, cost, gpus, servers), axis=-1)
+    first = order[:, 0].copy()
+    for i in range(shape[0]):  # a tie on everything paid: more headroom first (Plan.sort_key)
+        row = (servers[i], gpus[i], cost[i], shared[i])
+        best = tuple(r[first[i]] for r in row)
+        tied = [int(j) for j in order[i] if tuple(r[j] for r in row) == best]
+        if len(tied) > 1:
+            pk = float(peak[i, 0])
+            spare = {j: inst[i, j] * _rate(feasible[j], int(inst[i, j]), pk) for j in tied}
+            first[i] = min(tied, key=lambda j: (-spare[j], label_rank[i, j]))
     return first
+
+
+def _rate(p: Plan, n: int, peak_rps: float) -> float:
+    """What one of ``n`` instances of ``p`` serves within the limits at ``peak_rps``."""
+    return p.rate if p.sizing is None else p.sizing.rate_at(n, peak_rps)
 
 
 @dataclass

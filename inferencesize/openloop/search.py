@@ -104,14 +104,14 @@ class RateSearch:
         self._warm: list[tuple[float, Warm]] = []  # (rate, where its fixed point ended)
         #: The points solved, by rate (percentiles of the limited metrics only).
         self.points: dict[float, OpenLoopPoint] = {}
-        #: The highest rate solved that meets every limit (0: none yet).
-        self.met = 0.0
         self._start = min(max(start, _VANISHING), 1.0 - rel_tol)
         self.top_rps = self._st.max_rate_rps
         self._log_step = math.log1p(rel_tol)
         self._last = math.ceil(math.log(1.0 / _VANISHING) / self._log_step)
         self._meets_j = self._last + 1  # smallest index known to meet (J + 1: none yet)
         self._miss_j = 0  # largest index known to miss (0: λ_max itself, unstable)
+        self._met_rps = 0.0  # the highest rate solved that meets (grid or not)
+        self._missed_rps = math.inf  # the lowest rate solved that misses
         # evaluated points: (u, value / limit per limit), and the outcome of each step
         self._seen: list[tuple[float, list[float]]] = [(0.0, self._alone())]
         self._widths: list[int] = []
@@ -243,9 +243,9 @@ class RateSearch:
         if rate >= self.top_rps:
             return False
         x = self._index(rate)
-        if math.ceil(x - 1e-9) >= self._meets_j:  # at or below a rate known to meet
+        if rate <= self._met_rps or x >= self._meets_j - 1e-9:  # at or below one that meets
             return True
-        if math.floor(x + 1e-9) <= self._miss_j:  # at or above a rate known to miss
+        if rate >= self._missed_rps or x <= self._miss_j + 1e-9:  # at or above one that misses
             return False
         ratios = self._ratios(rate)
         rho = rate / self.top_rps
@@ -253,9 +253,10 @@ class RateSearch:
             self._seen.append((rho / (1.0 - rho), ratios))
         ok = max(ratios, default=0.0) <= 1.0
         if ok:
-            self.met = max(self.met, rate)
+            self._met_rps = max(self._met_rps, rate)
             self._meets_j = min(self._meets_j, math.ceil(x - 1e-9))
         else:
+            self._missed_rps = min(self._missed_rps, rate)
             self._miss_j = max(self._miss_j, math.floor(x + 1e-9))
         return ok
 
@@ -462,16 +463,24 @@ class InstanceSearch:
         computed when first read)."""
         return self.search(n).full_point(peak_rps / (n + _RATE_SLACK))
 
-    def capacity_point(self, n: int) -> tuple[float, OpenLoopPoint]:
-        """The most one of ``n`` instances serves within the limits (requests/s): the highest
-        rate solved that meets them once the search has closed on its grid of relative step
-        :data:`CAPACITY_TOL` (within one step of the boundary, and at least any rate a count
-        was found to meet at), and the point there (every percentile, tables computed when
-        first read)."""
+    def capacity_rps(self, n: int, peak_rps: float = 0.0) -> float:
+        """The most one of ``n`` instances serves within the limits (requests/s): the search's
+        answer on its grid of relative step :data:`CAPACITY_TOL`, or the planned load
+        ``peak_rps`` / n where that is higher and meets (the count was found to serve it).
+        Which points were solved on the way never changes it: a plan and a sweep show the
+        same capacity."""
         search = self.search(n)
-        search.highest()
-        rate = search.met if search.met > 0 else search.highest()
-        return rate, search.full_point(rate)
+        rate = search.highest()
+        planned = peak_rps / (n + _RATE_SLACK)
+        if planned > rate and search.meets(planned):
+            rate = planned
+        return rate
+
+    def capacity_point(self, n: int, peak_rps: float = 0.0) -> tuple[float, OpenLoopPoint]:
+        """:meth:`capacity_rps` and the point there (every percentile, tables computed when
+        first read)."""
+        rate = self.capacity_rps(n, peak_rps)
+        return rate, self.search(n).full_point(rate)
 
 
 class LazyPoint:

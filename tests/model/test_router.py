@@ -7,6 +7,7 @@ from __future__ import annotations
 import itertools
 import math
 from functools import cache
+from typing import get_args
 
 import numpy as np
 import pytest
@@ -19,6 +20,7 @@ from inferencesize.openloop.router import NODES, Instance, instance, node_above,
 from inferencesize.parallelism import Parallelism
 from inferencesize.simulate import BatchingConfig, Workload, per_request, simulate_llm
 from inferencesize.simulate.stats import measured_mask
+from inferencesize.units import Router, RouterName
 
 ISL, OSL = 1000, 200
 
@@ -81,6 +83,20 @@ def test_the_fewest_instances_is_the_least_count_a_point_meets_at(router: str, c
         fresh = _search(router, cv)
         assert fresh.meets(peak, found)
         assert found == 1 or not _search(router, cv).meets(peak, found - 1)
+
+
+def test_the_answer_does_not_depend_on_the_points_solved() -> None:
+    """A sweep's searches (each node closed on its grid first) and a plan's (points where the
+    count needs them) find the same count and the same capacity at every peak."""
+    plan, sweep = _search("least-loaded", 2.0), _search("least-loaded", 2.0)
+    sweep.closed = True
+    top = plan.top_rps
+    for peak in (0.37 * top, 2.9 * top, 7.3 * top):
+        n = plan.fewest(peak)
+        assert n is not None and sweep.fewest(peak) == n
+        rate, _ = plan.capacity_point(n, peak)
+        assert sweep.capacity_point(n, peak)[0] == rate
+        assert rate >= peak / n * (1 - 1e-9)  # at least the load it is planned for
 
 
 def test_more_traffic_never_needs_fewer_instances() -> None:
@@ -147,3 +163,7 @@ def test_the_router_transforms_against_the_simulator(router: str) -> None:
     ttft, itl = _simulated(router, rate, 4)
     assert model.ttft_s == pytest.approx(ttft, rel=0.08)
     assert model.itl_s == pytest.approx(itl, rel=0.08)
+
+
+def test_the_scenario_spellings_are_the_routers() -> None:
+    assert set(get_args(RouterName)) == {r.value for r in Router}
