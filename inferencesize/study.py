@@ -50,7 +50,7 @@ from inferencesize.specs.scenario import DEFAULT_HARDWARE, MAX_CV, Pool, Scenari
 from inferencesize.specs.techniques import TechniquesSpec
 from inferencesize.techniques import Speculative, Techniques, mtp_costs
 from inferencesize.transformer import model_costs
-from inferencesize.units import DEFAULT_ROUTER, PRECISIONS, tokens_from_words
+from inferencesize.units import DEFAULT_ROUTER, PRECISIONS, Router, tokens_from_words
 
 if TYPE_CHECKING:  # imported by the methods that need them
     from inferencesize.daily import DailyPlan
@@ -576,7 +576,7 @@ class Study:
         s = self.spec
         cv = s.cv if s.arrivals == "poisson" else 1.0
         replay = self.trace.at_rate(p.peak_rps) if self.trace is not None else None
-        router = s.router if s.arrivals == "poisson" else DEFAULT_ROUTER
+        router = Router(s.router) if s.arrivals == "poisson" else DEFAULT_ROUTER
         return verify_plan(
             self.estimator,
             p,

@@ -67,6 +67,8 @@ class Router(StrEnum):
 
 #: The router a question assumes unless it states one.
 DEFAULT_ROUTER: Final = Router.LEAST_LOADED
+#: The routers as a scenario spells them (the values of :class:`Router`).
+RouterName = Literal["random", "round-robin", "least-loaded"]
 
 #: Words per token used to turn a word count into tokens (English prose, BPE tokenizers).
 WORDS_PER_TOKEN: Final = 0.75

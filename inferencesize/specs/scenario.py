@@ -15,7 +15,7 @@ from inferencesize.specs.economics import (
     Users,
 )
 from inferencesize.specs.techniques import TechniquesSpec
-from inferencesize.units import DEFAULT_ROUTER, PRECISIONS, Router, tokens_from_words
+from inferencesize.units import DEFAULT_ROUTER, PRECISIONS, RouterName, tokens_from_words
 
 if TYPE_CHECKING:  # annotation types: read by the schema (specs.schema), never imported here
     from pydantic import ValidationInfo
@@ -193,8 +193,8 @@ class ScenarioSpec(Spec):
         description="coefficient of variation of inter-arrival times: 1 Poisson, 0 a steady"
         " rate, above 1 burstier (gamma)",
     )
-    router: Router = Field(
-        default=DEFAULT_ROUTER,
+    router: RouterName = Field(
+        default=DEFAULT_ROUTER.value,
         description="how requests at a rate are spread over the instances: least-loaded"
         " (default: to the instance with the fewest requests outstanding, as production"
         " routers do), round-robin, or random",

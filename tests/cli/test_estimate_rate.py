@@ -158,7 +158,7 @@ def test_help_states_the_definitions() -> None:
         (["--rate", "8", "--concurrency", "4"], ["--rate and --concurrency are exclusive"]),
         (["--cv", "2"], ["--cv", "--rate"]),
         (["--rate", "8", "--batching", "static"], ["--rate", "in-flight"]),
-        (["--rate", "8", "--cv", "0"], ["--cv"]),
+        (["--rate", "8", "--cv", "-1"], ["--cv"]),
         (["--rate", "8", "--cv", "11"], ["--cv"]),
         (["--rate", "0"], ["--rate"]),
         (["--rate", "nan"], ["--rate"]),

@@ -305,7 +305,13 @@ CASES: list[Case] = [
     ),
     Case("simulate-rate-nan", [*SIM, "--rate", "nan"], nothing, 1, "--rate: expected a finite"),
     Case("simulate-rate-zero", [*SIM, "--rate", "0"], nothing, 1, "--rate: must be > 0"),
-    Case("simulate-cv-zero", [*SIM, "--rate", "1", "--cv", "0"], nothing, 1, "--cv: must be > 0"),
+    Case(
+        "simulate-cv-negative",
+        [*SIM, "--rate", "1", "--cv", "-1"],
+        nothing,
+        1,
+        "--cv: must be >= 0",
+    ),
     Case(
         "simulate-stddev-inf",
         [*SIM, "--rate", "1", "--isl-stddev", "inf"],
