@@ -727,12 +727,10 @@ def _trace(data: dict[str, Any], shown: str, scenario: str | None) -> TraceTraff
         raise CatalogError(
             shown, stated, f"the trace gives ISL, OSL and the gaps' cv; drop {stated} or trace"
         )
-    from inferencesize.io_trace import read_trace  # the simulator's types: only with a trace
-    from inferencesize.trace_traffic import trace_traffic
+    from inferencesize.io_trace import read_trace_traffic  # the simulator's types: only then
 
-    workload = read_trace(path)
     try:
-        traffic = trace_traffic(workload, display_path(path), MAX_CV)
+        traffic = read_trace_traffic(path, display_path(path), MAX_CV)
     except ValueError as err:
         raise CatalogError(shown, "trace", f"{display_path(path)}: {err}") from None
     data["isl"] = max(1, round(traffic.isl_mean))

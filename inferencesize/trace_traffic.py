@@ -4,23 +4,32 @@ and the burstiness of the arrivals (the coefficient of variation of the gaps bet
 The open-loop model takes fixed lengths and gamma-renewal arrivals: a trace enters it as its
 mean ISL and OSL, its mean rate and its gaps' cv. ``plan --verify`` replays the trace itself
 (every request's lengths, the arrivals' own pattern) with its times scaled to the rate sized
-for (:meth:`TraceTraffic.at_rate`). Pure: the caller reads the file
-(:func:`inferencesize.io_trace.read_trace`).
+for (:meth:`TraceTraffic.at_rate`); a trace of more than :data:`REPLAY_MAX_REQUESTS` requests
+replays its first that many, in arrival order (:attr:`TraceTraffic.replayed`).
+
+A trace of any length gives its figures in one pass over its requests in arrival order, in
+flat memory (:class:`TraceFigures`: counts, sums, and the gaps' mean and spread merged block
+by block, Chan et al.'s pairwise update). Pure: the caller reads the file
+(:func:`inferencesize.io_trace.read_trace_traffic`).
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
 
-from inferencesize.simulate.arrivals import Workload
+from inferencesize.simulate.arrivals import FloatArray, IntArray, Workload
 
 #: Fewest requests a trace needs: two gaps give a rate and a spread.
 MIN_REQUESTS = 3
 #: The least burstiness sized for: a trace of (nearly) evenly spaced requests is sized as
 #: gaps with this cv (the open-loop model needs cv > 0).
 MIN_CV = 0.05
+#: Most requests ``plan --verify`` replays: a longer trace replays its first this many (in
+#: arrival order), so the simulation's memory and time stay bounded.
+REPLAY_MAX_REQUESTS = 200_000
 
 
 @dataclass(frozen=True)
@@ -40,35 +49,87 @@ class TraceTraffic:
 
     def at_rate(self, rate_rps: float) -> Workload:
         """The trace's requests with their arrival times scaled so they come at ``rate_rps``
-        on average (the first at time 0): the same pattern, faster or slower."""
+        on average (the first at time 0): the same pattern, faster or slower. A trace longer
+        than :data:`REPLAY_MAX_REQUESTS`: its first requests (:attr:`replayed`), on the
+        whole trace's scale."""
         assert self.workload.arrival_s is not None
         t = self.workload.arrival_s
         scale = self.mean_rps / rate_rps
         return Workload(self.workload.isl, self.workload.osl, (t - t[0]) * scale)
 
+    @property
+    def replayed(self) -> int:
+        """Requests ``plan --verify`` replays: all of them, or the first
+        :data:`REPLAY_MAX_REQUESTS`."""
+        return self.workload.n
+
+    def replay_note(self) -> str:
+        """What a replay covers, for a trace replayed in part ("" when whole)."""
+        if self.replayed >= self.requests:
+            return ""
+        t = self.workload.arrival_s
+        assert t is not None
+        return (
+            f"its first {self.replayed:,} of {self.requests:,} requests:"
+            f" {float(t[-1] - t[0]):,.6g} of its {self.span_s:,.6g} s"
+        )
+
+
+@dataclass
+class TraceFigures:
+    """What a trace gives, gathered in one pass over its requests in arrival order, block by
+    block (:meth:`add`), in memory that does not grow with them: the count, the first and
+    last arrival, the lengths' sums, and the gaps' count, mean and sum of squared deviations
+    (merged as Chan, Golub and LeVeque's pairwise update: exact to rounding whatever the
+    blocks)."""
+
+    requests: int = 0
+    first_s: float = 0.0
+    last_s: float = 0.0
+    isl_sum: int = 0
+    osl_sum: int = 0
+    gaps: int = 0
+    gap_mean_s: float = 0.0
+    gap_m2: float = 0.0
+
+    def add(self, arrival_s: FloatArray, isl: IntArray, osl: IntArray) -> None:
+        """The next requests, in arrival order: the first at or after the last one added."""
+        if len(arrival_s) == 0:
+            return
+        if self.requests == 0:
+            self.first_s = float(arrival_s[0])
+            gaps = np.diff(arrival_s)
+        else:
+            gaps = np.diff(arrival_s, prepend=self.last_s)
+        self.last_s = float(arrival_s[-1])
+        self.requests += len(arrival_s)
+        self.isl_sum += int(isl.sum())
+        self.osl_sum += int(osl.sum())
+        if len(gaps) == 0:
+            return
+        count = self.gaps + len(gaps)
+        mean = float(gaps.mean())
+        delta = mean - self.gap_mean_s
+        self.gap_m2 += (
+            float(np.sum((gaps - mean) ** 2)) + delta * delta * self.gaps * len(gaps) / count
+        )
+        self.gap_mean_s += delta * len(gaps) / count
+        self.gaps = count
+
 
 def trace_traffic(workload: Workload, source: str, max_cv: float) -> TraceTraffic:
-    """The traffic of ``workload`` (a trace sorted by arrival time); ValueError with the
-    reason when it has too few requests, no time between its first and last arrival, or gaps
-    burstier than ``max_cv``."""
+    """The traffic of ``workload`` (a whole trace in memory, sorted by arrival time);
+    ValueError with the reason when it has too few requests, no time between its first and
+    last arrival, or gaps burstier than ``max_cv``."""
     t = workload.arrival_s
-    if t is None or len(t) < MIN_REQUESTS:
-        got = 0 if t is None else len(t)
-        raise ValueError(
-            f"a trace needs at least {MIN_REQUESTS} requests to give a rate and its"
-            f" burstiness (got {got})"
-        )
+    got = 0 if t is None else len(t)
+    _enough(got)
+    assert t is not None
     span = float(t[-1] - t[0])
-    if not span > 0:
-        raise ValueError("every request arrives at the same time: the trace gives no rate")
+    _spread(span)
     gaps = np.diff(t)
     mean_gap = float(gaps.mean())
-    gap_cv = float(gaps.std()) / mean_gap
-    if gap_cv > max_cv:
-        raise ValueError(
-            f"its gaps' coefficient of variation is {gap_cv:.3g}, above the {max_cv:g} the"
-            " open-loop model takes"
-        )
+    gap_cv = _burstiness(float(gaps.std()) / mean_gap, max_cv)
     return TraceTraffic(
         source=source,
         requests=len(t),
@@ -80,3 +141,50 @@ def trace_traffic(workload: Workload, source: str, max_cv: float) -> TraceTraffi
         osl_mean=float(np.mean(workload.osl)),
         workload=workload,
     )
+
+
+def streamed_traffic(
+    figures: TraceFigures, replay: Workload, source: str, max_cv: float
+) -> TraceTraffic:
+    """The traffic of a trace from its :class:`TraceFigures` (the same figures as
+    :func:`trace_traffic` of the whole trace, to rounding), ``replay`` its first requests in
+    arrival order; ValueError as :func:`trace_traffic`."""
+    n = figures.requests
+    _enough(n)
+    span = figures.last_s - figures.first_s
+    _spread(span)
+    mean_gap = span / (n - 1)
+    gap_cv = _burstiness(math.sqrt(max(figures.gap_m2, 0.0) / figures.gaps) / mean_gap, max_cv)
+    return TraceTraffic(
+        source=source,
+        requests=n,
+        span_s=span,
+        mean_rps=1.0 / mean_gap,
+        gap_cv=gap_cv,
+        cv=max(gap_cv, MIN_CV),
+        isl_mean=figures.isl_sum / n,
+        osl_mean=figures.osl_sum / n,
+        workload=replay,
+    )
+
+
+def _enough(requests: int) -> None:
+    if requests < MIN_REQUESTS:
+        raise ValueError(
+            f"a trace needs at least {MIN_REQUESTS} requests to give a rate and its"
+            f" burstiness (got {requests})"
+        )
+
+
+def _spread(span_s: float) -> None:
+    if not span_s > 0:
+        raise ValueError("every request arrives at the same time: the trace gives no rate")
+
+
+def _burstiness(gap_cv: float, max_cv: float) -> float:
+    if gap_cv > max_cv:
+        raise ValueError(
+            f"its gaps' coefficient of variation is {gap_cv:.3g}, above the {max_cv:g} the"
+            " open-loop model takes"
+        )
+    return gap_cv

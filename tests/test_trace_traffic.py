@@ -11,9 +11,18 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
+from inferencesize import io_trace
 from inferencesize.cli import app
+from inferencesize.errors import InputError
+from inferencesize.io_trace import read_trace_traffic
 from inferencesize.simulate import Workload
-from inferencesize.trace_traffic import MIN_CV, trace_traffic
+from inferencesize.trace_traffic import (
+    MIN_CV,
+    REPLAY_MAX_REQUESTS,
+    TraceFigures,
+    streamed_traffic,
+    trace_traffic,
+)
 
 runner = CliRunner()
 
@@ -155,3 +164,111 @@ def test_arrivals_trace_names_its_file(trace: Path) -> None:
     )
     result = runner.invoke(app, ["plan", str(bare)])
     assert result.exit_code == 1 and "arrivals: trace needs trace: FILE" in result.stderr
+
+
+# --------------------------------------------------------------------------- long traces
+
+
+def test_figures_gathered_block_by_block_by_hand() -> None:
+    figures = TraceFigures()
+    ints = np.array([1, 1], dtype=np.int64)
+    figures.add(np.array([0.0, 1.0]), ints * 100, ints * 10)
+    figures.add(np.array([3.0, 6.0]), ints * 300, ints * 30)
+    figures.add(np.array([]), np.array([], dtype=np.int64), np.array([], dtype=np.int64))
+    # gaps 1, 2 | 3 (across the blocks), 3: in two merges; as a whole: 1, 2, 3
+    assert (figures.requests, figures.first_s, figures.last_s) == (4, 0.0, 6.0)
+    assert (figures.isl_sum, figures.osl_sum) == (800, 80)
+    assert figures.gaps == 3 and figures.gap_mean_s == pytest.approx(2.0)
+    assert figures.gap_m2 == pytest.approx(2.0)  # (1-2)^2 + (2-2)^2 + (3-2)^2
+    t = streamed_traffic(figures, _workload([0.0, 1.0], [100, 100], [10, 10]), "x", 10)
+    same = trace_traffic(
+        _workload([0.0, 1.0, 3.0, 6.0], [100, 100, 300, 300], [10] * 2 + [30] * 2), "x", 10
+    )
+    assert (t.requests, t.span_s, t.isl_mean, t.osl_mean) == (4, 6.0, 200.0, 20.0)
+    assert t.mean_rps == pytest.approx(same.mean_rps) and t.gap_cv == pytest.approx(same.gap_cv)
+    assert t.replayed == 2 and t.replay_note() == "its first 2 of 4 requests: 1 of its 6 s"
+
+
+LONG = 250_000  # past REPLAY_MAX_REQUESTS (200,000): gathered in one pass, replayed in part
+
+
+@pytest.fixture(scope="module")
+def long_trace(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    rng = np.random.default_rng(11)
+    times = np.cumsum(rng.gamma(2.0, 1 / 120.0, LONG))  # 60 req/s, gaps' cv 1/sqrt(2)
+    isl = rng.integers(100, 4001, LONG)
+    osl = rng.integers(20, 501, LONG)
+    path = tmp_path_factory.mktemp("long") / "long.csv"
+    with path.open("w", encoding="utf-8") as fh:
+        fh.write("arrival_s,isl,osl\n")
+        fh.writelines(f"{t:.6f},{a},{b}\n" for t, a, b in zip(times, isl, osl, strict=True))
+    return path
+
+
+def test_a_long_trace_gives_its_figures_in_one_pass(long_trace: Path) -> None:
+    t = read_trace_traffic(long_trace, "long.csv", 10.0)
+    # by hand, with numpy, from the file as written
+    table = np.loadtxt(long_trace, delimiter=",", skiprows=1)
+    arrival, isl, osl = table[:, 0], table[:, 1], table[:, 2]
+    gaps = np.diff(arrival)
+    assert t.requests == LONG and t.span_s == pytest.approx(arrival[-1] - arrival[0], rel=1e-15)
+    assert t.mean_rps == pytest.approx(1.0 / gaps.mean(), rel=1e-12)
+    assert t.gap_cv == pytest.approx(gaps.std() / gaps.mean(), rel=1e-9) and t.cv == t.gap_cv
+    assert t.isl_mean == pytest.approx(isl.mean(), rel=1e-15)
+    assert t.osl_mean == pytest.approx(osl.mean(), rel=1e-15)
+    # replayed: its first REPLAY_MAX_REQUESTS requests, as they stand in the file
+    assert t.replayed == REPLAY_MAX_REQUESTS < t.requests
+    w = t.workload
+    assert w.arrival_s is not None
+    assert np.array_equal(w.arrival_s, arrival[:REPLAY_MAX_REQUESTS])
+    assert np.array_equal(w.isl, isl[:REPLAY_MAX_REQUESTS])
+    assert np.array_equal(w.osl, osl[:REPLAY_MAX_REQUESTS])
+    # brought to twice the trace's rate: the same pattern in half the time, from 0
+    fast = t.at_rate(2.0 * t.mean_rps)
+    assert fast.arrival_s is not None
+    assert np.allclose(fast.arrival_s, (arrival[:REPLAY_MAX_REQUESTS] - arrival[0]) / 2.0)
+    assert t.replay_note().startswith(f"its first 200,000 of {LONG:,} requests:")
+
+
+def test_the_figures_do_not_depend_on_the_blocks(
+    long_trace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    whole = read_trace_traffic(long_trace, "long.csv", 10.0)
+    monkeypatch.setattr(io_trace, "BLOCK_ROWS", 997)
+    small = read_trace_traffic(long_trace, "long.csv", 10.0)
+    assert (small.requests, small.span_s, small.isl_mean) == (
+        whole.requests,
+        whole.span_s,
+        whole.isl_mean,
+    )
+    assert small.gap_cv == pytest.approx(whole.gap_cv, rel=1e-12)
+    assert np.array_equal(small.workload.isl, whole.workload.isl)
+
+
+def test_rows_out_of_order(tmp_path: Path) -> None:
+    path = tmp_path / "shuffled.csv"
+    path.write_text("arrival_s,isl,osl\n0,10,1\n2,20,2\n1,30,3\n3,40,4\n5,50,5\n4,60,6\n")
+    # held whole (at most `keep` requests): sorted, as a short trace always was
+    t = read_trace_traffic(path, "shuffled.csv", 10.0)
+    assert t.workload.arrival_s is not None and list(t.workload.arrival_s) == [0, 1, 2, 3, 4, 5]
+    assert list(t.workload.isl) == [10, 30, 20, 40, 60, 50] and t.gap_cv == 0.0
+    # longer than `keep`: read in file order, so a row before the one above it is an error
+    with pytest.raises(InputError) as err:
+        read_trace_traffic(path, "shuffled.csv", 10.0, keep=4)
+    assert str(err.value) == (
+        f"{path}: line 4: arrival_s: 1 s comes before the row above (2 s): a trace of more"
+        " than 4 requests must list them in arrival order (sort its rows by arrival_s)"
+    )
+
+
+def test_verify_replays_the_first_requests_of_a_long_trace_and_says_so(
+    trace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(io_trace, "REPLAY_MAX_REQUESTS", 1000)  # the chat trace has 1,200
+    rec = _plan(*QUESTION, "--trace", str(trace), "--verify")
+    assert rec["trace"]["requests"] == 1200  # its figures: every request
+    v = rec["verify"]
+    assert v["arrivals"].startswith(f"trace {trace} (its first 1,000 of 1,200 requests: ")
+    assert v["requests"] == 1000
+    table = runner.invoke(app, ["plan", *QUESTION, "--trace", str(trace), "--verify"])
+    assert table.exit_code == 0 and "its first 1,000 of 1,200 requests" in table.stdout

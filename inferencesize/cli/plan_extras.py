@@ -24,7 +24,10 @@ def add_verification(study: Study, rec: dict[str, Any], result: Any) -> None:
         return
     with Progress("simulating instance counts at the peak rate"):  # on a terminal, after 1 s
         v = study.verify(p)
-    trace = study.trace.source if study.trace is not None else None
+    trace = None
+    if study.trace is not None:  # a long trace replays its first requests: say which
+        note = study.trace.replay_note()
+        trace = f"{study.trace.source} ({note})" if note else study.trace.source
     rec["verify"] = verify_record(p, v, limits_record(study), trace)
 
 
