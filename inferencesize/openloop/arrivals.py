@@ -119,7 +119,9 @@ def _mixture_of_exponentials(cv: float) -> tuple[tuple[float, ...], tuple[float,
             v = u * top
             y = v ** (1.0 / (1.0 - k))
             dy = top / (1.0 - k)  # (e^y − 1)^{−k} dy = ((e^y − 1)/y)^{−k} dv/(1 − k)
-            f = (np.expm1(y) / np.maximum(y, 1e-300)) ** (-k) * dy
+            # (e^y − 1)/y, 1 where y underflows (k near 1 puts most nodes there)
+            ratio = np.where(y > 1e-9, np.expm1(y) / np.maximum(y, 1e-300), 1.0 + 0.5 * y)
+            f = ratio ** (-k) * dy
         elif math.isinf(
             hi
         ):  # y = lo − ln(v)/k: (e^y − 1)^{−k} dy = (1 − e^{−y})^{−k} e^{−k·lo} dv/k

@@ -328,7 +328,7 @@ def itl_mixture(
     steps = st.osl - 1.0
     rate = arr.rate
     idc_a = arr.idc if idc is None else idc
-    exact = arr.poisson and idc is None
+    exact = idc is None  # renewal arrivals at this instance: counted from an arrival
     life = dec.life_s
     _, _, i1, i2 = feedback(dec.beta)
     g, bt = dec.gamma, dec.beta_seen
