@@ -19,8 +19,13 @@ variation D (the *dispersion*) makes N negative binomial (gamma-Poisson) with
 grows roughly as μ·(1 + z_q·√D) for large μ, so even a modest D matters at high traffic.
 
 Both quantiles are computed here in plain floating point (summing the probability mass
-function around its mode), because importing ``scipy.stats`` costs over half a second of CLI
-start-up; tests check them against ``scipy.stats.poisson.ppf`` and ``scipy.stats.nbinom.ppf``.
+function around its mode), because importing scipy costs a third of a second of CLI start-up
+(``scipy.stats`` over a second). Where that sum would run long (a Poisson mean over 10⁹, a
+negative binomial with D·μ over about 2,500), the quantile is searched on the distribution
+function instead, the regularised incomplete gamma and beta functions of ``scipy.special``:
+a bracket doubled from the mean, then bisected on the integers, so about 2·log₂(k) evaluations
+for a quantile k whatever the dispersion and percentile. Tests check them against
+``scipy.stats.poisson.ppf`` and ``scipy.stats.nbinom.ppf``.
 
 All rates are requests per second; windows are seconds. Pure functions: no I/O.
 """
@@ -44,11 +49,17 @@ Ratio = Callable[[Any], Any]
 # in the lower tail, so tiny percentiles are exact too.
 _TAIL_CUT = 1e-32
 _MIN_CUT = 1e-300
-# Above this mean count the summation (O(√μ) terms) hands over to scipy.stats.poisson.
+# Above this mean count the summation (O(√μ) terms) hands over to the search on the CDF.
 _SUMMATION_MAX_MEAN = 1e9
-# Above this many terms (a negative binomial with D·μ over ~2,500: ~50 ms of summation)
-# scipy.stats.nbinom answers.
+# Above this many terms (a negative binomial with D·μ over ~2,500: ~50 ms of summation) the
+# search on the CDF answers.
 _SUMMATION_MAX_TERMS = 2e5
+# Below this D·μ a negative binomial of more than _SUMMATION_MAX_TERMS terms (so μ > 2.5e7)
+# is the Poisson distribution in double precision: its mass differs from Poisson's by a factor
+# exp(D/2·((k − μ)² − k)), under exp(1e-17) where the mass lies (|k − μ| < 40·√μ).
+_POISSON_LIMIT = 1e-20
+# The search gives up past this count (a quantile beyond any float's integer precision).
+_SEARCH_MAX = 2.0**1000
 
 
 def traffic_model(dispersion: float) -> TrafficModel:
@@ -156,9 +167,16 @@ def _poisson_quantile(q: float, mu: float) -> int:
     O(√mu): about 25·√mu terms for q = 0.95.
     """
     if mu > _SUMMATION_MAX_MEAN:
-        from scipy.stats import poisson  # deferred: importing scipy.stats takes over a second
+        from scipy.special import gammainc, gammaincc  # deferred: a third of a second
 
-        return int(poisson.ppf(q, mu))
+        # P(N ≤ k) = Q(k + 1, μ), P(N > k) = P(k + 1, μ) (regularised incomplete gamma)
+        return _quantile_by_search(
+            q,
+            mu,
+            lambda k: float(gammaincc(k + 1.0, mu)),
+            lambda k: float(gammainc(k + 1.0, mu)),
+            f"Poisson count of mean {mu:g}",
+        )
     return _quantile_by_summation(q, math.floor(mu), lambda j: mu / (j + 1), lambda j: j / mu)
 
 
@@ -168,7 +186,9 @@ def _nbinom_quantile(q: float, mu: float, dispersion: float) -> int:
     With n = 1/D and r = 1 − p = mu/(n + mu), the mass P(k) ∝ Γ(k+n)/k!·r^k, so
     t(j+1) = t(j)·(j+n)·r/(j+1) and t(j−1) = t(j)·j/((j−1+n)·r); the mode is
     ⌊(n−1)·mu/n⌋ for n > 1, else 0. The upper tail falls off as r^k: about
-    75·(1 + D·mu) terms, past :data:`_SUMMATION_MAX_TERMS` scipy answers.
+    75·(1 + D·mu) terms; past :data:`_SUMMATION_MAX_TERMS` the quantile is searched on the
+    CDF, P(N ≤ k) = I_p(n, k + 1) with p = 1 − r (the regularised incomplete beta function),
+    in a bounded number of evaluations (:func:`_quantile_by_search`).
     """
     if nbinom_zero_mass(mu, dispersion) >= q:  # enough windows are empty: the quantile is 0
         return 0
@@ -181,13 +201,72 @@ def _nbinom_quantile(q: float, mu: float, dispersion: float) -> int:
         )
     terms = 75.0 * (1.0 + dispersion * mu) + 40.0 * math.sqrt(mu + dispersion * mu * mu)
     if terms > _SUMMATION_MAX_TERMS:
-        from scipy.stats import nbinom  # deferred: importing scipy.stats takes over a second
-
-        return int(nbinom.ppf(q, n, 1.0 - r))
+        if dispersion * mu < _POISSON_LIMIT:
+            return _poisson_quantile(q, mu)
+        return _nbinom_quantile_by_search(q, mu, n)
     mode = math.floor((n - 1.0) * mu / n) if n > 1.0 else 0
     return _quantile_by_summation(
         q, mode, lambda j: (j + n) * r / (j + 1), lambda j: j / ((j - 1 + n) * r)
     )
+
+
+def _nbinom_quantile_by_search(q: float, mu: float, n: float) -> int:
+    """:func:`_nbinom_quantile` from the distribution function: P(N ≤ k) = I_p(n, k + 1) and
+    P(N > k) = I_r(k + 1, n), p = n/(n + mu) and r = mu/(n + mu) each formed directly (neither
+    as 1 minus the other); the smaller of p and r is handed to the beta function, which
+    keeps it exact (I_x(a, b) = 1 − I_(1−x)(b, a))."""
+    from scipy.special import betainc, betaincc  # deferred: a third of a second
+
+    p, r = n / (n + mu), mu / (n + mu)
+
+    def cdf(k: int) -> float:
+        return float(betainc(n, k + 1.0, p) if p <= 0.5 else betaincc(k + 1.0, n, r))
+
+    def sf(k: int) -> float:
+        return float(betaincc(n, k + 1.0, p) if p <= 0.5 else betainc(k + 1.0, n, r))
+
+    return _quantile_by_search(q, mu, cdf, sf, f"negative binomial count of mean {mu:g}")
+
+
+def _quantile_by_search(
+    q: float,
+    mean: float,
+    cdf: Callable[[int], float],
+    sf: Callable[[int], float],
+    what: str,
+) -> int:
+    """Smallest k ≥ 0 with P(N ≤ k) ≥ q, from the distribution function ``cdf(k)`` = P(N ≤ k)
+    and its complement ``sf(k)`` = P(N > k): for q ≥ 0.5 a k meets when sf(k) ≤ 1 − q (1 − q
+    is exact there, and the upper tail keeps its relative precision for q near 1), below
+    when cdf(k) ≥ q. The bracket starts at k = ⌈mean⌉ and doubles until k meets, then is
+    bisected on the integers: at most 2·log₂(k) + 2 evaluations, whatever the shape of the
+    distribution (about 60 for a quantile near 2·10¹⁰).
+
+    Raises:
+        ValueError: when a probability is not a number, or the quantile lies past
+            :data:`_SEARCH_MAX` (``what`` names the distribution).
+    """
+
+    def meets(k: int) -> bool:
+        value = sf(k) if q >= 0.5 else cdf(k)
+        if math.isnan(value):
+            raise ValueError(f"percentile {q!r} of a {what}: no quantile in double precision")
+        return value <= 1.0 - q if q >= 0.5 else value >= q
+
+    lo, hi = -1, max(1, math.ceil(mean))  # P(N ≤ −1) = 0 < q: −1 never meets
+    while not meets(hi):
+        if hi > _SEARCH_MAX:
+            raise ValueError(
+                f"percentile {q!r} of a {what}: the quantile is past {_SEARCH_MAX:.3g}"
+            )
+        lo, hi = hi, 2 * hi
+    while hi - lo > 1:  # lo misses, hi meets
+        mid = (lo + hi) // 2
+        if meets(mid):
+            hi = mid
+        else:
+            lo = mid
+    return hi
 
 
 def nbinom_zero_mass(mean_count: float, dispersion: float) -> float:

@@ -167,6 +167,39 @@ def test_tiny_dispersion_tends_to_poisson() -> None:
     assert peak_rps(64, dispersion=1e-12) == 77
 
 
+# --- long tails: the quantile searched on the distribution function -------------------------
+
+
+def test_a_long_geometric_tail_by_hand() -> None:
+    # D = 1, mu = 1e5: 75·(1 + 1e5) terms, past the summation. Geometric: P(N ≤ k) =
+    # 1 − r^(k+1), r = mu/(1 + mu), so k = ⌈log(0.05)/log(r)⌉ − 1 = ⌈299574.73⌉ − 1 = 299574
+    mu = 1e5
+    assert math.log(0.05) / math.log1p(-1 / (1 + mu)) == pytest.approx(299574.7252, abs=1e-4)
+    assert peak_count(mu, 0.95, dispersion=1.0) == 299574 == nbinom.ppf(0.95, 1, 1 / (1 + mu))
+
+
+def test_a_large_poisson_mean_is_near_normal_on_both_sides() -> None:
+    # mu = 1e12, past the summation: mu ± 1.6449·√mu = mu ± 1,644,854 (to within one)
+    mu = 1e12
+    high, low = peak_count(mu, 0.95), peak_count(mu, 0.05)
+    assert high == poisson.ppf(0.95, mu) and abs(high - (mu + 1644853.6)) <= 1
+    assert abs(low - (mu - 1644853.6)) <= 1
+    # scipy's own ppf has no answer below the median here (NaN): the definition instead
+    assert math.isnan(poisson.ppf(0.05, mu))
+    assert poisson.cdf(low, mu) >= 0.05 > poisson.cdf(low - 1, mu)
+
+
+def test_a_dispersion_far_below_one_over_the_mean_is_poisson() -> None:
+    # D·mu = 1e-21: the mass is Poisson's to double precision (scipy.stats.nbinom.ppf
+    # answers 1000029893 here, 22,122 below the Poisson quantile, and 0 at D = 1e-30)
+    poisson_peak = peak_count(1e9, 0.95)
+    assert poisson_peak == poisson.ppf(0.95, 1e9)
+    assert peak_count(1e9, 0.95, dispersion=1e-30) == poisson_peak
+    assert peak_count(1e9, 0.95, dispersion=1e-21) == poisson_peak
+    # D = 1e-12: variance mu + D·mu² = 1.001e9, mu + 1.6449·√(1.001e9) = 1000052040.8
+    assert peak_count(1e9, 0.95, dispersion=1e-12) == 1000052041
+
+
 def test_model_names() -> None:
     assert traffic_model(0) == "poisson"
     assert traffic_model(0.2) == "negative-binomial"

@@ -61,6 +61,24 @@ def test_an_extreme_dispersion_has_a_finite_quantile_or_says_why() -> None:
 
 
 @pytest.mark.parametrize(
+    ("mean", "percentile", "dispersion"),
+    [
+        (1e3, 1 - 1e-15, 1e6),  # 42 s in scipy.stats.nbinom.ppf; its answer was 0.3 % high
+        (1e9, 1 - 1.1e-16, 1e6),  # D·mu = 1e15: a quantile near 2e16
+    ],
+)
+def test_an_extreme_quantile_is_the_quantile(
+    mean: float, percentile: float, dispersion: float
+) -> None:
+    k = peak_count(mean, percentile, dispersion)
+    n = 1 / dispersion
+    p = n / (n + mean)
+    # P(N ≤ k) ≥ q > P(N ≤ k − 1), as the upper tails: P(N > k) ≤ 1 − q < P(N > k − 1)
+    # (1 − q is exact; P(N ≤ k) itself rounds to 1 within 1e-16 of it)
+    assert nbinom.sf(k, n, p) <= 1 - percentile < nbinom.sf(k - 1, n, p)
+
+
+@pytest.mark.parametrize(
     ("args", "stdout"),
     [
         (["--mean-rps", "10", "--dispersion", "1e300"], "0\n"),
