@@ -96,6 +96,7 @@ def test_the_plan_sizes_for_what_the_trace_gives(trace: Path) -> None:
     assert rec["trace"]["requests"] == 1200 and rec["trace"]["gap_cv"] == pytest.approx(
         1.0, abs=0.1
     )
+    assert rec["trace"]["verify_replays"] == 1200  # all of it, with or without --verify
     # the same question with the trace's figures stated by hand: the same plan
     same = _plan(
         *QUESTION, "--isl", str(rec["isl"]), "--osl", str(rec["osl"]),
@@ -136,7 +137,7 @@ def test_verify_replays_the_trace_at_the_peak(trace: Path) -> None:
     rec = _plan(*QUESTION, "--trace", str(trace), "--verify")
     v = rec["verify"]
     assert v["arrivals"].startswith(f"trace {trace} replayed at {rec['peak_rps']:g} req/s")
-    assert v["requests"] == 1200  # every request of the trace
+    assert v["requests"] == 1200 == rec["trace"]["verify_replays"]  # every request of the trace
     assert v["simulated"]["meets_limits"] and v["agrees"]
 
 
@@ -228,6 +229,12 @@ def test_a_long_trace_gives_its_figures_in_one_pass(long_trace: Path) -> None:
     assert fast.arrival_s is not None
     assert np.allclose(fast.arrival_s, (arrival[:REPLAY_MAX_REQUESTS] - arrival[0]) / 2.0)
     assert t.replay_note().startswith(f"its first 200,000 of {LONG:,} requests:")
+
+
+def test_the_json_says_how_much_of_a_long_trace_verify_replays(long_trace: Path) -> None:
+    rec = _plan(*QUESTION, "--trace", str(long_trace))
+    assert rec["trace"]["requests"] == LONG == 250_000
+    assert rec["trace"]["verify_replays"] == REPLAY_MAX_REQUESTS == 200_000
 
 
 def test_the_figures_do_not_depend_on_the_blocks(

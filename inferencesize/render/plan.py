@@ -251,7 +251,9 @@ def question_record(study: Study) -> dict[str, Any]:
 
 def trace_record(t: TraceTraffic) -> dict[str, Any]:
     """What a trace gave the question: its file, requests and span, mean rate, the gaps'
-    coefficient of variation (measured, and as sized for), mean ISL and OSL."""
+    coefficient of variation (measured, and as sized for), mean ISL and OSL; and how many of
+    its requests ``--verify`` replays (all, or the first of a long trace), whether it runs or
+    not."""
     return {
         "file": t.source,
         "requests": t.requests,
@@ -261,6 +263,7 @@ def trace_record(t: TraceTraffic) -> dict[str, Any]:
         "cv": t.cv,
         "isl_mean": t.isl_mean,
         "osl_mean": t.osl_mean,
+        "verify_replays": t.replayed,
     }
 
 
