@@ -45,7 +45,7 @@ def parse(text: str) -> tuple[str, str] | None:
         return None
     version = version.strip()
     if at and not VERSION.fullmatch(version):
-        raise UnknownIdError(f"engine {text!r}: {_bad_version(version)}; give {FORMS}")
+        raise UnknownIdError(f"{text!r}: {_bad_version(version)}; give {FORMS}")
     return engine, version
 
 

@@ -36,7 +36,7 @@ from inferencesize.catalog import (
     parse_spec,
     read_yaml,
 )
-from inferencesize.demand import hourly_profile, scenario_peak
+from inferencesize.demand import PEAK_FIELDS, PeakError, hourly_profile, peak_of
 from inferencesize.deployment import default_kv_precision
 from inferencesize.economics import Pricing
 from inferencesize.engines import engine_efficiency
@@ -92,6 +92,10 @@ EXCLUSIVE: tuple[tuple[str, ...], ...] = (
 )
 #: Override paths that are not part of the question (they do not replace the default example).
 NOT_QUESTION = frozenset({"engine"})
+#: What ``shown`` adds to a scenario's name when flags change it.
+WITH_FLAGS = " (with flags)"
+#: Fields that state a rate (a trace's mean rate is used only without one of them).
+RATE_FIELDS = ("mean_rps", "peak_rps", "daily", "users", "offline")
 
 
 # --------------------------------------------------------------------------- resolution
@@ -189,7 +193,7 @@ def scenario_data(
             data = spec.model_dump(by_alias=True, exclude_none=True, exclude_unset=True)
             shown = catalog.file_of("scenarios", spec.id or name)
         if overrides:
-            shown = f"{shown} (with flags)"
+            shown = f"{shown}{WITH_FLAGS}"
     apply_overrides(data, overrides)
     return data, shown
 
@@ -301,13 +305,20 @@ def _speculative(
 # --------------------------------------------------------------------------- one scenario
 
 
-def efficiency_set(catalog: Catalog, engine: str | None, calibration: Path | None) -> EfficiencySet:
-    """The efficiency set: a ``--calibration`` file, else the engine id, else the default."""
+def efficiency_set(
+    catalog: Catalog, engine: str | None, calibration: Path | None, where: str = "--engine"
+) -> EfficiencySet:
+    """The efficiency set: a ``--calibration`` file, else the engine id, else the default.
+    An engine that names no set is an error located at ``where``: the flag it came from,
+    or a scenario's file and field."""
     if calibration is not None:
         return load_file(calibration, EfficiencySet)
     if engine is None:
         return catalog.efficiency_set()
-    return engine_efficiency(catalog.efficiency.values(), engine)  # a set id or name@version
+    try:
+        return engine_efficiency(catalog.efficiency.values(), engine)  # a set id or name@version
+    except UnknownIdError as err:
+        raise UnknownIdError(f"{where}: {err}") from None
 
 
 def kv_cap(spec: ScenarioSpec) -> tuple[int, int]:
@@ -387,6 +398,9 @@ class Study:
     options: Mapping[str, Any] = field(default_factory=dict)
     #: The trace whose traffic the question sizes for (scenario ``trace:``, ``--trace``).
     trace: TraceTraffic | None = None
+    #: How messages about the peak name each of :data:`~inferencesize.demand.PEAK_FIELDS`:
+    #: the flag that stated it, or the scenario file and the field (:func:`_peak_names`).
+    peak_names: Mapping[str, str] = field(default_factory=dict)
 
     # ---- the question
     @property
@@ -413,7 +427,13 @@ class Study:
     def peak_rps(self) -> float:
         """The rate sized for: the traffic's peak, or the throughput an offline batch needs."""
         batch = self.offline
-        return batch.rate_rps if batch is not None else scenario_peak(self.spec)
+        if batch is not None:
+            return batch.rate_rps
+        try:
+            return peak_of(self.spec)
+        except PeakError as err:
+            where = self.peak_names.get(err.field, f"{self.shown}: {err.field}")
+            raise InputError(f"{where}: {err.problem}") from None
 
     @property
     def offline(self) -> OfflineBatch | None:
@@ -685,19 +705,29 @@ def resolve(
     engine: str | None = None,
     calibration: Path | None = None,
     traffic: bool = True,
+    flags: Mapping[str, str] | None = None,
 ) -> Study:
     """Resolve a scenario (file or shipped id; None: flags alone, or the default example)
     and flags into one :class:`Study`. ``traffic`` False: rates and limits are optional
-    (``frontier``). ``engine`` and ``calibration`` override the scenario's ``engine:``."""
+    (``frontier``). ``engine`` (``--engine``) and ``calibration`` override the scenario's
+    ``engine:``. ``flags``: the flag each override path was given as (``{'mean_rps':
+    '--mean-rps'}``), for messages; a path without one is named as ``flags: path``."""
     overrides = dict(overrides or {})
     data, shown = scenario_data(catalog, scenario, overrides)
+    rated = next((k for k in RATE_FIELDS if k in data), None)
     trace = _trace(data, shown, None if "trace" in overrides else scenario)
+    rate_from = (
+        "users" if rated == "users" else "trace" if trace is not None and not rated else None
+    )
+    names = _peak_names(overrides, flags or {}, shown, rate_from)
     if scenario is not None or is_question(overrides):
         _required(catalog, data, shown, traffic)
     spec = parse_spec(ScenarioSpec, data, shown, context={"traffic": traffic})
     check_scenario(catalog, spec, shown)
     origins = origins_of(data, {**overrides, **({"engine": engine} if engine else {})})
-    eset = efficiency_set(catalog, engine or spec.engine, calibration)
+    eset = efficiency_set(
+        catalog, engine or spec.engine, calibration, "--engine" if engine else f"{shown}: engine"
+    )
     if calibration is not None:
         origins["engine"] = "flag"
     if trace is not None:  # the trace's requests are the arrivals
@@ -707,7 +737,26 @@ def resolve(
     else:
         setup = planning(catalog, eset, spec, shown)
         est, options = setup.estimator, dict(setup.options)
-    return Study(spec, shown, catalog, eset, origins, est, options, trace)
+    return Study(spec, shown, catalog, eset, origins, est, options, trace, names)
+
+
+def _peak_names(
+    overrides: Mapping[str, Any], flags: Mapping[str, str], shown: str, rate_from: str | None
+) -> dict[str, str]:
+    """How messages about the peak name each of :data:`~inferencesize.demand.PEAK_FIELDS`:
+    the flag that stated it (``--mean-rps``; ``--requests-per-day/--peak-hour-share`` for
+    ``daily``), else the scenario file and the field (``chat.yaml: mean_rps``). A mean rate
+    that ``users:`` or a trace gave (``rate_from``) is named by that field or its flag."""
+    file = shown.removesuffix(WITH_FLAGS)
+    out = {}
+    for name in PEAK_FIELDS:
+        source = rate_from if name == "mean_rps" and rate_from else name
+        given = [p for p in overrides if _covers(p, source)]
+        if given and all(p in flags for p in given):
+            out[name] = "/".join(dict.fromkeys(flags[p] for p in given))
+        else:
+            out[name] = f"{shown if given else file}: {source}"
+    return out
 
 
 def _trace(data: dict[str, Any], shown: str, scenario: str | None) -> TraceTraffic | None:
@@ -736,7 +785,7 @@ def _trace(data: dict[str, Any], shown: str, scenario: str | None) -> TraceTraff
     data["isl"] = max(1, round(traffic.isl_mean))
     data["osl"] = max(1, round(traffic.osl_mean))
     data["cv"] = traffic.cv
-    if not any(k in data for k in ("mean_rps", "peak_rps", "daily", "users", "offline")):
+    if not any(k in data for k in RATE_FIELDS):
         data["mean_rps"] = traffic.mean_rps
     return traffic
 

@@ -12,7 +12,7 @@ List options take repeated and comma-separated values alike: ``--tp 2 --tp 4`` i
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any, TypeVar, get_type_hints
@@ -733,15 +733,24 @@ def overrides(params: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
+def flag_names(paths: Iterable[str]) -> dict[str, str]:
+    """The flag that sets each of ``paths`` (scenario paths, as :func:`overrides` gives
+    them), for messages: ``{'mean_rps': '--mean-rps'}``."""
+    by_path = {path: flag_name(name) for name, (path, _) in FLAGS.items()}
+    return {p: by_path[p] for p in paths if p in by_path}
+
+
 def study_from(scenario: str | None, flags: Mapping[str, Any], traffic: bool = True) -> Study:
     """The one resolved study of a command's scenario argument and option values."""
+    given = overrides(flags)
     return resolve(
         open_catalog(flags.get("catalog_dirs")),
         scenario,
-        overrides(flags),
+        given,
         engine=flags.get("engine"),
         calibration=flags.get("calibration"),
         traffic=traffic,
+        flags=flag_names(given),
     )
 
 

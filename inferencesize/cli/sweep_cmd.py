@@ -25,6 +25,7 @@ from inferencesize.cli.options import (
     QUESTION,
     ScenarioArg,
     engine_options,
+    flag_names,
     overrides,
     with_options,
 )
@@ -106,6 +107,7 @@ def _question(
     isl=500,1000`` needs no ``--isl``. The shipped default example (no scenario, no
     question flag) and a trace (which a sweep refuses) are resolved as given."""
     given = overrides(flags)
+    names = flag_names(given)  # the flags', not the axes' first values filled in below
     if axes and (scenario is not None or is_question(given)):
         data, _ = scenario_data(catalog, scenario, given)
         if "trace" not in data:
@@ -117,6 +119,7 @@ def _question(
         given,
         engine=flags.get("engine"),
         calibration=flags.get("calibration"),
+        flags=names,
     )
 
 

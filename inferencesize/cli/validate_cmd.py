@@ -317,14 +317,9 @@ def calibrate(
     check_target(out_file, "--out", inputs=inputs, overwrite=force)
     # scipy.optimize is imported here, not at start-up, so every other command stays fast.
     from inferencesize.calibration import PER_GPU_PARAMS, fit, precision_class
-    from inferencesize.engines import engine_efficiency
 
     catalog = open_catalog(catalog_dirs)
-    base = (
-        catalog.efficiency_set()
-        if engine is None
-        else engine_efficiency(catalog.efficiency.values(), engine)
-    )
+    base = efficiency_set(catalog, engine, None)
     gpu, _ = catalog.hardware(hardware)
     rows = _load_rows(data)
     fill = {"model": model, "tp": tp, "isl": isl, "osl": osl, "concurrency": concurrency}

@@ -349,21 +349,22 @@ CASES: list[tuple[str, list[str], str]] = [
         "catalogs/tiny-bandwidth/hardware/gpus/test-gpu.yaml: hbm_bandwidth: must be from"
         " 1 GB/s to 1 PB/s (got 0.5 GB/s)",
     ),
-    # --- engine versions: numbers separated by dots, one '@' at most
+    # --- engine versions: numbers separated by dots, one '@' at most; named as stated (the
+    # --engine flag, or the scenario file and its engine: field)
     (
         "engine-version-not-a-number",
         [*PLAN_FLAGS, "--hardware", "h100-sxm", "--engine", "vllm@abc"],
-        f"engine 'vllm@abc': version 'abc' is not numbers separated by dots; give {ENGINE_FORMS}",
+        f"--engine: 'vllm@abc': version 'abc' is not numbers separated by dots; give {ENGINE_FORMS}",
     ),
     (
         "engine-two-versions",
         [*PLAN_FLAGS, "--hardware", "h100-sxm", "--engine", "vllm@1.0@2.0"],
-        f"engine 'vllm@1.0@2.0': at most one '@'; give {ENGINE_FORMS}",
+        f"--engine: 'vllm@1.0@2.0': at most one '@'; give {ENGINE_FORMS}",
     ),
     (
         "engine-empty-version",
         [*PLAN_FLAGS, "--hardware", "h100-sxm", "--engine", "vllm@"],
-        f"engine 'vllm@': no version after '@'; give {ENGINE_FORMS}",
+        f"--engine: 'vllm@': no version after '@'; give {ENGINE_FORMS}",
     ),
     (
         "estimate-engine-two-versions",
@@ -371,7 +372,27 @@ CASES: list[tuple[str, list[str], str]] = [
             *["estimate", "--model", "llama-3.1-8b", "--hardware", "h100-sxm"],
             *["--isl", "500", "--osl", "200", "--concurrency", "1", "--engine", "trtllm@0.17@1"],
         ],
-        f"engine 'trtllm@0.17@1': at most one '@'; give {ENGINE_FORMS}",
+        f"--engine: 'trtllm@0.17@1': at most one '@'; give {ENGINE_FORMS}",
+    ),
+    (
+        "calibrate-engine-empty-version",
+        [
+            *["calibrate", "--data", "scenarios/negative-rps.yaml", "--hardware", "h100-sxm"],
+            *["--precision", "fp8", "--out", "never.yaml", "--engine", "vllm@"],
+        ],
+        f"--engine: 'vllm@': no version after '@'; give {ENGINE_FORMS}",
+    ),
+    (
+        "engine-unknown",
+        [*PLAN_FLAGS, "--hardware", "h100-sxm", "--engine", "tgi"],
+        "--engine: unknown engine 'tgi': name one of atom, nim, sglang, trtllm, vllm (optionally"
+        " @version) or an efficiency set id ()",  # the test catalog has no set
+    ),
+    (
+        "scenario-engine-version-not-a-number",
+        ["plan", "scenarios/engine-version-not-a-number.yaml"],
+        "scenarios/engine-version-not-a-number.yaml: engine: 'vllm@abc': version 'abc' is not"
+        f" numbers separated by dots; give {ENGINE_FORMS}",
     ),
 ]
 

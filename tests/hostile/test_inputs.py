@@ -216,38 +216,75 @@ NUMBER_CASES = [
         [*PLAN, "scenarios/dispersion-inf.yaml"],
         "dispersion: input should be a finite number",
     ),
-    # a peak of no request at all (the quantile is 0): nothing to size for, never exit 70
+    # a peak of no request at all (the quantile is 0): nothing to size for, never exit 70;
+    # named as stated: the flag, or the scenario file and its field
     Case(
         "mean-rps-1e-300",
         [*QUESTION, "--mean-rps", "1e-300"],
-        "error: scenario: mean_rps: a mean of 1e-300 req/s is no request in most seconds, a peak"
+        "error: --mean-rps: a mean of 1e-300 req/s is no request in most seconds, a peak"
         f" of 0 at percentile 0.95: nothing to size for; {STATE_PEAK} or a higher mean_rps",
+    ),
+    Case(
+        "mean-rps-1e-300-in-a-file",
+        [*PLAN, "scenarios/mean-rps-1e-300.yaml"],
+        "error: scenarios/mean-rps-1e-300.yaml: mean_rps: a mean of 1e-300 req/s is no request"
+        f" in most seconds, a peak of 0 at percentile 0.95: nothing to size for; {STATE_PEAK} or"
+        " a higher mean_rps",
+    ),
+    Case(  # the file's mean is the cause, whatever flag changes the rest
+        "mean-rps-1e-300-in-a-file-with-flags",
+        [*PLAN, "scenarios/mean-rps-1e-300.yaml", "--percentile", "0.5"],
+        "error: scenarios/mean-rps-1e-300.yaml: mean_rps: a mean of 1e-300 req/s is no request"
+        " in most seconds, a peak of 0 at percentile 0.5",
     ),
     Case(  # P(N = 0) = e^-0.01 = 0.990 >= 0.95
         "mean-rps-0.01",
         [*QUESTION, "--mean-rps", "0.01"],
-        "mean_rps: a mean of 0.01 req/s is no request in most seconds, a peak of 0 at percentile"
-        " 0.95",
+        "error: --mean-rps: a mean of 0.01 req/s is no request in most seconds, a peak of 0 at"
+        " percentile 0.95",
     ),
     Case(  # P(N = 0) = e^-10 = 4.5e-5 >= 1e-300
         "percentile-1e-300",
         [*QUESTION, "--mean-rps", "10", "--percentile", "1e-300"],
-        "error: scenario: percentile: 1e-300 puts the peak of 10 req/s at 0 requests a second:"
+        "error: --percentile: 1e-300 puts the peak of 10 req/s at 0 requests a second:"
         f" nothing to size for; use a percentile such as 0.95, or {STATE_PEAK}",
+    ),
+    Case(  # the flags are the cause, over a file's mean
+        "percentile-flag-over-a-file",
+        [*PLAN, "scenarios/mean-rps-1e-300.yaml", "--mean-rps", "10", "--percentile", "1e-300"],
+        "error: --percentile: 1e-300 puts the peak of 10 req/s at 0 requests a second",
     ),
     Case(  # P(N = 0) = (1 + D·mu)^(-1/D) = e^(-log(1e301) / 1e300) = 1 >= 0.95
         "dispersion-1e300",
         [*PLAN, "scenarios/dispersion-1e300.yaml"],
-        "error: scenario: dispersion: 1e+300 leaves at least 95 % of seconds without a request"
-        " at 10 req/s on average, a peak of 0: nothing to size for; use a lower dispersion, or"
-        f" {STATE_PEAK}",
+        "error: scenarios/dispersion-1e300.yaml: dispersion: 1e+300 leaves at least 95 % of"
+        " seconds without a request at 10 req/s on average, a peak of 0: nothing to size for;"
+        f" use a lower dispersion, or {STATE_PEAK}",
+    ),
+    Case(  # the file's dispersion is the cause, at the mean the flag states
+        "dispersion-1e300-with-flags",
+        [*PLAN, "scenarios/dispersion-1e300.yaml", "--mean-rps", "20"],
+        "error: scenarios/dispersion-1e300.yaml: dispersion: 1e+300 leaves at least 95 % of"
+        " seconds without a request at 20 req/s on average",
+    ),
+    Case(  # p = 1/(1 + D·mu) = 1/(1 + 1e19) rounds 1 - p to 1: no quantile in double precision
+        "dispersion-1e10-at-1e9-req-s",
+        [*PLAN, "scenarios/dispersion-1e10.yaml"],
+        "error: scenarios/dispersion-1e10.yaml: dispersion: 1e+10 is too large for a mean of"
+        " 1e+09 requests a window: dispersion x mean must be well below 1e16 (got 1e+19)",
     ),
     Case(  # the busiest hour: 0.1 × 100 requests / 3600 s = 0.00278 req/s
         "daily-100-requests",
         [*PLAN, "scenarios/daily-100-requests.yaml"],
-        "error: scenario: daily: the busiest hour's 0.00277778 req/s is no request in most"
-        f" seconds, a peak of 0 at percentile 0.95: nothing to size for; {STATE_PEAK} or a"
-        " larger daily volume",
+        "error: scenarios/daily-100-requests.yaml: daily: the busiest hour's 0.00277778 req/s"
+        f" is no request in most seconds, a peak of 0 at percentile 0.95: nothing to size for;"
+        f" {STATE_PEAK} or a larger daily volume",
+    ),
+    Case(  # the same day stated by flags: named by them
+        "daily-100-requests-by-flags",
+        [*QUESTION, "--requests-per-day", "100", "--peak-hour-share", "0.1"],
+        "error: --requests-per-day/--peak-hour-share: the busiest hour's 0.00277778 req/s is no"
+        " request in most seconds",
     ),
     Case(
         "pue-inf",
