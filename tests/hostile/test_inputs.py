@@ -237,6 +237,12 @@ NUMBER_CASES = [
         "error: scenarios/mean-rps-1e-300.yaml: mean_rps: a mean of 1e-300 req/s is no request"
         " in most seconds, a peak of 0 at percentile 0.5",
     ),
+    Case(  # users: one request a day, 1/86,400 req/s: named by the field that gave the mean
+        "one-user",
+        [*PLAN, "scenarios/one-user.yaml"],
+        "error: scenarios/one-user.yaml: users: a mean of 1.15741e-05 req/s is no request in"
+        " most seconds",
+    ),
     Case(  # P(N = 0) = e^-0.01 = 0.990 >= 0.95
         "mean-rps-0.01",
         [*QUESTION, "--mean-rps", "0.01"],
