@@ -25,7 +25,9 @@ from inferencesize.openloop.queue import (
     Chain,
     build_queue,
     chain,
+    deep,
     gauss,
+    level_cap,
     queue_size,
     smooth_size,
     ttft_atoms,
@@ -45,8 +47,6 @@ Metric = Literal["ttft", "itl", "e2e"]
 #: Percentiles every point reports (fractions).
 QUANTILES: tuple[float, ...] = (0.5, 0.9, 0.95, 0.99)
 _EPS = 1e-12
-#: Most levels the prompt-queue chain grows to.
-MAX_LEVELS = 4096
 
 
 class Quantiles(Mapping[float, float]):
@@ -325,12 +325,15 @@ def point(
     )
     if steps > 0 and dec is None:
         return unstable(st, rate, qs)
-    while float(ch.pi[3 * qu.size // 4 :].sum()) > 1e-9 and qu.size < MAX_LEVELS:
+    cap = level_cap(cst, carr)
+    while float(ch.pi[3 * qu.size // 4 :].sum()) > 1e-9 and qu.size < cap:
         # the queue outgrew the chain: again with room for it, at the solution found
-        qu = build_queue(cst, carr, smooth_size(1.5 * qu.size))
+        qu = build_queue(cst, carr, min(smooth_size(1.5 * qu.size), cap))
         _, dec, ch = evaluate(ch.prompt_work_s)
         if steps > 0 and dec is None:
             return unstable(st, rate, qs)
+    if deep(qu, ch.pi, cap):
+        return unstable(st, rate, qs)
     # TTFT at the engine, then the KV slot wait and the hand-off
     tv, tp = compact(*ttft_atoms(cst, carr, qu, ch))
     kv_mean = 0.0

@@ -43,6 +43,21 @@ POSITION_NODES = 16
 SPREAD = 8
 #: Block size of the triangular solves.
 _BLOCK = 48
+#: Most states (levels × arrival phases) the chain holds: its matrices are dense, n² numbers.
+MAX_STATES = 2400
+#: Most element updates the reduction of the levels may cost (about n·up·reach for n states,
+#: the chain moving up ``up`` and down ``reach`` states a step): about 0.3 s.
+MAX_REDUCTION_WORK = 3e8
+#: Most prompt-step periods an arrival's position is integrated over: neighbouring step
+#: sizes, whose lengths differ little, are merged beyond it.
+MAX_PERIODS = 48
+#: Most own-step sizes counted one by one (an arrival's step holding more is taken at the
+#: largest it can hold: a longer step, never a shorter one).
+MAX_OWN = 256
+#: Windows whose arrival counts are computed exactly; more are interpolated between them.
+WAIT_NODES = 256
+#: Most complex numbers one block of generating functions holds (64 MiB).
+_CHUNK_NUMBERS = 4_000_000
 _EPS = 1e-12
 
 
@@ -65,11 +80,11 @@ class LowerSolve:
     x_B = D_B⁻¹·(b_B + |L_B,<B|·x_<B), every term ≥ 0 (subtraction-free), O(n²) a solve and no
     explicit inverse of L. ``block``: the block size (a multiple of any structure L has)."""
 
-    def __init__(self, m: FloatArray, block: int) -> None:
+    def __init__(self, m: FloatArray, block: int, inv: list[FloatArray] | None = None) -> None:
         n = m.shape[0]
         self.m = m
         self.edges = [*range(0, n, block), n]
-        self.inv = [
+        self.inv = inv or [
             np.maximum(np.linalg.inv(m[lo:hi, lo:hi]), 0.0)
             for lo, hi in itertools.pairwise(self.edges)
         ]
@@ -84,74 +99,72 @@ class LowerSolve:
 
 class Levels:
     """The chain's transition matrix with its levels ≥ 1 (prompt steps: fixed at a rate)
-    reduced once, a level (its J phases) at a time from the top, by block state reduction
-    (Grassmann–Taksar–Heyman 1985, in blocks): censoring level S leaves
-    a[i, j] += a[i, S]·(I − a[S, S])⁻¹·a[S, j] on the states below, where (I − a[S, S]) is
+    reduced once, a block of whole levels at a time from the top, by block state reduction
+    (Grassmann–Taksar–Heyman 1985, in blocks): censoring block B leaves
+    a[i, j] += a[i, B]·(I − a[B, B])⁻¹·a[B, j] on the states below, where (I − a[B, B]) is
     formed without subtraction (its diagonal is what leaves each state: the rest of its row).
-    The chain moves down at most ``reach`` states a step, and that survives each elimination.
-    Level 0 (nothing waits: a decode step or idle, which depend on the batch) is reduced per
-    call with the recorded eliminations, composed once into one linear map (``fold``), and the
-    levels above follow by block forward substitution, π_S = (Σ_{T<S} π_T·a[T, S])·(I − a[S, S])⁻¹,
-    every term ≥ 0."""
+    The chain moves down at most ``reach`` states a step and up at most ``up`` (the arrivals of
+    a prompt step; None: anywhere), and both survive each elimination (a state that reaches B
+    lies at most ``up`` below it, and what B reaches lies above the states B − reach), so
+    censoring a block touches the ``up`` rows below it only: about n·up·reach operations, in
+    products of whole blocks. Level 0 (nothing waits: a decode step or idle, which depend on
+    the batch) is reduced per call with the recorded eliminations, composed once into one
+    linear map (``fold``), and the levels above follow by block forward substitution,
+    π_B = (Σ_{T<B} π_T·a[T, B])·(I − a[B, B])⁻¹, every term ≥ 0."""
 
-    def __init__(self, p: FloatArray, reach: int, phases: int, first: int | None = None) -> None:
+    def __init__(
+        self,
+        p: FloatArray,
+        reach: int,
+        phases: int,
+        first: int | None = None,
+        up: int | None = None,
+    ) -> None:
         a = p.copy()
         n = a.shape[0]
         ph = phases
-        levels = n // ph
+        width = ph * max(1, _BLOCK // ph)  # states a block: whole levels
         # level 0 moves into the ``first`` states only, so only their rows of the map count
         rows0 = n if first is None else max(ph, min(first, n))
         fold = np.eye(rows0)
-        diag = np.zeros((n, ph))  # I − a[S, S] of each level S ≥ 1, formed without subtraction
+        blocks = list(itertools.pairwise([*range(ph, n, width), n]))
+        inv: list[FloatArray] = []
         live = np.ones(n - ph, dtype=bool)
-        eye = np.eye(ph)
-        for lev in range(levels - 1, 0, -1):
-            s0, s1 = lev * ph, (lev + 1) * ph
+        for s0, s1 in reversed(blocks):
             lo = max(0, s0 - reach)
             block = a[s0:s1, s0:s1]
             down = a[s0:s1, lo:s0]
             leave = down.sum(axis=1) + block.sum(axis=1) - block.diagonal()
-            if ph == 1:
-                out = float(leave[0])
-                if out <= 1e-300:  # never leaves (its row underflowed): holds nothing
-                    live[s0 - 1] = False
-                    diag[s0, 0] = 1.0
-                    continue
-                diag[s0, 0] = out
-                frac = down / out
-            else:
-                m = -block
-                m[np.diag_indices(ph)] = leave
-                dead = leave <= 1e-300
-                if dead.any():  # never leaves (its row underflowed): holds nothing
-                    m[dead] = eye[dead]
-                    m[:, dead] = eye[:, dead]
-                    live[s0 - ph : s1 - ph] = ~dead
-                diag[s0:s1] = m
-                frac = np.maximum(np.linalg.inv(m), 0.0) @ down  # [ph, s0 − lo]
-                frac[dead] = 0.0
+            m = -block
+            m[np.diag_indices(s1 - s0)] = leave
+            dead = leave <= 1e-300  # never leaves (its row underflowed): holds nothing
+            if dead.any():
+                eye = np.eye(s1 - s0)
+                m[dead] = eye[dead]
+                m[:, dead] = eye[:, dead]
+                live[s0 - ph : s1 - ph] = ~dead
+            m_inv = np.maximum(np.linalg.inv(m), 0.0)  # an M-matrix's inverse: ≥ 0
+            inv.append(m_inv.T)  # for the solve of π_B·m = rhs: mᵀ·π_Bᵀ = rhsᵀ
+            frac = m_inv @ down  # [B, s0 − lo]
+            frac[dead] = 0.0
             if s0 < rows0:
-                fold[s0:, lo:s0] += fold[s0:, s0:s1] @ frac
+                t1 = min(s1, rows0)  # (the map's states end at rows0)
+                fold[s0:, lo:s0] += fold[s0:, s0:t1] @ frac[: t1 - s0]
             if s0 > ph:
-                a[ph:s0, lo:s0] += a[ph:s0, s0:s1] @ frac
+                r0 = ph if up is None else max(ph, s0 - up)  # the rows that reach block B
+                a[r0:s0, lo:s0] += a[r0:s0, s0:s1] @ frac
         self.a = a
         self.fold = fold
         self.first = rows0
         self.phases = ph
-        # levels ≥ 1 from level 0: π_S·(I − a[S, S]) = inflow_S + Σ_{T<S} π_T·a[T, S], a
-        # triangular system by levels, solved by blocks of whole levels
-        upper = -np.triu(a[ph:, ph:], 1)
-        level_of = np.arange(n - ph) // ph
-        upper[level_of[:, None] == level_of[None, :]] = 0.0  # the diagonal blocks: below
-        for lev in range(1, levels):
-            r0 = (lev - 1) * ph
-            upper[r0 : r0 + ph, r0 : r0 + ph] = diag[lev * ph : (lev + 1) * ph]
-        width = ph * max(1, _BLOCK // ph)
-        lower = upper.T.copy()
+        # levels ≥ 1 from level 0: π_B·(I − a[B, B]) = inflow_B + Σ_{T<B} π_T·a[T, B], a
+        # triangular system by blocks (the inverses of its diagonal blocks kept above)
+        lower = -np.triu(a[ph:, ph:], 1).T
+        for s0, s1 in blocks:
+            lower[s0 - ph : s1 - ph, s0 - ph : s1 - ph] = 0.0
         lower[~live] = 0.0
-        lower[~live, np.flatnonzero(~live)] = 1.0
         self.live = live
-        self.solve = LowerSolve(lower, width)
+        self.solve = LowerSolve(lower, width, inv[::-1])
 
     def stationary(self, row0: FloatArray) -> FloatArray:
         """Stationary distribution with ``row0`` (phases × states) as the rows of level 0."""
@@ -196,7 +209,32 @@ def queue_size(st: Steps, arr: Arrivals, decode_s: float | None = None, least: i
     rest = mean + 10.0 * math.sqrt(mean * max(arr.idc, 1.0) + 1.0) + 8.0
     rest += 15.0 * max(arr.idc, 1.0) * load / (1.0 - load)
     need = rest + min(float(kmax), rest)
-    return smooth_size(max(float(least), need))
+    return min(smooth_size(max(float(least), need)), level_cap(st, arr))
+
+
+def level_cap(st: Steps, arr: Arrivals) -> int:
+    """The most levels the chain may hold at these steps and arrivals: at most
+    :data:`MAX_STATES` states, and a reduction of at most :data:`MAX_REDUCTION_WORK` (about
+    n·up·reach for n states, the chain moving up by the arrivals of a prompt step and down by K); a fast FFT
+    length. A queue that outgrows it is judged by :func:`deep` (``point``)."""
+    ph = arr.phases
+    reach = st.per_step * ph + ph - 1
+    mean = arr.rate * float(st.prompt_s[st.per_step])  # arrivals in the longest prompt step
+    up = (mean + 10.0 * math.sqrt(mean * max(arr.idc, 1.0) + 1.0) + 8.0) * ph
+    n = MAX_STATES
+    while n > 24 * ph and n * min(n, up) * min(n, reach) > MAX_REDUCTION_WORK:
+        n = int(n * 0.9)
+    levels = max(24, n // ph)
+    while smooth_size(levels) > levels:
+        levels -= 1
+    return levels
+
+
+def deep(qu: Queue, pi: FloatArray, cap: int, tol: float = 1e-6) -> bool:
+    """Does the queue reach beyond what the chain can hold (``cap`` levels, already held)
+    with probability over ``tol``? Its TTFT tail would then be cut short, so the point is
+    judged as not meeting its limits (conservative: a deeper queue only waits longer)."""
+    return qu.size >= cap and float(pi[3 * qu.size // 4 :].sum()) > tol
 
 
 def smooth_size(need: float) -> int:
@@ -218,6 +256,9 @@ def build_queue(st: Steps, arr: Arrivals, size: int) -> Queue:
     counts = Counts(arr, size)
     top_k = min(kmax, size - 1)
     table = counts.transitions(st.prompt_s[1 : top_k + 1])  # [k − 1, a, i, j]
+    table[table < 1e-16] = 0.0  # (the inversion's rounding noise: no reach)
+    held_a = np.flatnonzero(table.max(axis=(0, 2, 3)) > 0)
+    up = ((int(held_a[-1]) if held_a.size else 0) + 1) * ph  # states a prompt step moves up
     p = np.zeros((size * ph, size * ph))
     for n in range(1, size):
         k = min(n, kmax)
@@ -231,7 +272,7 @@ def build_queue(st: Steps, arr: Arrivals, size: int) -> Queue:
     longest = counts.transitions(1.05 * st.decode_s[st.slots : st.slots + 1])[0]  # [a, i, j]
     held = np.flatnonzero(longest.sum(axis=2).max(axis=1) > 1e-18)
     reach0 = min(size, (int(held[-1]) if held.size else 0) + 2)
-    return Queue(size, counts, Levels(p, kmax * ph + ph - 1, ph, reach0 * ph))
+    return Queue(size, counts, Levels(p, kmax * ph + ph - 1, ph, reach0 * ph, up))
 
 
 @dataclass(frozen=True)
@@ -298,6 +339,52 @@ def chain(
     )
 
 
+def merge_periods(
+    tau: FloatArray, start: FloatArray, lo: int, hi: int
+) -> tuple[FloatArray, FloatArray]:
+    """Periods ``lo``…``hi`` − 1 (prompt steps of 1, 2, … prompts, none carried) merged into
+    at most :data:`MAX_PERIODS` runs of neighbouring sizes, geometrically spaced (narrow where
+    a prompt more changes the step most): each run a period of the mean length of its steps,
+    weighted by how often each starts, holding what they hold. The mean cycle is kept."""
+    if hi - lo <= MAX_PERIODS:
+        return tau, start
+    sizes = np.unique(np.geomspace(1, hi - lo + 1, MAX_PERIODS + 1).astype(int)) - 1
+    edges = lo + sizes[sizes < hi - lo]
+    mass = start[lo:hi].sum(axis=(1, 2))
+    runs = np.add.reduceat(mass, edges - lo)
+    width = np.diff(np.append(edges, hi))
+    length = np.add.reduceat(mass * tau[lo:hi], edges - lo)
+    plain = np.add.reduceat(tau[lo:hi], edges - lo) / width  # a run that starts nowhere
+    merged_tau = np.where(runs > 0, length / np.maximum(runs, 1e-300), plain)
+    merged = np.add.reduceat(start[lo:hi], edges - lo, axis=0)
+    return (
+        np.concatenate([tau[:lo], merged_tau, tau[hi:]]),
+        np.concatenate([start[:lo], merged, start[hi:]]),
+    )
+
+
+def counts_after(counts: Counts, taus: FloatArray, left: FloatArray) -> FloatArray:
+    """P(a arrivals in τ) from phases ``left`` for each of ``taus``: [τ, a]. Past
+    :data:`WAIT_NODES` windows of phase-type gaps (thousands, each a spectrum over the
+    circle), on that many windows evenly spaced in √τ and linear between them: the count's
+    distribution moves smoothly with the window, by about λ·Δτ/σ(τ) ∝ Δ√τ in total variation
+    between neighbours (its spread σ grows as √τ), and a mixture of two neighbours is a
+    distribution. In blocks of bounded memory."""
+    lo, hi = math.sqrt(float(taus.min(initial=0.0))), math.sqrt(float(taus.max(initial=0.0)))
+    exact = counts.arr.phases == 1 or taus.size <= WAIT_NODES or hi <= lo
+    grid = taus if exact else np.linspace(lo, hi, WAIT_NODES) ** 2
+    chunk = max(1, _CHUNK_NUMBERS // (counts.size * counts.arr.phases))
+    at = np.concatenate(
+        [counts.from_phases(grid[i : i + chunk], left) for i in range(0, grid.size, chunk)]
+    )
+    if exact:
+        return at
+    x = (np.sqrt(taus) - lo) / (hi - lo) * (WAIT_NODES - 1)
+    i = np.clip(x.astype(int), 0, WAIT_NODES - 2)
+    f = (x - i)[:, None]
+    return np.asarray((1.0 - f) * at[i] + f * at[i + 1], dtype=float)
+
+
 def ttft_atoms(st: Steps, arr: Arrivals, qu: Queue, ch: Chain) -> tuple[FloatArray, FloatArray]:
     """TTFT at the engine (residual + full prompt steps ahead + own step) as atoms (seconds,
     probabilities) of the exact mixture over the chain (module docstring).
@@ -321,6 +408,7 @@ def ttft_atoms(st: Steps, arr: Arrivals, qu: Queue, ch: Chain) -> tuple[FloatArr
         start[nd + k - 1, :, 0] = pi[k]
     if top_k == kmax:
         start[-1, :, : size - kmax] = pi[kmax:].T
+    tau, start = merge_periods(tau, start, nd, nd + top_k - (1 if top_k == kmax else 0))
     keep = start.sum(axis=(1, 2)) > 1e-14
     tau, start = tau[keep], start[keep]
     elapsed = (tau[:, None] * u[None, :]).ravel()  # [(period, node)]
@@ -351,10 +439,11 @@ def ttft_atoms(st: Steps, arr: Arrivals, qu: Queue, ch: Chain) -> tuple[FloatArr
     # those arriving before its step starts: counted from a fresh gap; k_own runs up to
     # kc = min(K, positions + the most that can arrive meanwhile), k = kc holding the rest
     most = int(arr.rate * float(wait.max()) * max(arr.idc, 1.0) * 4.0 + 32.0)
-    kc = min(kmax, kq + most)
+    k_top = min(kmax, kq + most)  # the largest own step that holds anything
+    kc = min(k_top, MAX_OWN)  # counted one by one up to kc; beyond it, held at p(k_top)
     small_size = max(16, 4 * kc)
     small = Counts(arr, small_size, 1e-10 ** (1.0 / small_size))
-    behind = small.from_phases(wait, arr.start)[:, :kc]  # [group, b], b < kc
+    behind = counts_after(small, wait, arr.start)[:, :kc]  # [group, b], b < kc
     # k_own = min(kc, position + behind): the convolution of the two counts (by FFT), the mass
     # of k ≥ kc at kc
     span = kq + kc
@@ -365,7 +454,9 @@ def ttft_atoms(st: Steps, arr: Arrivals, qu: Queue, ch: Chain) -> tuple[FloatArr
     # the mean is kept): spread its atoms evenly over the residuals of that cell
     width = dw[ent]  # τ·du: the residuals its position cell spans
     spread = (np.arange(SPREAD) + 0.5) / SPREAD - 0.5
-    base = wait[:, None] + st.prompt_s[None, 1 : kc + 1]  # [group, k]
+    steps_s = st.prompt_s[1 : kc + 1].copy()
+    steps_s[-1] = st.prompt_s[k_top]  # k ≥ kc: no longer than the largest it can be
+    base = wait[:, None] + steps_s[None, :]  # [group, k]
     grp, kk = np.nonzero(own > 0)
     values = (base[grp, kk][:, None] + width[grp][:, None] * spread[None, :]).ravel()
     probs = np.repeat(own[grp, kk] / SPREAD, SPREAD)

@@ -29,10 +29,16 @@ from inferencesize.openloop.arrivals import Counts, arrivals
 from inferencesize.openloop.dist import cdf_roots
 from inferencesize.openloop.point import Quantiles, point
 from inferencesize.openloop.queue import (
+    MAX_PERIODS,
+    MAX_REDUCTION_WORK,
+    MAX_STATES,
     Levels,
     LowerSolve,
     build_queue,
     chain,
+    counts_after,
+    level_cap,
+    merge_periods,
     queue_size,
     ttft_atoms,
 )
@@ -230,21 +236,79 @@ def test_feedback_integrals_closed_forms_match_quadrature() -> None:
     assert feedback(0.0) == pytest.approx((1.0, 1.0, 0.5, 2 / 3))
 
 
-@pytest.mark.parametrize(("phases", "reach"), [(1, 3), (3, 9), (5, 14)])
-def test_state_reduction_matches_a_linear_solve(phases: int, reach: int) -> None:
+@pytest.mark.parametrize(
+    ("phases", "reach", "up", "levels"),
+    [(1, 3, None, 20), (3, 9, None, 20), (5, 14, None, 20), (1, 150, 7, 300), (2, 30, 12, 90)],
+)
+def test_state_reduction_matches_a_linear_solve(
+    phases: int, reach: int, up: int | None, levels: int
+) -> None:
+    """Blocks of whole levels (48 states) reduced from the top, with the rows each block is
+    reached from limited to ``up`` below it, give the stationary distribution of a dense
+    solve (several blocks, a partial last one, and level 0's rows moving anywhere)."""
     rng = np.random.default_rng(3)
-    n = 20 * phases
+    n = levels * phases
     p = rng.random((n, n))
     for i in range(phases, n):  # levels ≥ 1 move down at most ``reach`` states
         p[i, : max(0, i - reach)] = 0.0
+        if up is not None:  # and up at most ``up``
+            p[i, i + up + 1 :] = 0.0
     p /= p.sum(axis=1, keepdims=True)
     a = p.T - np.eye(n)
     a[-1] = 1.0
     rhs = np.zeros(n)
     rhs[-1] = 1.0
     want = np.linalg.solve(a, rhs)
-    got = Levels(p, reach, phases).stationary(p[:phases].copy())
+    got = Levels(p, reach, phases, up=up).stationary(p[:phases].copy())
     assert got == pytest.approx(want, abs=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("isl", "rate", "cv"), [(11, 400.0, 6.0), (47, 30.0, 2.5), (2000, 5.0, 1.0)]
+)
+def test_the_chain_is_bounded_in_states_and_work(isl: int, rate: float, cv: float) -> None:
+    """Whatever the prompt length and burstiness, the chain holds at most MAX_STATES states
+    and its reduction costs at most MAX_REDUCTION_WORK (n·up·reach, the largest a prompt
+    step's arrivals and K prompts move), so one point's cost is bounded."""
+    res = _resolved("llama-3-8b", "h100-sxm", 1, isl, OSL)
+    assert res.deployment is not None
+    st = steps(res.deployment, isl, OSL, res.max_concurrency, STEP_TOKENS)
+    arr = arrivals(rate, cv)
+    n = level_cap(st, arr) * arr.phases
+    assert n <= MAX_STATES
+    mean = rate * float(st.prompt_s[st.per_step])
+    up = (mean + 10.0 * math.sqrt(mean * max(arr.idc, 1.0) + 1.0) + 8.0) * arr.phases
+    reach = st.per_step * arr.phases + arr.phases - 1
+    assert n <= 24 * arr.phases or n * min(n, up) * min(n, reach) <= MAX_REDUCTION_WORK
+    assert queue_size(st, arr) <= level_cap(st, arr)
+
+
+def test_periods_merged_keep_their_mass_and_mean_cycle() -> None:
+    rng = np.random.default_rng(5)
+    periods, phases, carried = 9 + 500, 2, 40
+    tau = np.concatenate([rng.uniform(0.01, 0.02, 9), np.linspace(0.03, 0.4, 500)])
+    start = rng.random((periods, phases, carried)) * (rng.random(periods) > 0.3)[:, None, None]
+    start[9:-1, :, 1:] = 0.0  # prompt steps below K carry nothing
+    got_tau, got_start = merge_periods(tau, start, 9, periods - 1)
+    assert got_tau.size <= 9 + MAX_PERIODS + 1
+    assert got_tau[:9] == pytest.approx(tau[:9]) and got_tau[-1] == tau[-1]
+    mass, got_mass = start.sum(axis=(1, 2)), got_start.sum(axis=(1, 2))
+    assert got_mass.sum() == pytest.approx(mass.sum(), rel=1e-12)
+    assert float(got_mass @ got_tau) == pytest.approx(float(mass @ tau), rel=1e-12)
+    assert np.all(np.diff(got_tau[9:-1]) > 0)  # runs of neighbouring sizes, in order
+
+
+def test_counts_between_windows_are_interpolated_within_a_small_distance() -> None:
+    """Thousands of windows of phase-type gaps: counted on WAIT_NODES windows and mixed
+    linearly between neighbours, each count's distribution within 0.02 in total variation
+    of the exact one, and a distribution."""
+    arr = arrivals(20.0, 3.0)
+    counts = Counts(arr, 256, 1e-10 ** (1.0 / 256))
+    taus = np.sort(np.random.default_rng(2).uniform(0.0, 2.0, 1500))
+    got = counts_after(counts, taus, arr.start)
+    want = counts.from_phases(taus, arr.start)
+    assert got.sum(axis=1) == pytest.approx(want.sum(axis=1), abs=1e-5)
+    assert float(0.5 * np.abs(got - want).sum(axis=1).max()) < 0.02
 
 
 # ---------------------------------------------------------------------------------------------
