@@ -263,7 +263,8 @@ def _off_point(c: SteadyCheck) -> dict[str, Any]:
 def calibrate(
     data: DataOpt,
     hardware: Annotated[
-        str, typer.Option(metavar="ID", help="GPU or system id the data was measured on.")
+        str,
+        typer.Option(metavar="ID", help="GPU or system id to fit (other GPUs' rows are left out)."),
     ],
     precision: Annotated[
         str, typer.Option(metavar="[" + "|".join(PRECISIONS) + "]", help="Precision of the runs.")
@@ -321,8 +322,9 @@ def calibrate(
     --force writes it anyway, and replaces an existing --out (never a --data file).
 
     Examples:
-      infersize calibrate --data my-runs.csv --hardware h100-sxm --precision fp8 --out calibration.yaml
-      infersize estimate --model llama-3-8b --hardware h100-sxm --calibration calibration.yaml
+      infersize calibrate --data my-runs.csv --hardware a100-sxm-80gb --precision fp16 --out calibration.yaml
+      infersize estimate --model llama-3-8b --hardware a100-sxm-80gb --calibration calibration.yaml
+      infersize calibrate --data my-runs.csv --hardware a100-sxm-80gb --precision fp16 --overheads --out calibration.yaml --force  # replace it, even with a worse fit
     """
     check_format(fmt, report.FORMATS)
     inputs = input_files(data=data)
