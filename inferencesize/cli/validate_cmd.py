@@ -349,7 +349,10 @@ def calibrate(
     target = f"{gpu.id} {precision}"
     if not rows and excluded:
         measured = ", ".join(f"{n:,} on {g} {p}" for g, p, n in excluded[:3])
-        raise InputError(f"{data[0]}: no rows measured on {target} ({measured})")
+        raise InputError(
+            f"{data[0]}: no rows measured on {target} ({measured}); give the --hardware and"
+            " --precision the rows were measured on (a blank gpu or precision cell takes them)"
+        )
     mapped, skipped = map_measurements(catalog, rows, hardware=hardware, precision=precision)
     # the fit predicts one instance per row: disaggregated rows are listed, not fitted
     skipped += [(r.m, "disaggregated: calibrate fits one instance") for r in mapped if r.pools]
