@@ -93,11 +93,14 @@ def on_target(
     target = precision_class(precision)
     kept: list[Measurement] = []
     others: Counter[tuple[str, str]] = Counter()
+    ids: dict[str, str] = {}
     for m in rows:
-        try:
-            gpu = catalog.hardware(m.gpu)[0].id
-        except UnknownIdError:
-            gpu = m.gpu or "(not stated)"
+        if m.gpu not in ids:
+            try:
+                ids[m.gpu] = catalog.hardware(m.gpu)[0].id
+            except UnknownIdError:
+                ids[m.gpu] = m.gpu or "(not stated)"
+        gpu = ids[m.gpu]
         prec = stated_precision(m.precision) or "(not stated)"
         if gpu == gpu_id and precision_class(prec) == target:
             kept.append(m)

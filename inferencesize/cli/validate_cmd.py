@@ -361,7 +361,8 @@ def calibrate(
         reasons = sorted({why for _, why in skipped})
         raise InputError(f"{data[0]}: no usable rows ({'; '.join(reasons[:3]) or 'empty'})")
     with Progress(f"fitting {target} to {len(mapped):,} measured points"):
-        before = predict_all(lambda _m: Estimator(base), mapped)
+        start = Estimator(base)
+        before = predict_all(lambda _m: start, mapped)
         free = ["step_overhead_s", "layer_overhead_s", "gemm_m_half"] if overheads else []
         result = fit(base, mapped, free)
     worse = worse_than_start(before, result.predictions)
