@@ -13,15 +13,22 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 from scipy.optimize import least_squares
 
 from inferencesize.deployment import BARE_GPU_NODE, scale_up_domain
+from inferencesize.errors import UnknownIdError
 from inferencesize.estimate import Estimator
+from inferencesize.io_measurements import stated_precision
 from inferencesize.specs import EfficiencyEntry, EfficiencySet, EfficiencyValues, GpuSpec
 from inferencesize.specs.efficiency import OPTIONAL_PARAMS, PARAMETERS
-from inferencesize.validation import Mapped, Prediction, predict_all
+from inferencesize.validation import Mapped, Prediction, predict_all, summary_table
+
+if TYPE_CHECKING:
+    from inferencesize.catalog import Catalog
+    from inferencesize.io_measurements import Measurement
 
 #: Parameters the fit shares across a set: name -> (lower, upper) bound (``PARAMETERS``).
 GLOBAL_PARAMS: dict[str, tuple[float, float]] = {
@@ -71,6 +78,85 @@ def free_parameters(
 def precision_class(precision: str) -> str:
     """bf16 and fp16 run on the same tensor units at the same speed: one efficiency."""
     return "bf16" if precision in ("bf16", "fp16") else precision
+
+
+def on_target(
+    catalog: Catalog, rows: Sequence[Measurement], gpu_id: str, precision: str
+) -> tuple[list[Measurement], list[tuple[str, str, int]]]:
+    """The rows measured on GPU ``gpu_id`` at ``precision`` (bf16 and fp16 as one class), and
+    the others counted per GPU × precision, most rows first: ``(gpu, precision, rows)``, the
+    GPU as the catalog names it (as the row states it when the catalog has no such GPU).
+
+    A fit of one GPU's shares to rows of another carries that GPU's speed into it (an H200 row
+    read as an H100 one, 4.8 against 3.35 TB/s, pulls the H100's memory share ~40 % too high),
+    so those rows are named and left out, never re-labelled."""
+    target = precision_class(precision)
+    kept: list[Measurement] = []
+    others: Counter[tuple[str, str]] = Counter()
+    ids: dict[str, str] = {}
+    for m in rows:
+        if m.gpu not in ids:
+            try:
+                ids[m.gpu] = catalog.hardware(m.gpu)[0].id
+            except UnknownIdError:
+                ids[m.gpu] = m.gpu or "(not stated)"
+        gpu = ids[m.gpu]
+        prec = stated_precision(m.precision) or "(not stated)"
+        if gpu == gpu_id and precision_class(prec) == target:
+            kept.append(m)
+        else:
+            others[(gpu, prec)] += 1
+    ranked = sorted(others.items(), key=lambda kv: (-kv[1], kv[0]))
+    return kept, [(gpu, prec, n) for (gpu, prec), n in ranked]
+
+
+#: A fit is worse than the set it starts from when, on one metric of the rows it was fitted
+#: to, its median or p90 absolute percentage error rises by more than this share: half a
+#: percentage point, under the 0.1-point rounding of the printed table and well under the
+#: run-to-run spread of points measured twice (a few percent).
+WORSE_MARGIN = 0.005
+
+
+@dataclass(frozen=True)
+class Worse:
+    """One metric on which a fit does worse than its starting set: ``statistic`` ``median``
+    or ``p90`` (``before`` and ``after`` absolute percentage errors, as shares), or
+    ``predicted`` (``before`` and ``after`` counts of rows the set gives a prediction for)."""
+
+    metric: str
+    statistic: str
+    before: float
+    after: float
+
+
+def worse_than_start(
+    before: Sequence[Prediction], after: Sequence[Prediction], margin: float = WORSE_MARGIN
+) -> list[Worse]:
+    """Where the fitted set (``after``) does worse than its starting set (``before``) on the
+    same rows, per metric: fewer rows predicted, or a median or p90 absolute percentage error
+    more than ``margin`` higher. Empty when the fit is no worse on any metric. The fit
+    minimises a robust loss over every metric together, so it can trade one metric against
+    another or move the bulk of the rows at the cost of their tail: this is the check a user
+    sees, in the terms the table prints."""
+
+    def metric(p: Prediction) -> str:
+        return p.mapped.m.metric
+
+    b = summary_table(before, metric)
+    a = summary_table(after, metric)
+    out: list[Worse] = []
+    for name, start in b.items():
+        end = a.get(name)
+        if end is None or end.n < start.n:
+            out.append(Worse(name, "predicted", start.n, end.n if end else 0))
+            continue
+        for statistic, was, now in (
+            ("median", start.median_ape, end.median_ape),
+            ("p90", start.p90_ape, end.p90_ape),
+        ):
+            if now > was + margin:
+                out.append(Worse(name, statistic, was, now))
+    return out
 
 
 @dataclass(frozen=True)

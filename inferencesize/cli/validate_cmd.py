@@ -6,7 +6,7 @@ import time
 from collections import Counter
 from dataclasses import asdict, replace
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 import yaml
@@ -27,7 +27,7 @@ from inferencesize.cli.options import (
     EngineOpt,
 )
 from inferencesize.disagg_point import predict_disaggregated
-from inferencesize.errors import InputError
+from inferencesize.errors import InfeasibleError, InputError
 from inferencesize.estimate import Estimator
 from inferencesize.io_measurements import (
     GENAI_SOURCE,
@@ -53,6 +53,9 @@ from inferencesize.validation import (
     steady_checks,
     summary_table,
 )
+
+if TYPE_CHECKING:
+    from inferencesize.calibration import Worse
 
 
 def _load_rows(data: list[Path]) -> list[Measurement]:
@@ -260,7 +263,8 @@ def _off_point(c: SteadyCheck) -> dict[str, Any]:
 def calibrate(
     data: DataOpt,
     hardware: Annotated[
-        str, typer.Option(metavar="ID", help="GPU or system id the data was measured on.")
+        str,
+        typer.Option(metavar="ID", help="GPU or system id to fit (other GPUs' rows are left out)."),
     ],
     precision: Annotated[
         str, typer.Option(metavar="[" + "|".join(PRECISIONS) + "]", help="Precision of the runs.")
@@ -295,7 +299,12 @@ def calibrate(
         bool, typer.Option("--overheads", help="Also refit the set-wide overheads.")
     ] = False,
     force: Annotated[
-        bool, typer.Option("--force", help="Replace --out if it exists (atomically).")
+        bool,
+        typer.Option(
+            "--force",
+            help="Write even if --out exists (replaced atomically) or the fit is worse than the"
+            " set it starts from.",
+        ),
     ] = False,
     fmt: Annotated[str, format_option(report.FORMATS)] = "table",
     engine: EngineOpt = None,
@@ -303,27 +312,47 @@ def calibrate(
 ) -> None:
     """Fit efficiency parameters to your measurements (compute, memory, overheads).
 
-    Writes the fitted efficiency set to --out (an existing file only with --force; never
-    over a --data file); use it with
-    --calibration FILE on estimate, plan and the other commands. Prints the fitted values and
-    the error before and after, per metric (CSV: one row per metric).
+    Fits the --hardware GPU at --precision only (bf16 and fp16 as one): rows measured on other
+    GPUs or precisions are counted per GPU × precision and left out. Starts from the default
+    efficiency set (or --engine's) and prints the fitted values and the error before and after,
+    per metric (median and p90 absolute percentage error; CSV: one row per metric). Writes the
+    fitted set to --out, for --calibration FILE on estimate, plan and the other commands, only
+    if it is no worse than the starting set on every metric (median and p90 within half a
+    percentage point); otherwise it writes nothing, names the metric that got worse and exits 3.
+    --force writes it anyway, and replaces an existing --out (never a --data file).
 
     Examples:
-      infersize calibrate --data my-runs.csv --hardware h100-sxm --precision fp8 --out calibration.yaml
-      infersize estimate --model llama-3-8b --hardware h100-sxm --calibration calibration.yaml
+      infersize calibrate --data my-runs.csv --hardware a100-sxm-80gb --precision fp16 --out calibration.yaml
+      infersize estimate --model llama-3-8b --hardware a100-sxm-80gb --calibration calibration.yaml
+      infersize calibrate --data my-runs.csv --hardware a100-sxm-80gb --precision fp16 --overheads --out calibration.yaml --force  # replace it, even with a worse fit
     """
     check_format(fmt, report.FORMATS)
     inputs = input_files(data=data)
     check_target(out_file, "--out", inputs=inputs, overwrite=force)
     # scipy.optimize is imported here, not at start-up, so every other command stays fast.
-    from inferencesize.calibration import PER_GPU_PARAMS, fit, precision_class
+    from inferencesize.calibration import (
+        PER_GPU_PARAMS,
+        fit,
+        on_target,
+        precision_class,
+        worse_than_start,
+    )
 
     catalog = open_catalog(catalog_dirs)
     base = efficiency_set(catalog, engine, None)
     gpu, _ = catalog.hardware(hardware)
     rows = _load_rows(data)
     fill = {"model": model, "tp": tp, "isl": isl, "osl": osl, "concurrency": concurrency}
-    rows = [_fill(m, fill, gpu.id, precision) for m in rows]
+    rows, excluded = on_target(
+        catalog, [_fill(m, fill, gpu.id, precision) for m in rows], gpu.id, precision
+    )
+    target = f"{gpu.id} {precision}"
+    if not rows and excluded:
+        measured = ", ".join(f"{n:,} on {g} {p}" for g, p, n in excluded[:3])
+        raise InputError(
+            f"{data[0]}: no rows measured on {target} ({measured}); give the --hardware and"
+            " --precision the rows were measured on (a blank gpu or precision cell takes them)"
+        )
     mapped, skipped = map_measurements(catalog, rows, hardware=hardware, precision=precision)
     # the fit predicts one instance per row: disaggregated rows are listed, not fitted
     skipped += [(r.m, "disaggregated: calibrate fits one instance") for r in mapped if r.pools]
@@ -331,25 +360,29 @@ def calibrate(
     if not mapped:
         reasons = sorted({why for _, why in skipped})
         raise InputError(f"{data[0]}: no usable rows ({'; '.join(reasons[:3]) or 'empty'})")
-    with Progress(f"fitting {gpu.id} {precision} to {len(mapped):,} measured points"):
-        before = predict_all(lambda _m: Estimator(base), mapped)
+    with Progress(f"fitting {target} to {len(mapped):,} measured points"):
+        start = Estimator(base)
+        before = predict_all(lambda _m: start, mapped)
         free = ["step_overhead_s", "layer_overhead_s", "gemm_m_half"] if overheads else []
         result = fit(base, mapped, free)
+    worse = worse_than_start(before, result.predictions)
+    written = force or not worse
     fitted = result.efficiency.model_copy(
         update={
             "id": out_file.stem,
             "default": False,
             "source": f"infersize calibrate on {', '.join(str(d) for d in data)} ({len(mapped)} rows;"
-            f" {gpu.id} {precision}); starting from {base.id}",
+            f" {target}); starting from {base.id}",
         }
     )
-    write_atomic(
-        out_file,
-        yaml.safe_dump(fitted.model_dump(exclude_none=True), sort_keys=False),
-        "--out",
-        inputs=inputs,
-        overwrite=force,
-    )
+    if written:
+        write_atomic(
+            out_file,
+            yaml.safe_dump(fitted.model_dump(exclude_none=True), sort_keys=False),
+            "--out",
+            inputs=inputs,
+            overwrite=force,
+        )
     entry = next(
         e
         for e in fitted.entries
@@ -357,36 +390,64 @@ def calibrate(
     )
     b = summary_table(before, lambda p: p.mapped.m.metric)
     a = summary_table(result.predictions, lambda p: p.mapped.m.metric)
+    worse_metrics = {w.metric for w in worse}
     quality = [
         {
             "metric": k,
             "n": a[k].n,
-            "median_ape_before": b[k].median_ape,
+            "median_ape_before": b[k].median_ape if k in b else None,
             "median_ape_after": a[k].median_ape,
-            "p90_ape_before": b[k].p90_ape,
+            "p90_ape_before": b[k].p90_ape if k in b else None,
             "p90_ape_after": a[k].p90_ape,
+            "worse": k in worse_metrics,
         }
         for k in a
     ]
     rec: dict[str, Any] = {
         "out": str(out_file),
+        "written": written,
         "id": fitted.id,
         "hardware": gpu.id,
         "precision": precision,
+        "starting_set": base.id,
         "fitted": {k: getattr(entry, k) for k in PER_GPU_PARAMS},
         "rows_used": len(mapped),
+        "rows_excluded": [{"gpu": g, "precision": p, "rows": n} for g, p, n in excluded],
         "rows_not_used": len(skipped),
         "not_used_example": skipped[0][1] if skipped else None,
         "fit_quality": quality,
+        "worse": [asdict(w) for w in worse],
     }
-    head = {k: rec[k] for k in ("id", "hardware", "precision")}
+    head = {k: rec[k] for k in ("id", "hardware", "precision", "starting_set", "written")}
     emit_data(
         fmt,
         rec,
         [{**head, "fitted": rec["fitted"], **q} for q in quality],
         lambda con: _calibrate_tables(con, rec),
     )
+    if worse:
+        what = _worse_text(worse)
+        if not written:
+            raise InfeasibleError(
+                f"{out_file} not written: the fit is worse than {base.id} on the"
+                f" {_rows(len(mapped), target)}: {what} (--force writes it anyway)"
+            )
+        typer.echo(f"warning: the fit is worse than {base.id}: {what}", err=True)
     typer.echo(f"wrote {out_file}", err=True)
+
+
+def _worse_text(worse: list[Worse]) -> str:
+    """``ttft_ms_avg median APE 25.2% → 31.8%, p90 37.8% → 50.5%; itl_ms_avg …``."""
+    by_metric: dict[str, list[str]] = {}
+    for w in worse:
+        if w.statistic == "predicted":
+            text = f"rows predicted {w.before:,.0f} → {w.after:,.0f}"
+        else:
+            text = f"{w.statistic} {w.before:.1%} → {w.after:.1%}"
+            if not by_metric.get(w.metric):
+                text = f"{w.statistic} APE {w.before:.1%} → {w.after:.1%}"
+        by_metric.setdefault(w.metric, []).append(text)
+    return "; ".join(f"{metric} {', '.join(parts)}" for metric, parts in by_metric.items())
 
 
 def _calibrate_tables(con: Any, rec: dict[str, Any]) -> None:
@@ -396,20 +457,40 @@ def _calibrate_tables(con: Any, rec: dict[str, Any]) -> None:
         highlight=False,
     )
     cols = ["metric", "n", "median APE before", "after", "p90 before", "after"]
+
+    def pct(x: float | None) -> str:
+        return "-" if x is None else f"{x:.1%}"
+
     rows = [
         [
             q["metric"],
             q["n"],
-            f"{q['median_ape_before']:.1%}",
-            f"{q['median_ape_after']:.1%}",
-            f"{q['p90_ape_before']:.1%}",
-            f"{q['p90_ape_after']:.1%}",
+            pct(q["median_ape_before"]),
+            pct(q["median_ape_after"]),
+            pct(q["p90_ape_before"]),
+            pct(q["p90_ape_after"]),
         ]
         for q in rec["fit_quality"]
     ]
-    con.print(report.table("fit quality", cols, rows))
+    used = _rows(rec["rows_used"], f"{rec['hardware']} {rec['precision']}")
+    title = f"fit quality on the {used}: before ({rec['starting_set']}), after"
+    con.print(report.table(title, cols, rows))
+    if rec["rows_excluded"]:
+        others = ", ".join(
+            f"{e['rows']:,} on {e['gpu']} {e['precision']}" for e in rec["rows_excluded"]
+        )
+        con.print(
+            f"rows of other GPUs or precisions, not fitted to {rec['hardware']}"
+            f" {rec['precision']}: {others}",
+            highlight=False,
+        )
     if rec["rows_not_used"]:
-        con.print(f"{rec['rows_not_used']} rows not used (e.g. {rec['not_used_example']})")
+        con.print(f"rows not used: {rec['rows_not_used']:,} (e.g. {rec['not_used_example']})")
+
+
+def _rows(n: int, what: str) -> str:
+    """``1 h100-sxm fp8 row``, ``6 h100-sxm fp8 rows``."""
+    return f"{n:,} {what} row{'' if n == 1 else 's'}"
 
 
 def _fill(m: Measurement, fill: dict[str, Any], gpu: str, precision: str) -> Measurement:

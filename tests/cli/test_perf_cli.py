@@ -20,6 +20,7 @@ import pytest
 import yaml
 from typer.testing import CliRunner, Result
 
+from inferencesize.calibration import WORSE_MARGIN
 from inferencesize.cli import app
 from inferencesize.io_measurements import COLUMNS
 
@@ -588,13 +589,17 @@ def known_set(tmp_path_factory: pytest.TempPathFactory, base_set: dict[str, Any]
     return path
 
 
-def synthetic_rows(known: Path, tmp: Path) -> list[dict[str, Any]]:
+def synthetic_rows(
+    known: Path, tmp: Path, gpu: str = "h100-sxm", precision: str = "fp8"
+) -> list[dict[str, Any]]:
     """Runs 'measured' on the known engine: ISL 500 / 4000 × 1, 8, 32 clients, five metrics."""
     points = tmp / "grid.csv"
     points.write_text(
         "model,hardware,precision,isl,osl,concurrency\n"
         + "".join(
-            f"llama-3-8b,h100-sxm,fp8,{isl},100,{c}\n" for isl in (500, 4000) for c in (1, 8, 32)
+            f"llama-3-8b,{gpu},{precision},{isl},100,{c}\n"
+            for isl in (500, 4000)
+            for c in (1, 8, 32)
         )
     )
     result = invoke("estimate", "--points", points, "--calibration", known, "-f", "jsonl")
@@ -605,10 +610,10 @@ def synthetic_rows(known: Path, tmp: Path) -> list[dict[str, Any]]:
             "source": "synthetic",
             "source_detail": "estimate --calibration known.yaml",
             "model": "Llama-3-8B",
-            "gpu": "H100-SXM-80GB",
+            "gpu": "H100-SXM-80GB" if gpu == "h100-sxm" else gpu,
             "num_gpus": 1,
-            "precision": "fp8",
-            "kv_precision": "fp8",
+            "precision": precision,
+            "kv_precision": "fp8" if precision == "fp8" else "",
             "tp": 1,
             "pp": 1,
             "ep": "",
@@ -707,6 +712,143 @@ def test_calibration_file_moves_estimates_the_expected_way(
     assert estimate_json(*other, "--calibration", out)["ttft_ms"] == pytest.approx(
         estimate_json(*other)["ttft_ms"], rel=1e-12
     )
+
+
+# Only the target GPU × precision is fitted; a fit worse than its start is not written ------------
+
+
+def test_calibrate_fits_the_target_gpu_only_and_names_the_other_rows(
+    tmp_path: Path, known_set: Path
+) -> None:
+    """H200 rows of the same engine are faster (HBM 4.8 against 3.35 TB/s): read as H100 rows
+    they would pull the H100's memory share up. They, and fp16 rows of another GPU, are counted
+    and left out; the H100's shares come back as they were made."""
+    h100 = synthetic_rows(known_set, tmp_path)
+    h200 = synthetic_rows(known_set, tmp_path, gpu="h200-sxm")
+    a100 = synthetic_rows(known_set, tmp_path, gpu="a100-sxm-80gb", precision="fp16")
+    data = write_measurements(tmp_path / "mixed.csv", h200 + h100 + a100)
+    out = tmp_path / "fit.yaml"
+    result = invoke(*CALIBRATE, "--data", data, "--out", out, "-f", "json")
+    assert result.exit_code == 0, result.stderr
+    assert result.stderr == f"wrote {out}\n"
+    rec = json.loads(result.stdout)
+    assert rec["rows_used"] == len(h100) == 30
+    assert rec["rows_excluded"] == [
+        {"gpu": "a100-sxm-80gb", "precision": "fp16", "rows": len(a100)},
+        {"gpu": "h200-sxm", "precision": "fp8", "rows": len(h200)},
+    ]
+    assert {q["metric"]: q["n"] for q in rec["fit_quality"]} == dict.fromkeys(METRIC_KEYS, 6)
+    entry = h100_fp8(yaml.safe_load(out.read_text()))
+    assert entry["points"] == 30
+    assert entry["compute"] == pytest.approx(KNOWN["compute"], rel=0.02)
+    assert entry["memory"] == pytest.approx(KNOWN["memory"], rel=0.02)
+    # better than the start on every metric: written, nothing worse
+    assert rec["written"] is True and rec["worse"] == [] and rec["starting_set"] == "nim-2024"
+    for q in rec["fit_quality"]:
+        assert q["median_ape_after"] < q["median_ape_before"] and not q["worse"]
+    # the table names the rows left out, per GPU × precision
+    table = invoke(*CALIBRATE, "--data", data, "--out", tmp_path / "t.yaml")
+    assert table.exit_code == 0, table.stderr
+    assert (
+        "rows of other GPUs or precisions, not fitted to h100-sxm fp8: 30 on a100-sxm-80gb fp16,"
+        " 30 on h200-sxm fp8" in " ".join(table.stdout.split())
+    )
+
+
+def test_calibrate_without_rows_of_the_target_writes_nothing(
+    tmp_path: Path, known_set: Path
+) -> None:
+    data = write_measurements(
+        tmp_path / "h200.csv", synthetic_rows(known_set, tmp_path, gpu="h200-sxm")
+    )
+    (tmp_path / "grid.csv").unlink()
+    out = tmp_path / "fit.yaml"
+    result = invoke(*CALIBRATE, "--data", data, "--out", out)
+    assert_one_line_error(
+        result, 1, "h200.csv: no rows measured on h100-sxm fp8 (30 on h200-sxm fp8)"
+    )
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["h200.csv"]
+
+
+@pytest.fixture(scope="module")
+def beyond_bounds(
+    tmp_path_factory: pytest.TempPathFactory, base_set: dict[str, Any]
+) -> tuple[Path, Path]:
+    """A catalog whose set `fast` runs the H100 at 100 % of its datasheet (compute and memory
+    1.0), and runs measured on it. The fit keeps its shares within physical bounds (compute
+    ≤ 0.85, memory ≤ 0.95), so from this start it can only predict slower than measured: a
+    fit worse than the set it starts from, whatever the model's other numbers."""
+    tmp = tmp_path_factory.mktemp("beyond")
+    fast = json.loads(json.dumps(base_set))
+    fast.update(id="fast", default=False, engines=[])
+    h100_fp8(fast).update(compute=1.0, memory=1.0)
+    catalog = tmp / "catalog"
+    (catalog / "hardware" / "efficiency").mkdir(parents=True)
+    path = catalog / "hardware" / "efficiency" / "fast.yaml"
+    path.write_text(yaml.safe_dump(fast, sort_keys=False))
+    data = write_measurements(tmp / "runs.csv", synthetic_rows(path, tmp))
+    return catalog, data
+
+
+def test_calibrate_refuses_a_fit_worse_than_its_start(
+    tmp_path: Path, beyond_bounds: tuple[Path, Path]
+) -> None:
+    catalog, data = beyond_bounds
+    out = tmp_path / "fit.yaml"
+    args = [*CALIBRATE, "--data", data, "--catalog", catalog, "--engine", "fast", "--out", out]
+    result = invoke(*args, "-f", "json")
+    assert result.exit_code == 3, result.stderr
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith(
+        f"error: {out} not written: the fit is worse than fast on the 30 h100-sxm fp8 rows:"
+        " e2e_ms_avg median APE 0.0% → "
+    )
+    assert lines[0].endswith("(--force writes it anyway)")
+    assert not out.exists() and list(tmp_path.iterdir()) == []
+    # the record says what was compared: every metric worse, each by more than the margin
+    rec = json.loads(result.stdout)
+    assert rec["written"] is False and rec["starting_set"] == "fast"
+    quality = {q["metric"]: q for q in rec["fit_quality"]}
+    assert {w["metric"] for w in rec["worse"]} == {m for m, q in quality.items() if q["worse"]}
+    assert {w["metric"] for w in rec["worse"]} >= {"ttft_ms_avg", "itl_ms_avg"}
+    for w in rec["worse"]:
+        q = quality[w["metric"]]
+        assert (w["before"], w["after"]) == (
+            q[f"{w['statistic']}_ape_before"],
+            q[f"{w['statistic']}_ape_after"],
+        )
+        assert w["before"] < 1e-6 < WORSE_MARGIN < w["after"] - w["before"]
+    # the table shows the same comparison before the error
+    table = invoke(*args)
+    assert table.exit_code == 3
+    assert table_rows(table.stdout)["ttft_ms_avg"][1] == "0.0%"
+    assert not out.exists()
+
+
+def test_calibrate_force_writes_a_worse_fit_and_says_so(
+    tmp_path: Path, beyond_bounds: tuple[Path, Path]
+) -> None:
+    catalog, data = beyond_bounds
+    out = tmp_path / "fit.yaml"
+    result = invoke(
+        *CALIBRATE,
+        "--data",
+        data,
+        "--catalog",
+        catalog,
+        "--engine",
+        "fast",
+        "--out",
+        out,
+        "--force",
+    )
+    assert result.exit_code == 0, result.stderr
+    warning, wrote = result.stderr.splitlines()
+    assert warning.startswith("warning: the fit is worse than fast: ") and "ttft_ms_avg" in warning
+    assert wrote == f"wrote {out}"
+    entry = h100_fp8(yaml.safe_load(out.read_text()))
+    assert entry["compute"] <= 0.85 and entry["memory"] <= 0.95  # the fit's upper bounds
 
 
 # GenAI-Perf exports (profile_export_genai_perf.json / .csv) -------------------------------------
