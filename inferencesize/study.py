@@ -856,11 +856,14 @@ def resolve_point(
     kv_window: tuple[int, int] = (0, 0),
 ) -> PointStudy:
     """The estimator of one candidate: engine set, the techniques flags (validated as a
-    scenario's ``techniques:`` block), KV cap."""
+    scenario's ``techniques:`` block), KV cap. Without ``engine`` or ``calibration``, a GPU ×
+    precision the default set is not calibrated on takes a set that is (as a plan does)."""
     eset = efficiency_set(catalog, engine, calibration)
+    named = engine is not None or calibration is not None
+    others = () if named else auto_sets(catalog.efficiency.values(), eset)
     spec = parse_spec(TechniquesSpec, dict(techniques), "flags") if techniques else None
     t = resolve_techniques(catalog, spec, target, isl, 0, "flags")
-    return PointStudy(eset, Estimator(eset, kv_cap=kv_window, techniques=t))
+    return PointStudy(eset, Estimator(eset, kv_cap=kv_window, techniques=t, others=others))
 
 
 def candidate(

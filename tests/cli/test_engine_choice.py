@@ -190,3 +190,21 @@ def test_spread_and_band_by_hand() -> None:
         " under s1, more than the model's ±25% band: name the engine you run with --engine"
     ]
     assert _choice(8.0, 10.0).notes() == []
+
+
+def test_estimate_takes_the_set_a_plan_takes(catalog: Catalog) -> None:
+    """One candidate, no engine named: estimate predicts it with the set plan uses for it (the
+    same figures as naming that set), and names that set's engine."""
+    mine = _calibrated_on(catalog, "b200", "fp4")
+    most = max(mine, key=lambda i: _points(catalog, i, "b200", "fp4"))
+    point = [
+        *["estimate", "--model", "deepseek-r1", "--hardware", "b200", "--precision", "fp4"],
+        *["--tp", "4", "--isl", "1000", "--osl", "500", "--concurrency", "64"],
+    ]
+    plain = _json(point)
+    named = _json([*point, "--engine", most])
+    assert plain == named
+    assert plain["efficiency"] == f"{most}: b200 fp4" and plain["trust"] == "calibrated"
+    assert plain["engine"] == catalog.efficiency_set(most).engine
+    default = _json([*point, "--engine", "nim-2024"])
+    assert default["trust"] == "datasheet" and default["itl_ms"] != plain["itl_ms"]
