@@ -466,6 +466,11 @@ class Study:
     def engine(self) -> str:
         return self.efficiency.engine
 
+    def plan_engine(self, p: Plan) -> str:
+        """The engine of the set plan ``p``'s GPU × precision is predicted with (the study's
+        set, or the one taken where it is not calibrated)."""
+        return self.estimator.efficiency_for(p.candidate.gpu, p.candidate.precision).engine
+
     def engine_choice(self, result: PlanResult) -> EngineChoice | None:
         """Which set predicted the chosen plan's GPU × precision and why, and the rate per
         instance each set calibrated there gives its candidate (``engine_choice``)."""

@@ -53,6 +53,7 @@ class Study(Protocol):
     def trace(self) -> TraceTraffic | None: ...
     def daily(self, p: Plan) -> DailyPlan | None: ...
     def engine_choice(self, result: PlanResult) -> EngineChoice | None: ...
+    def plan_engine(self, p: Plan) -> str: ...
 
 
 SCHEMA_VERSION = 1
@@ -288,10 +289,7 @@ def result_record(study: Study, result: PlanResult, percentiles: bool = True) ->
     chosen = result.chosen
     daily = study.daily(chosen) if chosen else None
     choice = study.engine_choice(result)
-
-    def engine(p: Plan) -> str:  # the set its GPU × precision was predicted with
-        return study.estimator.efficiency_for(p.candidate.gpu, p.candidate.precision).engine
-
+    engine = study.plan_engine
     budget_kw = s.economics.power_budget_kw if s.economics else None
     power = kw(chosen.power_watts) if chosen is not None else None
     return {

@@ -208,3 +208,17 @@ def test_estimate_takes_the_set_a_plan_takes(catalog: Catalog) -> None:
     assert plain["engine"] == catalog.efficiency_set(most).engine
     default = _json([*point, "--engine", "nim-2024"])
     assert default["trust"] == "datasheet" and default["itl_ms"] != plain["itl_ms"]
+
+
+def test_sweep_rows_and_plans_name_the_same_set() -> None:
+    """Each sweep row names the engine and efficiency its plan says (plan --hardware X)."""
+    result = runner.invoke(
+        app, ["sweep", "default", "--vary", "hardware=dgx-h100,dgx-b200", "--format", "jsonl"]
+    )
+    assert result.exit_code == 0, result.stderr
+    rows = [json.loads(line) for line in result.stdout.splitlines() if line.strip()]
+    assert [r["hardware"] for r in rows] == ["dgx-h100", "dgx-b200"]
+    for row in rows:
+        planned = _json(["plan", "default", "--hardware", row["hardware"]])["plan"]
+        assert (row["engine"], row["efficiency"]) == (planned["engine"], planned["efficiency"])
+    assert rows[0]["engine"] != rows[1]["engine"]  # B200: not the default set's
