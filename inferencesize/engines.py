@@ -50,11 +50,27 @@ def _claims(pool: Iterable[EfficiencySet]) -> dict[str, str]:
     return {r.name.lower(): r.name for s in pool for r in releases(s)}
 
 
+def _typed(name: str) -> str:
+    """What a user types for an engine the sets write ``name`` ('TensorRT-LLM' -> 'trtllm')."""
+    return _SHOWN.get(name, name.lower())
+
+
+def forms(s: EfficiencySet) -> str | None:
+    """How ``--engine`` names this set's releases ('trtllm@0.17, nim@1.8', 'vllm@0.12 to
+    0.19': any version from 0.12 to 0.19); None: only by its id."""
+    found = [
+        f"{_typed(r.name)}@{r.text().replace('-', ' to ')}"
+        for r in releases(s)
+        if " " not in r.name
+    ]
+    return ", ".join(found) or None
+
+
 def names(pool: Iterable[EfficiencySet]) -> list[str]:
     """The engine names ``--engine`` resolves with these sets (an engine some set describes):
     ``nim``, ``sglang``, ``trtllm``, ``vllm`` with the shipped catalog."""
     claimed = _claims(pool)
-    out = {_SHOWN.get(name, name.lower()) for name in claimed.values()}
+    out = {_typed(name) for name in claimed.values()}
     return sorted(n for n in out if " " not in n)
 
 

@@ -222,3 +222,24 @@ def test_sweep_rows_and_plans_name_the_same_set() -> None:
         planned = _json(["plan", "default", "--hardware", row["hardware"]])["plan"]
         assert (row["engine"], row["efficiency"]) == (planned["engine"], planned["efficiency"])
     assert rows[0]["engine"] != rows[1]["engine"]  # B200: not the default set's
+
+
+def test_the_engine_names_catalog_lists_resolve_to_their_set(catalog: Catalog) -> None:
+    """`catalog list efficiency` lists how --engine names each set; every name it lists (each
+    end of a range) resolves to that set, and a set without names is the static one."""
+    from inferencesize.engines import engine_efficiency
+
+    result = runner.invoke(app, ["catalog", "list", "efficiency", "--format", "json"])
+    assert result.exit_code == 0, result.stderr
+    listed = json.loads(result.stdout)
+    sets = list(catalog.efficiency.values())
+    unnamed = []
+    for row in listed:
+        if row["engine_names"] is None:
+            unnamed.append(row["id"])
+            continue
+        for form in row["engine_names"].split(", "):
+            name, _, versions = form.partition("@")
+            for version in versions.split(" to "):
+                assert engine_efficiency(sets, f"{name}@{version}").id == row["id"], form
+    assert unnamed == ["trtllm-0.9-static"]
