@@ -96,9 +96,14 @@ class EngineChoice:
             )
             failing = f"no plan of this candidate under {', '.join(none)}" if none else ""
             what = "; ".join(t for t in (span, failing) if t)
+            ask = (
+                "the plan holds for the engine named only"
+                if self.why == "named"
+                else "name the engine you run with --engine"
+            )
             out.append(
                 f"engine sets calibrated on {where} disagree on this plan: {what}, more than"
-                f" the model's ±{SPREAD_BAND:.0%} band: name the engine you run with --engine"
+                f" the model's ±{SPREAD_BAND:.0%} band: {ask}"
             )
         return out
 
@@ -177,12 +182,15 @@ def engine_choice(
         same = [p for p in result.feasible if p.candidate.label() == c.label()]
         return same[0].rate if same else None
 
+    compare = len(mine) > 1  # else nothing to compare: only the set used has its rate
     rates = tuple(
-        SetRate(s.id, measured_points(s, names, c.precision), rate(s) if len(mine) > 1 else None)
+        SetRate(
+            s.id,
+            measured_points(s, names, c.precision),
+            rate(s) if compare or s.id == used.id else None,
+        )
         for s in sorted(mine, key=lambda s: s.id)
     )
-    if len(mine) < 2:  # nothing to compare: the one set's own rate, for the record
-        rates = tuple(replace(r, rate_rps=chosen.rate) for r in rates)
     return EngineChoice(used.id, used.engine, why, est.efficiency.id, c.gpu.id, c.precision, rates)
 
 

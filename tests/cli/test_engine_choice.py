@@ -190,6 +190,15 @@ def test_spread_and_band_by_hand() -> None:
         " under s1, more than the model's ±25% band: name the engine you run with --engine"
     ]
     assert _choice(8.0, 10.0).notes() == []
+    named = EngineChoice("s0", "E", "named", "d", "g", "fp8", (SetRate("s0", 1, 4.0),) * 2)
+    assert named.notes() == []  # one rate twice: no spread
+    named = EngineChoice(
+        "s0", "E", "named", "d", "g", "fp8", (SetRate("s0", 1, 4.0), SetRate("s1", 1, 8.0))
+    )
+    assert named.notes() == [
+        "engine sets calibrated on g fp8 disagree on this plan: 4 (s0) to 8 (s1) req/s per"
+        " instance, more than the model's ±25% band: the plan holds for the engine named only"
+    ]
 
 
 def test_estimate_takes_the_set_a_plan_takes(catalog: Catalog) -> None:
