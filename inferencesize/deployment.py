@@ -8,6 +8,7 @@ all-reduce across NVLink domains in two levels (``two_level_allreduce_link``).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from inferencesize.comm import PCIE_BYTES_PER_S, Link
@@ -15,7 +16,7 @@ from inferencesize.latency import Deployment
 from inferencesize.parallelism import Parallelism, invalid_reason
 from inferencesize.roofline import Efficiency
 from inferencesize.specs import EfficiencySet, GpuSpec, SystemSpec
-from inferencesize.specs.efficiency import Resolution, resolve_values
+from inferencesize.specs.efficiency import Resolution, measured_points, resolve_values
 from inferencesize.techniques import NO_TECHNIQUES, Techniques
 from inferencesize.transformer import ModelCosts
 from inferencesize.units import COMPUTE_PRECISION, bytes_per_element
@@ -106,6 +107,25 @@ def resolve_efficiency(eset: EfficiencySet, gpu: GpuSpec, precision: str) -> tup
     entries, its ``efficiency_like`` GPU's, its architecture's, else the set's defaults)."""
     r = efficiency_resolution(eset, gpu, precision)
     return Efficiency(**{k: v for k, v in r.values.items() if v is not None}), r.origin
+
+
+def choose_efficiency(
+    eset: EfficiencySet, others: Sequence[EfficiencySet], gpu: GpuSpec, precision: str
+) -> tuple[EfficiencySet, Resolution]:
+    """The set a GPU × precision is predicted with, and its resolution: ``eset`` where it is
+    calibrated there or none of ``others`` is; else the one of ``others`` calibrated there on
+    the most measurements (a tie: the first). ``others`` empty: always ``eset``."""
+    own = efficiency_resolution(eset, gpu, precision)
+    if own.trust == "calibrated" or not others:
+        return eset, own
+    names = {gpu.id, *gpu.aliases}
+    best: tuple[int, EfficiencySet, Resolution] | None = None
+    for s in others:
+        r = efficiency_resolution(s, gpu, precision)
+        points = measured_points(s, names, precision)
+        if r.trust == "calibrated" and (best is None or points > best[0]):
+            best = (points, s, r)
+    return (eset, own) if best is None else (best[1], best[2])
 
 
 def efficiency_resolution(eset: EfficiencySet, gpu: GpuSpec, precision: str) -> Resolution:

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from inferencesize import units
-from inferencesize.deployment import build_deployment, default_kv_precision, efficiency_resolution
+from inferencesize.deployment import build_deployment, choose_efficiency, default_kv_precision
 from inferencesize.latency import Deployment
 from inferencesize.memory import MemoryBudget, memory_budget
 from inferencesize.parallelism import Parallelism
@@ -102,6 +102,9 @@ class Estimator:
     #: MoE tokens all routed to the same experts (benchmarks with placeholder weights; see
     #: ``transformer.ModelCosts.fixed_routing``); real checkpoints: False.
     fixed_routing: bool = False
+    #: Sets a GPU × precision that ``efficiency`` is not calibrated on takes where one of them
+    #: is (``deployment.choose_efficiency``); empty: ``efficiency`` everywhere.
+    others: tuple[EfficiencySet, ...] = ()
     _costs: dict[str, ModelCosts] = field(default_factory=dict)
     _deps: dict[tuple[Any, ...], tuple[Deployment | str, str, str]] = field(default_factory=dict)
 
@@ -120,7 +123,7 @@ class Estimator:
         key += (cand.kv_precision, cand.par, cand.share)
         gpu = cand.instance_gpu
         if key not in self._deps:
-            found = efficiency_resolution(self.efficiency, cand.gpu, cand.precision)
+            _, found = choose_efficiency(self.efficiency, self.others, cand.gpu, cand.precision)
             eff = Efficiency(**{k: v for k, v in found.values.items() if v is not None})
             if cand.share:
                 eff = shared_efficiency(eff, cand.share)
@@ -162,6 +165,11 @@ class Estimator:
                 f"{cap:.0f} GiB"
             )
         return Resolved(cand, dep, mem, origin, reason, trust)
+
+    def efficiency_for(self, gpu: GpuSpec, precision: str) -> EfficiencySet:
+        """The set this GPU × precision is predicted with (``efficiency``, or one of
+        ``others`` calibrated there)."""
+        return choose_efficiency(self.efficiency, self.others, gpu, precision)[0]
 
     def point(
         self, res: Resolved, isl: float, osl: float, concurrency: int, batching: BatchingMode

@@ -39,7 +39,7 @@ from inferencesize.catalog import (
 from inferencesize.demand import PEAK_FIELDS, PeakError, hourly_profile, peak_of
 from inferencesize.deployment import default_kv_precision
 from inferencesize.economics import Pricing
-from inferencesize.engines import engine_efficiency
+from inferencesize.engines import auto_sets, engine_efficiency
 from inferencesize.errors import CatalogError, InputError, UnknownIdError
 from inferencesize.estimate import Candidate, Estimator
 from inferencesize.offline import OfflineBatch, offline_batch
@@ -55,6 +55,7 @@ from inferencesize.units import DEFAULT_ROUTER, PRECISIONS, Router, tokens_from_
 if TYPE_CHECKING:  # imported by the methods that need them
     from inferencesize.daily import DailyPlan
     from inferencesize.disagg import Comparison, PoolSpec
+    from inferencesize.engine_choice import EngineChoice
     from inferencesize.frontier import Frontier
     from inferencesize.pipeline import PipelineResult
     from inferencesize.planner import Plan
@@ -365,9 +366,16 @@ class Planning:
     options: Mapping[str, Any]
 
 
-def planning(catalog: Catalog, eset: EfficiencySet, spec: ScenarioSpec, shown: str) -> Planning:
+def planning(
+    catalog: Catalog,
+    eset: EfficiencySet,
+    spec: ScenarioSpec,
+    shown: str,
+    others: tuple[EfficiencySet, ...] = (),
+) -> Planning:
     """The estimator (engine set, techniques, KV cap) and planner arguments (objective,
-    pricing, attention DP, NVLink span) of a single-model scenario."""
+    pricing, attention DP, NVLink span) of a single-model scenario; ``others``: the sets a
+    GPU × precision ``eset`` is not calibrated on may take (``engines.auto_sets``)."""
     model = catalog.model(spec.model) if spec.model is not None else None
     techniques = resolve_techniques(
         catalog, spec.techniques, model, spec.input_tokens, system_prompt_tokens(spec), shown
@@ -380,7 +388,8 @@ def planning(catalog: Catalog, eset: EfficiencySet, spec: ScenarioSpec, shown: s
     }
     if spec.economics is not None or spec.redundancy is not None:  # else catalog prices
         options["pricing"] = pricing(spec)
-    return Planning(Estimator(eset, kv_cap=kv_cap(spec), techniques=techniques), options)
+    est = Estimator(eset, kv_cap=kv_cap(spec), techniques=techniques, others=others)
+    return Planning(est, options)
 
 
 @dataclass(frozen=True)
@@ -456,6 +465,34 @@ class Study:
     @property
     def engine(self) -> str:
         return self.efficiency.engine
+
+    def plan_engine(self, p: Plan) -> str:
+        """The engine of the set plan ``p``'s GPU × precision is predicted with (the study's
+        set, or the one taken where it is not calibrated)."""
+        return self.estimator.efficiency_for(p.candidate.gpu, p.candidate.precision).engine
+
+    def engine_choice(self, result: PlanResult) -> EngineChoice | None:
+        """Which set predicted the chosen plan's GPU × precision and why, and the rate per
+        instance each set calibrated there gives its candidate (``engine_choice``)."""
+        chosen = result.chosen
+        if chosen is None or self.model is None:
+            return None
+        from inferencesize.engine_choice import engine_choice
+
+        s = self.spec
+        return engine_choice(
+            chosen,
+            self.estimator,
+            self.catalog.efficiency.values(),
+            named=self.origins.get("engine") != "default",
+            limits=self.limits,
+            batching=s.batching,
+            batch_sizes=s.batch_sizes,
+            arrivals=s.arrivals,
+            cv=s.cv,
+            router=s.router,
+            options=self.options,
+        )
 
     # ---- the answers
     def plan(self, top: int = 3) -> PlanResult:
@@ -678,7 +715,7 @@ class Study:
         estimators: dict[tuple[Any, ...], Estimator] = {}
 
         def configure(s: ScenarioSpec) -> tuple[Estimator, dict[str, Any]]:
-            setup = planning(self.catalog, self.efficiency, s, self.shown)
+            setup = planning(self.catalog, self.efficiency, s, self.shown, self.estimator.others)
             est = setup.estimator
             return estimators.setdefault((est.techniques, est.kv_cap), est), dict(setup.options)
 
@@ -732,10 +769,12 @@ def resolve(
         origins["engine"] = "flag"
     if trace is not None:  # the trace's requests are the arrivals
         origins["arrivals"] = "flag" if "trace" in overrides else "scenario"
+    named = origins.get("engine") != "default"
+    others = () if named else auto_sets(catalog.efficiency.values(), eset)
     if spec.pipeline is not None:
-        est, options = Estimator(eset, kv_cap=kv_cap(spec)), {}
+        est, options = Estimator(eset, kv_cap=kv_cap(spec), others=others), {}
     else:
-        setup = planning(catalog, eset, spec, shown)
+        setup = planning(catalog, eset, spec, shown, others)
         est, options = setup.estimator, dict(setup.options)
     return Study(spec, shown, catalog, eset, origins, est, options, trace, names)
 
@@ -822,11 +861,14 @@ def resolve_point(
     kv_window: tuple[int, int] = (0, 0),
 ) -> PointStudy:
     """The estimator of one candidate: engine set, the techniques flags (validated as a
-    scenario's ``techniques:`` block), KV cap."""
+    scenario's ``techniques:`` block), KV cap. Without ``engine`` or ``calibration``, a GPU ×
+    precision the default set is not calibrated on takes a set that is (as a plan does)."""
     eset = efficiency_set(catalog, engine, calibration)
+    named = engine is not None or calibration is not None
+    others = () if named else auto_sets(catalog.efficiency.values(), eset)
     spec = parse_spec(TechniquesSpec, dict(techniques), "flags") if techniques else None
     t = resolve_techniques(catalog, spec, target, isl, 0, "flags")
-    return PointStudy(eset, Estimator(eset, kv_cap=kv_window, techniques=t))
+    return PointStudy(eset, Estimator(eset, kv_cap=kv_window, techniques=t, others=others))
 
 
 def candidate(

@@ -32,7 +32,7 @@ from inferencesize.measured_shape import DRAFT_HEADS, speculative_method
 from inferencesize.serving import inflight_arrays
 from inferencesize.serving_steps import static_batch
 from inferencesize.specs import EfficiencySet
-from inferencesize.specs.efficiency import engine_set
+from inferencesize.specs.efficiency import engine_set, static_batching
 from inferencesize.techniques import (
     MEASURED_MTP_ACCEPTANCE,
     MEASURED_MTP_DRAFT_TOKENS,
@@ -199,7 +199,7 @@ def estimator_chooser(
     by_label: dict[tuple[str, str, bool], Estimator] = {}
     with_heads: dict[tuple[int, str, bool], Estimator] = {}
 
-    static = next((s for s in catalog.efficiency.values() if _static_set(s)), None)
+    static = next((s for s in catalog.efficiency.values() if static_batching(s)), None)
 
     def base(m: Measurement) -> Estimator:
         if one is not None:
@@ -234,11 +234,6 @@ def estimator_chooser(
         return with_heads[key]
 
     return pick
-
-
-def _static_set(s: EfficiencySet) -> bool:
-    """A set fitted to static batching (it names ``static batching`` among its engines)."""
-    return any("static batching" in e.lower() for e in s.engines)
 
 
 def _weight_only(catalog: Catalog, m: Measurement) -> bool:

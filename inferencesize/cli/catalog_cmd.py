@@ -29,6 +29,7 @@ from inferencesize.cli.common import (
 )
 from inferencesize.cli.help import Command, Group
 from inferencesize.cli.options import CatalogOpt
+from inferencesize.engines import forms
 from inferencesize.errors import CatalogError, UnknownIdError
 from inferencesize.io_write import check_target, write_atomic
 from inferencesize.specs import EfficiencySet, GpuSpec, ModelSpec, ScenarioSpec, SystemSpec
@@ -91,6 +92,7 @@ def _summary(kind: str, spec: Any) -> dict[str, Any]:
             "id": spec.id,
             "engine": spec.engine,
             "default": spec.default,
+            "engine_names": forms(spec),
             "entries": len(spec.entries),
         }
     assert isinstance(spec, ScenarioSpec)

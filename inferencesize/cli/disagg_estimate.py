@@ -91,7 +91,8 @@ def estimate_disaggregated(
         isl=isl,
     )
     result = disaggregated_point(point.estimator, pre, dec, isl, osl, concurrency)
-    rec = disagg_record(pre, dec, isl, osl, concurrency, result, point.efficiency.engine)
+    used = point.estimator.efficiency_for(pre.candidate.gpu, pre.candidate.precision)
+    rec = disagg_record(pre, dec, isl, osl, concurrency, result, used.engine)
     title = (
         f"{pre.candidate.model.id} on {pre.candidate.hardware_id} · prefill {text_of(pre)} ·"
         f" decode {text_of(dec)} · ISL {isl} · OSL {osl} · concurrency {concurrency}"

@@ -114,8 +114,11 @@ def frontier_command(
         gaps = report.gaps_text(spec.cv)
         heading += f" · {gaps} arrivals, latencies at {render.stats_text(fr)}"
     chosen = render.order(fr, np.ones(fr.size, dtype=bool) if all_points else fr.on_frontier)
+    # the engines of the sets its candidates are predicted with (study.plan_engine's rule)
+    used = {study.estimator.efficiency_for(c.gpu, c.precision).engine: None for c in fr.candidates}
+    engine = "; ".join(used) or study.engine
     if plot is not None:
-        save_frontier(plot, fr, f"{heading}\n{study.engine}", inputs=inputs)
+        save_frontier(plot, fr, f"{heading}\n{engine}", inputs=inputs)
     points = [render.point_record(fr, i, marks) for i in chosen]
     rec = {
         "model": model.id,
@@ -133,7 +136,7 @@ def frontier_command(
             "e2e_ms": spec.e2e_ms,
             "mode": spec.mode,
         },
-        "engine": study.engine,
+        "engine": engine,
         "origins": dict(study.origins),
         "points_evaluated": fr.size,
         **render.ends(fr, marks),
@@ -143,7 +146,7 @@ def frontier_command(
     extra = {"model": model.id, "isl": study.isl, "osl": study.osl, "batching": spec.batching}
 
     def tables(out: Any) -> None:
-        out.print(render.table(fr, chosen, marks, heading, study.engine, rows, len(hw_ids) == 1))
+        out.print(render.table(fr, chosen, marks, heading, engine, rows, len(hw_ids) == 1))
         if terminal:
             drawing, legend = render.terminal(fr, out.width)
             report.emit(out, drawing)

@@ -481,7 +481,8 @@ EngineOpt = Annotated[
         metavar="ID",
         rich_help_panel=COLLECT,
         help="Engine: vllm, sglang, trtllm or nim, optionally @version (trtllm@0.17), or an"
-        " efficiency set id; see `catalog list efficiency`.",
+        " efficiency set id; see `catalog list efficiency`. Without it: the default set, and"
+        " on a GPU × precision it was not measured on, the set measured there on most rows.",
     ),
 ]
 CalibrationOpt = Annotated[

@@ -220,11 +220,12 @@ def estimate(
         target=cand.model,
         isl=isl,
     )
-    est, eset = point.estimator, point.efficiency
+    est = point.estimator
+    engine_text = est.efficiency_for(cand.gpu, cand.precision).engine  # the set it is run with
     res = est.resolve(cand, isl + osl)
     if rate is not None:
         arrivals = report.gaps_text(1.0 if cv is None else cv)
-        rec = rate_record(res, isl, osl, rate, 1.0 if cv is None else cv, eset.engine)
+        rec = rate_record(res, isl, osl, rate, 1.0 if cv is None else cv, engine_text)
         title = (
             f"{cand.model.id} on {cand.label()} · ISL {isl} · OSL {osl} · inflight · "
             f"{arrivals} {rate:g} req/s"
@@ -236,7 +237,7 @@ def estimate(
         )
         return
     op = est.point(res, isl, osl, concurrency, batching)
-    rec = record(res, isl, osl, concurrency, batching, op, eset.engine)
+    rec = record(res, isl, osl, concurrency, batching, op, engine_text)
     title = (
         f"{cand.model.id} on {cand.label()} · ISL {isl} · OSL {osl} · {batching} "
         f"{'batch' if batching == 'static' else 'concurrency'} {concurrency}"

@@ -249,7 +249,6 @@ class PointRecords:
 
     def __init__(self, catalog: Catalog, est: Estimator, header: list[str]) -> None:
         self.catalog, self.est, self.header = catalog, est, header
-        self.engine = est.efficiency.engine
         self._base: dict[tuple[Any, ...], Candidate | Exception] = {}
         self._cands: dict[tuple[Any, ...], tuple[Candidate, tuple[Any, ...]]] = {}
         self._resolved: dict[tuple[Any, ...], Resolved] = {}
@@ -271,8 +270,9 @@ class PointRecords:
                 key, cand, isl, osl, conc, batching = self._parse(row, line)
                 if conc is None:  # an open-loop row: rate (and cv), one point at a time
                     rate, cv = _rate_of(row, line, batching)
+                    engine = self.est.efficiency_for(cand.gpu, cand.precision).engine
                     rec = rate_record(
-                        self._resolve(key, cand, isl + osl), isl, osl, rate, cv, self.engine
+                        self._resolve(key, cand, isl + osl), isl, osl, rate, cv, engine
                     )
                     out[i] = {**row, **rec, "rate": rate}
                     continue
@@ -297,7 +297,7 @@ class PointRecords:
         items: list[tuple[int, int, int, int]],
     ) -> None:
         """The records of the closed-loop rows ``items`` of one candidate and batching."""
-        batching, engine = key[-1], self.engine
+        batching, engine = key[-1], self.est.efficiency_for(cand.gpu, cand.precision).engine
         resolved = [self._resolve(key, cand, isl + osl) for _, isl, osl, _ in items]
         ok = [(it, r) for it, r in zip(items, resolved, strict=True) if r.reason is None]
         for (i, isl, osl, conc), r in zip(items, resolved, strict=True):

@@ -412,13 +412,14 @@ def simulate_command(
     )
     catalog = open_catalog(flags.get("catalog_dirs"))
     point = resolve_point(catalog, engine=flags.get("engine"), calibration=flags.get("calibration"))
-    eset, est = point.efficiency, point.estimator
+    est = point.estimator
     cand = candidate(catalog, model, hardware, precision, kv_precision, tp, pp, ep)
     if dp != 1:
         cand = replace(cand, par=replace(cand.par, dp=dp))
     cand = on_servers(catalog, cand)  # a bare GPU wider than a server: its DGX/HGX servers
     longest = int((wl.isl + wl.osl).max())
     res = est.resolve(cand, longest)
+    engine = est.efficiency_for(cand.gpu, cand.precision).engine  # the set it is run with
     if res.deployment is None or res.reason is not None:
         raise InputError(f"{cand.label()}: {res.reason}")
     kv = kv_budget(res.deployment, cand.gpu.memory_bytes, wl)
@@ -440,7 +441,7 @@ def simulate_command(
             )
             summary = summarize(last, warmup)
             records.append(
-                sim_record(cand, cfg, last, summary, shown, instances, balancer, seed, eset.engine)
+                sim_record(cand, cfg, last, summary, shown, instances, balancer, seed, engine)
             )
             progress.advance()
     del kv  # its per-request column is not needed while the requests are written

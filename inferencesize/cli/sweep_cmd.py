@@ -173,8 +173,12 @@ def _worker_block(points: range) -> str:
     """The rows of the grid points ``points``, rendered (in a worker process)."""
     w = _WORKER
     rows = w["sweeper"].run(w["base"], expand(w["axes"], points), points.start)
-    engine = w["study"].engine
-    return _rendered(w["fmt"], w["columns"], (record(row, w["base"], engine) for row in rows))
+    study = w["study"]
+    return _rendered(
+        w["fmt"],
+        w["columns"],
+        (record(row, w["base"], study.engine, study.plan_engine) for row in rows),
+    )
 
 
 def _block_size(points: range, workers: int) -> int:
@@ -275,7 +279,10 @@ def sweep_command(
     columns = columns_for(axes)
     points = shard_points(total, part, parts)
     if fmt == "table":
-        rows = [record(row, base, study.engine) for row in _planned(study.sweep(axes), total)]
+        rows = [
+            record(row, base, study.engine, study.plan_engine)
+            for row in _planned(study.sweep(axes), total)
+        ]
         emit_data(fmt, rows, table=lambda con: con.print(_grid_table(rows, columns)))
         return
     with _output(out, inputs) as fh:
@@ -283,7 +290,12 @@ def sweep_command(
             write_rows(fh, header(fmt, columns) if part == 1 else "")
             if workers == 1:
                 rows_in = _planned(study.sweep(axes, points), len(points))
-                _stream(fmt, columns, (record(row, base, study.engine) for row in rows_in), fh)
+                _stream(
+                    fmt,
+                    columns,
+                    (record(row, base, study.engine, study.plan_engine) for row in rows_in),
+                    fh,
+                )
             else:
                 job = (scenario, flags, axes, fmt, columns)
                 blocks = in_blocks(
@@ -297,7 +309,8 @@ def sweep_command(
             rows = [
                 {k: r.get(k) for k in columns}
                 for r in (
-                    record(row, base, study.engine) for row in _planned(study.sweep(axes), total)
+                    record(row, base, study.engine, study.plan_engine)
+                    for row in _planned(study.sweep(axes), total)
                 )
             ]
             fh.write(report.to_json(rows) + "\n" if fmt == "json" else report.to_yaml(rows))

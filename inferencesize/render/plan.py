@@ -25,6 +25,7 @@ from inferencesize.units import statistic_fraction
 if TYPE_CHECKING:
     from inferencesize.daily import DailyPlan
     from inferencesize.disagg import Comparison, DisaggPlan, PoolPlan
+    from inferencesize.engine_choice import EngineChoice
     from inferencesize.offline import OfflineBatch
     from inferencesize.pipeline import PipelineResult
     from inferencesize.trace_traffic import TraceTraffic
@@ -51,6 +52,8 @@ class Study(Protocol):
     @property
     def trace(self) -> TraceTraffic | None: ...
     def daily(self, p: Plan) -> DailyPlan | None: ...
+    def engine_choice(self, result: PlanResult) -> EngineChoice | None: ...
+    def plan_engine(self, p: Plan) -> str: ...
 
 
 SCHEMA_VERSION = 1
@@ -285,7 +288,8 @@ def result_record(study: Study, result: PlanResult, percentiles: bool = True) ->
     only = None if percentiles else {statistic_fraction(x) for x in s.statistics if x != "mean"}
     chosen = result.chosen
     daily = study.daily(chosen) if chosen else None
-    engine = study.engine
+    choice = study.engine_choice(result)
+    engine = study.plan_engine
     budget_kw = s.economics.power_budget_kw if s.economics else None
     power = kw(chosen.power_watts) if chosen is not None else None
     return {
@@ -294,8 +298,8 @@ def result_record(study: Study, result: PlanResult, percentiles: bool = True) ->
         "peak_rps": study.peak_rps,
         "search": search_record(result),
         "binding_constraint": result.binding_constraint,
-        "plan": plan_record(chosen, engine, only) if chosen else None,
-        "alternatives": [plan_record(a, engine, only) for a in result.alternatives],
+        "plan": plan_record(chosen, engine(chosen), only) if chosen else None,
+        "alternatives": [plan_record(a, engine(a), only) for a in result.alternatives],
         "rejected": [rejected_record(r) for r in result.rejected],
         "nearest_miss": result.nearest_miss,
         "unranked": unranked(s.objective, result.feasible),
@@ -309,6 +313,7 @@ def result_record(study: Study, result: PlanResult, percentiles: bool = True) ->
         "daily": daily_record(daily) if daily else None,
         "offline": offline_record(study.offline, chosen),
         "techniques": describe(study.estimator.techniques),
+        "engine_choice": choice.record() if choice else None,
     }
 
 

@@ -337,6 +337,7 @@ def search_lines(rec: dict[str, Any]) -> list[str]:
     defaults = [k for k in defaults if k in shown]
     if defaults:
         lines.append(f"tool defaults used for: {', '.join(defaults)} (see --help; flags override)")
+    lines += (rec.get("engine_choice") or {}).get("notes", [])
     if rec.get("unranked"):
         what = "price" if rec.get("objective") == "cost" else "power"
         lines.append(f"ranked last, no {what} in the catalog: {', '.join(rec['unranked'])}")

@@ -3,9 +3,13 @@ plan (empty when infeasible, with the reason)."""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from inferencesize.sweep import Axis, Row, apply
+
+if TYPE_CHECKING:
+    from inferencesize.planner import Plan
 
 #: Input columns, always present, in this order (``*_limit`` are the scenario's limits).
 INPUT_COLUMNS = (
@@ -93,8 +97,11 @@ class _Fields:
         return getattr(self.spec, name, None)
 
 
-def record(row: Row, base: dict[str, Any], engine: str) -> dict[str, Any]:
-    """One output row (flat; None where a value does not apply)."""
+def record(
+    row: Row, base: dict[str, Any], engine: str, plan_engine: Callable[[Plan], str] | None = None
+) -> dict[str, Any]:
+    """One output row (flat; None where a value does not apply); ``engine``: the study's
+    engine, ``plan_engine``: the engine a plan's GPU × precision is predicted with."""
     s = row.scenario
     # a valid point's fields as the scenario holds them (read, not dumped: no copy per row)
     data: Any = _Fields(s) if s is not None else apply(base, row.values)
@@ -131,6 +138,7 @@ def record(row: Row, base: dict[str, Any], engine: str) -> dict[str, Any]:
     result["reason"] = row.reason
     result["engine"] = engine
     if p is not None:
+        result["engine"] = plan_engine(p) if plan_engine is not None else engine
         c, op = p.candidate, p.point
         result.update(
             servers=p.servers,

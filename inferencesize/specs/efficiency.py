@@ -225,9 +225,26 @@ class EfficiencySet(Spec):
     engines_source: str | None = Field(
         default=None, description="why the set claims the engines it lists beyond its own"
     )
+    releases: list[str] = Field(
+        default_factory=list,
+        description="the engine releases `--engine NAME@VERSION` resolves to this set: a name"
+        " and a minor version ('TensorRT-LLM 0.17': every 0.17.x) or a range of them ('vLLM"
+        " 0.12-0.19'); the first is the set's own engine. Empty: the versioned entries of"
+        " engines",
+    )
     source: Source
     defaults: EfficiencyValues
     entries: list[EfficiencyEntry] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _releases_have_versions(self) -> EfficiencySet:
+        for i, text in enumerate(self.releases):
+            if release(text) is None:
+                raise ValueError(
+                    f"releases[{i}]: {text!r} is not an engine name and a version"
+                    " ('TensorRT-LLM 0.17') or a range of versions ('vLLM 0.12-0.19')"
+                )
+        return self
 
     @model_validator(mode="after")
     def _complete_defaults(self) -> EfficiencySet:
@@ -398,3 +415,58 @@ def names_engine(s: EfficiencySet, engine: str, version: str = "") -> bool:
         if (nv is None and e.lower() in label) or (nv and _position(nv[0], label) is not None):
             return True
     return False
+
+
+Version = tuple[int, int]  # (major, minor)
+
+
+@dataclass(frozen=True)
+class Release:
+    """Releases ``first`` … ``last`` (major, minor; inclusive) of the engine ``name``."""
+
+    name: str  # as the set writes it ('TensorRT-LLM')
+    first: Version
+    last: Version
+
+    def covers(self, version: Version) -> bool:
+        return self.first <= version <= self.last
+
+    def text(self) -> str:
+        """'0.17' or '0.12-0.19'."""
+        one = f"{self.first[0]}.{self.first[1]}"
+        return one if self.first == self.last else f"{one}-{self.last[0]}.{self.last[1]}"
+
+
+_RELEASE = re.compile(r"v?(\d+)\.(\d+)(?:\.\d+)*(?:-v?(\d+)\.(\d+)(?:\.\d+)*)?")
+
+
+def release(text: str) -> Release | None:
+    """'vLLM 0.12-0.19' -> Release('vLLM', (0, 12), (0, 19)); 'NIM 1.0' -> one minor release;
+    None: no version (or a range that runs backwards)."""
+    words = text.strip().rsplit(None, 1)
+    m = _RELEASE.fullmatch(words[-1]) if len(words) == 2 else None
+    if m is None:
+        return None
+    first = (int(m.group(1)), int(m.group(2)))
+    last = (int(m.group(3)), int(m.group(4))) if m.group(3) else first
+    return Release(words[0], first, last) if first <= last else None
+
+
+def releases(s: EfficiencySet) -> list[Release]:
+    """The releases ``--engine`` resolves to ``s``: its ``releases``, else the versioned
+    entries of its ``engines`` (each one minor release)."""
+    found = [release(t) for t in (s.releases or s.engines)]
+    return [r for r in found if r is not None]
+
+
+def static_batching(s: EfficiencySet) -> bool:
+    """A set fitted to static batching (it names ``static batching`` among its engines)."""
+    return any("static batching" in e.lower() for e in s.engines)
+
+
+def measured_points(s: EfficiencySet, names: set[str], precision: str) -> int:
+    """Measurements the set's entries for this GPU (its ids ``names``) at ``precision`` (or
+    at every precision) were fitted on; 0 when they do not say."""
+    return sum(
+        e.points or 0 for e in s.entries if e.gpu in names and e.precision in (precision, None)
+    )

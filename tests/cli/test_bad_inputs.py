@@ -385,8 +385,32 @@ CASES: list[tuple[str, list[str], str]] = [
     (
         "engine-unknown",
         [*PLAN_FLAGS, "--hardware", "h100-sxm", "--engine", "tgi"],
-        "--engine: unknown engine 'tgi': name one of atom, nim, sglang, trtllm, vllm (optionally"
-        " @version) or an efficiency set id ()",  # the test catalog has no set
+        # the test catalog has no set: no engine name resolves, so none is listed
+        "--engine: unknown engine 'tgi': name an efficiency set id (none loaded)",
+    ),
+    (
+        "calibration-release-without-version",
+        [
+            *PLAN_FLAGS,
+            "--hardware",
+            "h100-sxm",
+            "--calibration",
+            "efficiency/release-no-version.yaml",
+        ],
+        "efficiency/release-no-version.yaml: releases[0]: 'vLLM' is not an engine name and a"
+        " version ('TensorRT-LLM 0.17') or a range of versions ('vLLM 0.12-0.19')",
+    ),
+    (
+        "calibration-release-backwards",
+        [
+            *PLAN_FLAGS,
+            "--hardware",
+            "h100-sxm",
+            "--calibration",
+            "efficiency/release-backwards.yaml",
+        ],
+        "efficiency/release-backwards.yaml: releases[1]: 'vLLM 0.19-0.12' is not an engine name"
+        " and a version ('TensorRT-LLM 0.17') or a range of versions ('vLLM 0.12-0.19')",
     ),
     (
         "scenario-engine-version-not-a-number",

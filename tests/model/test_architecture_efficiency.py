@@ -159,23 +159,102 @@ def test_estimate_record_carries_trust(catalog: Catalog) -> None:
 
 
 def test_engine_names_and_versions(catalog: Catalog) -> None:
+    """A name resolves to its own engine's set; a version to the set whose releases cover it
+    (engines.py); a version no set covers is an error listing the releases there are."""
     sets = list(catalog.efficiency.values())
     assert parse("trtllm@0.17") == ("TensorRT-LLM", "0.17")
     assert parse("vLLM") == ("vLLM", "")
     assert parse("nim-2024") is None
-    assert engine_efficiency(sets, "nim-2024").id == "nim-2024"  # old ids keep working
+    assert engine_efficiency(sets, "nim-2024").id == "nim-2024"  # set ids keep working
     assert engine_efficiency(sets, "trtllm@0.14").id == "trtllm-0.14"
-    assert engine_efficiency(sets, "trtllm@0.16").id == "trtllm-0.17"  # nearest release
+    assert engine_efficiency(sets, "trtllm@0.17.1").id == "trtllm-0.17"  # any 0.17.x
     assert engine_efficiency(sets, "trtllm").id == "trtllm-1.x"  # no version: the newest
+    assert engine_efficiency(sets, "trtllm@1.0").id == "trtllm-1.x"  # 1.0-1.2
     assert engine_efficiency(sets, "trtllm@1.2").id == "trtllm-1.x"
-    assert engine_efficiency(sets, "nim").id == "trtllm-0.17"  # NIM 1.8 is the newest claim
+    # nim: the NIM set (the default), not trtllm-0.17, a TensorRT-LLM set that also
+    # predicts NIM 1.8 (its engines_source)
+    assert engine_efficiency(sets, "nim").id == "nim-2024" == catalog.efficiency_set().id
     assert engine_efficiency(sets, "nim@1.0").id == "nim-2024"
+    assert engine_efficiency(sets, "nim@1.8.0").id == "trtllm-0.17"
     assert engine_efficiency(sets, "vllm").id == "vllm-2026"
+    assert engine_efficiency(sets, "vllm@0.12").id == "vllm-2026"  # both ends of 0.12-0.19
+    assert engine_efficiency(sets, "vllm@0.19.1").id == "vllm-2026"
     assert engine_efficiency(sets, "sglang@0.5").id == "sglang-2026"
     with pytest.raises(UnknownIdError, match="unknown engine 'tgi'"):
         engine_efficiency(sets, "tgi")
-    with pytest.raises(UnknownIdError, match="no efficiency set describes ATOM"):
-        engine_efficiency(sets, "atom")
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (
+            "vllm@0.6",
+            "'vllm@0.6': no efficiency set describes vLLM 0.6; the sets describe vLLM"
+            " 0.12-0.19 (vllm-2026): name one of those versions or a set id, or fit one to your"
+            " measurements with `infersize calibrate`",
+        ),
+        (
+            "vllm@0.20",
+            "'vllm@0.20': no efficiency set describes vLLM 0.20; the sets describe vLLM"
+            " 0.12-0.19 (vllm-2026): name one of those versions or a set id, or fit one to your"
+            " measurements with `infersize calibrate`",
+        ),
+        (
+            "trtllm@0.16",  # between two sets' releases: neither describes it
+            "'trtllm@0.16': no efficiency set describes TensorRT-LLM 0.16; the sets describe"
+            " TensorRT-LLM 0.14 (trtllm-0.14), 0.17 (trtllm-0.17), 1.0-1.2 (trtllm-1.x): name"
+            " one of those versions or a set id, or fit one to your measurements with"
+            " `infersize calibrate`",
+        ),
+        (
+            "nim@2",
+            "'nim@2': no efficiency set describes NIM 2; the sets describe NIM 1.0 (nim-2024),"
+            " 1.8 (trtllm-0.17): name one of those versions or a set id, or fit one to your"
+            " measurements with `infersize calibrate`",
+        ),
+        (
+            "atom",  # no set describes it: not a name that is listed, nor one that resolves
+            "unknown engine 'atom': name one of nim, sglang, trtllm, vllm (optionally @version)"
+            " or an efficiency set id (nim-2024, sglang-2026, trtllm-0.14, trtllm-0.17,"
+            " trtllm-0.9-static, trtllm-1.x, vllm-2026)",
+        ),
+    ],
+)
+def test_engine_errors(catalog: Catalog, text: str, message: str) -> None:
+    with pytest.raises(UnknownIdError) as err:
+        engine_efficiency(catalog.efficiency.values(), text)
+    assert str(err.value) == message
+
+
+def test_every_listed_engine_name_resolves(catalog: Catalog) -> None:
+    """The names messages list are the names that work, each with every release listed."""
+    from inferencesize.engines import names
+    from inferencesize.specs.efficiency import releases
+
+    sets = list(catalog.efficiency.values())
+    listed = names(sets)
+    assert listed == ["nim", "sglang", "trtllm", "vllm"]
+    for name in listed:
+        assert engine_efficiency(sets, name).id
+    for s in sets:
+        for r in releases(s):
+            alias = {"TensorRT-LLM": "trtllm"}.get(r.name, r.name.lower())
+            for version in {r.first, r.last}:
+                got = engine_efficiency(sets, f"{alias}@{version[0]}.{version[1]}")
+                assert any(x.covers(version) for x in releases(got) if x.name == r.name)
+
+
+def test_an_engine_a_user_set_describes_resolves_by_its_name(catalog: Catalog) -> None:
+    """A user's set that lists its releases makes its engine a name (no alias needed)."""
+    base = catalog.efficiency_set("vllm-2026")
+    mine = base.model_copy(
+        update={"id": "my-atom", "engines": ["ATOM"], "releases": ["ATOM 0.3-0.4"]}
+    )
+    sets = [*catalog.efficiency.values(), mine]
+    assert engine_efficiency(sets, "atom@0.4").id == "my-atom"
+    assert engine_efficiency(sets, "ATOM").id == "my-atom"
+    with pytest.raises(UnknownIdError, match=r"describe ATOM 0.3-0.4 \(my-atom\)"):
+        engine_efficiency(sets, "atom@0.2")
 
 
 def test_allreduce_alpha_grows_with_barrier_depth() -> None:
