@@ -15,13 +15,28 @@ FORMATS = ("table", "json", "yaml", "csv")
 
 
 def _plain(value: Any) -> Any:
-    """JSON-safe value: NaN/inf -> None, tuples -> lists, nested mappings kept."""
-    if isinstance(value, float):
-        return None if math.isnan(value) or math.isinf(value) else value
+    """The plain document of ``value``: only dict, list, str, int, float, bool and None.
+
+    NaN/inf -> None; tuples -> lists; mapping keys -> str; numpy scalars and arrays (anything
+    with ``tolist``, e.g. ``np.float64``, which JSON takes as a float but YAML refuses) -> the
+    Python numbers and lists they hold; subclasses of str/int/float/bool (enums) -> the base
+    type. JSON and YAML both write this document, so ``-f yaml`` reads back as ``-f json``.
+    """
+    if isinstance(value, bool) or type(value).__name__ == "bool_":
+        return bool(value)
     if isinstance(value, Mapping):
         return {str(k): _plain(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [_plain(v) for v in value]
+    if isinstance(value, str):
+        return str(value)
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        return None if math.isnan(value) or math.isinf(value) else float(value)
+    tolist = getattr(value, "tolist", None)
+    if callable(tolist) and type(value).__module__ == "numpy":
+        return _plain(tolist())
     return value
 
 
