@@ -113,7 +113,7 @@ def plan_command(
             "--plot",
             metavar="FILE",
             help="Draw req/s per instance vs TTFT to FILE.png/.svg (replaces an existing file,"
-            " atomically).",
+            " atomically). One model's plan: a pipeline scenario is refused.",
         ),
     ] = None,
     verify: Annotated[
@@ -122,7 +122,8 @@ def plan_command(
             "--verify",
             help="Search the instance count again by discrete-event simulation at the peak rate"
             " on the same deployment (down while it meets the limits, up while it misses, each"
-            " limit at its statistic); report the analytic and simulated counts and servers.",
+            " limit at its statistic); report the analytic and simulated counts and servers."
+            " One model's plan: a pipeline scenario is refused.",
         ),
     ] = False,
     **flags: Any,
@@ -153,6 +154,7 @@ def plan_command(
             "--verify simulates traffic at its peak rate; an offline batch has no arrivals to"
             " simulate: drop --verify"
         )
+    _refuse_pipeline_extras(study, plot=plot is not None, verify=verify)
     rec, result = solve(study, top, percentiles=fmt != "table")
     single = not rec.get("pipeline")
     if verify and single:
@@ -168,6 +170,28 @@ def plan_command(
         plan_extras.draw_plan(plot, study, result, inputs)
     if not _feasible(rec):
         raise InfeasibleError(f"no feasible plan: {_miss(rec, result)}")
+
+
+def _refuse_pipeline_extras(study: Study, *, plot: bool, verify: bool) -> None:
+    """--plot and --verify draw and simulate one model's deployment; a pipeline's stages are
+    sized closed-loop in their shares of the E2E limit, which neither models: refuse, before
+    any planning, rather than print a plan without what was asked for."""
+    spec = study.spec
+    if spec.pipeline is None or not (plot or verify):
+        return
+    flags, verbs = (
+        ("--plot and --verify", "draw and simulate")
+        if plot and verify
+        else ("--plot", "draws")
+        if plot
+        else ("--verify", "simulates")
+    )
+    stages = report.count(len(spec.pipeline), "stage")
+    raise UsageError(
+        f"{flags} {verbs} one model's plan; {spec.id or 'this scenario'} is a pipeline of"
+        f" {stages}: drop {flags}, or plan a stage as a scenario of its own (--model, --isl,"
+        " --osl and the stage's rate)"
+    )
 
 
 CHECK_FORMATS = ("text", *FORMATS)
