@@ -82,7 +82,8 @@ def _tables(out: Any, rec: dict[str, Any], explain: bool) -> None:
         if explain and rows:
             out.print(tables.rejected_table(f"{name}: rejected candidates".lstrip(": "), rows))
         elif rows:
-            out.print(f"{len(rows)} candidates rejected (--explain lists them)", highlight=False)
+            counted = report.count(len(rows), "candidate")
+            out.print(f"{counted} rejected (--explain lists them)", highlight=False)
 
 
 def _miss(rec: dict[str, Any], result: Any) -> str:

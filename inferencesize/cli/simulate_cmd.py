@@ -209,7 +209,7 @@ def _print(records: list[dict[str, Any]]) -> None:
 
     pairs: list[tuple[str, Any]] = [
         ("batching", f"{r['batching']} (max batch {r['max_batch']})"),
-        ("requests", f"{r['requests']} ({r['measured_requests']} measured after warm-up)"),
+        ("requests", f"{r['requests']:,} ({r['measured_requests']:,} measured after warm-up)"),
         ("TTFT ms", line(r["ttft_ms"], 1)),
         ("ITL ms", line(r["itl_ms"], 2)),
         ("E2E ms", line(r["e2e_ms"], 0)),

@@ -82,3 +82,16 @@ def test_big_counts_have_separators_in_the_table_only() -> None:
         assert f"{gpus:,}" in text and not re.search(rf"\b{gpus}\b", text)
     raw = run([*args, "-f", "json"])
     assert not re.search(r"\d,\d{3}", raw.replace(", ", ""))  # JSON numbers stay plain
+
+
+def test_one_rejected_candidate_and_simulated_request_counts() -> None:
+    args = ["plan", "--model", "llama-3.1-70b", "--hardware", "dgx-h100,dgx-b200"]
+    args += ["--isl", "1000", "--osl", "300", "--requests", "1e6", "--deadline-h", "12"]
+    rec = json.loads(run([*args, "-f", "json"]))
+    n = len(rec["rejected"])
+    text = run(args)
+    word = "candidate" if n == 1 else "candidates"
+    assert f"\n{n} {word} rejected (--explain lists them)" in text
+    sim = ["simulate", "--model", "llama-3-8b", "--hardware", "h100-sxm", "--rate", "8"]
+    out = run([*sim, "--requests", "5000"])
+    assert "5,000 (4,500 measured after warm-up)" in out
