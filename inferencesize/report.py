@@ -95,6 +95,15 @@ def count(n: int, noun: str, plural: str | None = None) -> str:
     return f"{n:,} {word}"
 
 
+def number(value: float, digits: int = 4) -> str:
+    """A figure for text people read: ``digits`` significant digits with thousands separators,
+    never in exponent notation from 10**digits up (``20,233``, not ``2.023e+04``; ``28``,
+    ``23.15``, ``0.5``)."""
+    if math.isfinite(value) and abs(value) >= 10**digits:
+        return f"{value:,.0f}"
+    return f"{value:,.{digits}g}"
+
+
 def display_cell(value: Any) -> str:
     """A table cell: as :func:`format_cell` (the CSV text), except that whole numbers and
     numbers of 10,000 or more carry thousands separators (``1,184``, ``20,233``); JSON, YAML

@@ -131,3 +131,12 @@ def test_the_first_column_never_wraps_and_borders_go_before_the_vertical_layout(
     assert len(compact.splitlines()) == 2 + len(rows)  # header, rule, one line per row
     assert t.widths(len("gb200-nvl72 fp4 tp2") + 7 + 4 + 7 + 6, compact=True) is not None
     assert "candidate: gb200-nvl72 fp4 tp2" in render(t, 30)  # vertical
+
+
+def test_numbers_for_text_never_turn_into_exponents() -> None:
+    assert report.number(20_233.0) == "20,233"  # was 2.023e+04 with :,.4g
+    assert report.number(1e10) == "10,000,000,000"
+    assert report.number(9_999.0) == "9,999"
+    assert report.number(28.0) == "28"
+    assert report.number(23.148) == "23.15"
+    assert report.number(0.5) == "0.5"

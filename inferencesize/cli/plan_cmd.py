@@ -200,7 +200,9 @@ CHECK_FORMATS = ("text", *FORMATS)
 
 def _check_tables(out: Any, rec: dict[str, Any], verdict: dict[str, Any]) -> None:
     _tables(out, rec, explain=False)
-    budget = [(BUDGET_NAMES[k], f"{v:,.4g}") for k, v in verdict["budget"].items() if v is not None]
+    budget = [
+        (BUDGET_NAMES[k], report.number(v)) for k, v in verdict["budget"].items() if v is not None
+    ]
     state = "within budget" if verdict["within_budget"] else "; ".join(verdict["over"]) or "—"
     out.print(report.key_value_table("budget", [*budget, ("verdict", state)]))
 
@@ -287,7 +289,10 @@ def check_command(
             raise InputError(f"{where}: no {what} in the catalog, cannot check {flag}")
         if have > cap:
             name = BUDGET_NAMES[key]
-            over.append(f"{name} {have:,.4g} > {cap:,.4g} (over by {have - cap:,.4g})")
+            over.append(
+                f"{name} {report.number(have)} > {report.number(cap)}"
+                f" (over by {report.number(have - cap)})"
+            )
     if fmt != "text":
         verdict = {"budget": limits, "within_budget": totals is not None and not over, "over": over}
         out = {"schema_version": records.SCHEMA_VERSION, **verdict, **rec}

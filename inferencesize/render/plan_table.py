@@ -125,9 +125,9 @@ def title(rec: dict[str, Any]) -> str:
     sizes = rec["batch_sizes"]
     batching = f"static (batches {','.join(map(str, sizes))})" if sizes else rec["batching"]
     demand = (
-        f"offline batch {rec['peak_rps']:,.4g} req/s"
+        f"offline batch {report.number(rec['peak_rps'])} req/s"
         if rec.get("offline")
-        else f"{rec['mode']} · {batching} · {arrivals_text(rec)} · peak {rec['peak_rps']:,.4g}"
+        else f"{rec['mode']} · {batching} · {arrivals_text(rec)} · peak {report.number(rec['peak_rps'])}"
         " req/s"
     )
     if rec.get("offline"):
@@ -156,7 +156,7 @@ def _offline_rows(rec: dict[str, Any]) -> list[tuple[str, str]]:
     if not o:
         return []
     volume = (
-        f"{o['tokens_per_day']:,.4g} tokens/day = {o['requests']:,.0f} requests"
+        f"{report.number(o['tokens_per_day'])} tokens/day = {o['requests']:,.0f} requests"
         if o["tokens_per_day"] is not None
         else f"{o['requests']:,.0f} requests"
     )
@@ -166,7 +166,7 @@ def _offline_rows(rec: dict[str, Any]) -> list[tuple[str, str]]:
     return [
         (
             "offline batch",
-            f"{volume} within {o['deadline_h']:,.4g} h · needs {o['required_rps']:,.4g} req/s"
+            f"{volume} within {report.number(o['deadline_h'])} h · needs {report.number(o['required_rps'])} req/s"
             f" · done in {done}",
         )
     ]
@@ -400,7 +400,7 @@ def pipeline_table(rec: dict[str, Any]) -> Any:
                 s["model"],
                 f"{s['isl']}/{s['osl']}",
                 f"{s['calls']:g}",
-                f"{s['peak_rps']:,.4g}",
+                f"{report.number(s['peak_rps'])}",
                 f"{s['e2e_budget_ms']:,.0f}",
                 "—" if p is None else f"{p['hardware']} {p['precision']} tp{p['tp']}",
                 "—" if p is None else p["servers"],
@@ -418,7 +418,7 @@ def pipeline_table(rec: dict[str, Any]) -> Any:
     usd = "—" if t["cost_per_hour_usd"] is None else f"${t['cost_per_hour_usd']:,.2f}/hour"
     caption = f"total: {servers} · {gpus} · E2E {_ms_text(t['e2e_ms'])} · {power} · {usd}"
     heading = (
-        f"pipeline · peak {rec['peak_rps']:,.4g} req/s · E2E limit {rec['e2e_limit_ms']:,.0f} ms"
+        f"pipeline · peak {report.number(rec['peak_rps'])} req/s · E2E limit {rec['e2e_limit_ms']:,.0f} ms"
         f" (unloaded {_ms_text(rec['unloaded_e2e_ms'])})"
     )
     columns = ["stage", "model", "ISL/OSL", "calls", "peak req/s", "budget ms", "candidate"]

@@ -80,6 +80,11 @@ def test_big_counts_have_separators_in_the_table_only() -> None:
     text = run(args)
     for gpus in big:
         assert f"{gpus:,}" in text and not re.search(rf"\b{gpus}\b", text)
+    assert f"peak {rec['peak_rps']:,.0f} req/s" in text  # 20,233, not 2.023e+04
+    check = ["check", *args[1:-2], "--max-power-kw", "100"]  # --top is plan's
+    over = runner.invoke(app, check, env={"NO_COLOR": "1"})
+    assert over.exit_code == 4 and rec["plan"]["power_kw"] > 1000  # the premise
+    assert re.search(r": kW \d{1,3}(,\d{3})+ > 100 \(over by [\d,.]+\)$", over.stderr.strip())
     raw = run([*args, "-f", "json"])
     assert not re.search(r"\d,\d{3}", raw.replace(", ", ""))  # JSON numbers stay plain
 
