@@ -131,3 +131,43 @@ def test_numpy_values_become_plain_numbers_in_both_formats() -> None:
     assert json.loads(report.to_json(doc)) == plain
     assert yaml.safe_load(report.to_yaml(doc)) == plain
     assert "!!" not in report.to_yaml(doc)  # no python/numpy tags: any YAML reader loads it
+
+
+def _cell_matches(cell: str, value: Any) -> bool:
+    """A CSV cell says what the JSON value says (numbers to the CSV's 6 significant digits)."""
+    if value is None:
+        return cell == ""
+    if isinstance(value, bool):
+        return cell == ("true" if value else "false")
+    if isinstance(value, (int, float)):
+        return cell != "" and float(cell) == pytest.approx(value, rel=1e-5, abs=1e-9)
+    if isinstance(value, list):
+        return cell == ";".join(str(v) for v in value)
+    return cell == str(value)
+
+
+@pytest.mark.parametrize(
+    "scenario", ["default", "streaming-kv-cap", "disaggregated-long-prompt", "pipeline-agent"]
+)
+def test_plan_csv_rows_carry_the_json_values(scenario: str) -> None:
+    """One CSV row per plan (per stage of a pipeline): each cell is the JSON value of that
+    plan, nested keys joined with '_'."""
+    import csv
+    import io
+
+    rec = json.loads(runner.invoke(app, ["plan", scenario, "-f", "json"]).stdout)
+    out = runner.invoke(app, ["plan", scenario, "-f", "csv"])
+    assert out.exit_code == 0, out.stderr
+    rows = list(csv.DictReader(io.StringIO(out.stdout)))
+    if rec.get("pipeline"):
+        plans = [s["plan"] for s in rec["stages"]]
+    else:
+        plans = [rec["plan"], *rec["alternatives"]]
+        disagg = (rec.get("disaggregated") or {}).get("plan")
+        plans += [disagg] if disagg else []
+    assert len(rows) == len(plans)
+    for row, plan in zip(rows, plans, strict=True):
+        flat = report.flatten(plan)
+        assert flat.keys() <= row.keys()
+        wrong = {k: (row[k], v) for k, v in flat.items() if not _cell_matches(row[k], v)}
+        assert not wrong, wrong
