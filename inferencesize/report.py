@@ -15,13 +15,28 @@ FORMATS = ("table", "json", "yaml", "csv")
 
 
 def _plain(value: Any) -> Any:
-    """JSON-safe value: NaN/inf -> None, tuples -> lists, nested mappings kept."""
-    if isinstance(value, float):
-        return None if math.isnan(value) or math.isinf(value) else value
+    """The plain document of ``value``: only dict, list, str, int, float, bool and None.
+
+    NaN/inf -> None; tuples -> lists; mapping keys -> str; numpy scalars and arrays (anything
+    with ``tolist``, e.g. ``np.float64``, which JSON takes as a float but YAML refuses) -> the
+    Python numbers and lists they hold; subclasses of str/int/float/bool (enums) -> the base
+    type. JSON and YAML both write this document, so ``-f yaml`` reads back as ``-f json``.
+    """
+    if isinstance(value, bool) or type(value).__name__ == "bool_":
+        return bool(value)
     if isinstance(value, Mapping):
         return {str(k): _plain(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [_plain(v) for v in value]
+    if isinstance(value, str):
+        return str(value)
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        return None if math.isnan(value) or math.isinf(value) else float(value)
+    tolist = getattr(value, "tolist", None)
+    if callable(tolist) and type(value).__module__ == "numpy":
+        return _plain(tolist())
     return value
 
 
@@ -73,6 +88,33 @@ def format_load(value: float) -> str:
     return str(int(value)) if float(value).is_integer() else f"{value:.2f}"
 
 
+def count(n: int, noun: str, plural: str | None = None) -> str:
+    """A count and its noun, for text people read: '1 GPU', '2 GPUs', '12,288 instances'
+    (``plural``: the plural when it is not ``noun`` + 's')."""
+    word = noun if n == 1 else (plural or noun + "s")
+    return f"{n:,} {word}"
+
+
+def number(value: float, digits: int = 4) -> str:
+    """A figure for text people read: ``digits`` significant digits with thousands separators,
+    never in exponent notation from 10**digits up (``20,233``, not ``2.023e+04``; ``28``,
+    ``23.15``, ``0.5``)."""
+    if math.isfinite(value) and abs(value) >= 10**digits:
+        return f"{value:,.0f}"
+    return f"{value:,.{digits}g}"
+
+
+def display_cell(value: Any) -> str:
+    """A table cell: as :func:`format_cell` (the CSV text), except that whole numbers and
+    numbers of 10,000 or more carry thousands separators (``1,184``, ``20,233``); JSON, YAML
+    and CSV keep plain numbers."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return f"{value:,}"
+    if isinstance(value, float) and math.isfinite(value) and abs(value) >= 1e4:
+        return f"{value:,.0f}"
+    return format_cell(value)
+
+
 def format_cell(value: Any) -> str:
     if value is None:
         return ""
@@ -116,7 +158,7 @@ _NUMBER = re.compile(r"[+-−]?\$?[\d,]*\.?\d+(e[+-]?\d+)?%?")
 
 
 def _text(value: Any) -> str:
-    return value if isinstance(value, str) else format_cell(value)
+    return value if isinstance(value, str) else display_cell(value)
 
 
 def _longest_word(text: str) -> int:
@@ -145,9 +187,12 @@ class Records:
     when it is drawn).
 
     * Cells are split only at spaces: a number (``2,526.2``), an id (``deepseek-r1``) or a
-      header word is never broken across lines. Each column is at least as wide as its
+      header word is never broken across lines. The first column, the name of each row
+      (``dgx-b200 fp4 tp2``, a key), is never wrapped at all: a wrapped name would read as a
+      row of its own. Each column is at least as wide as its
       longest word; spare width goes to the columns whose text would otherwise wrap.
-    * When even those widths do not fit, the table is drawn vertically: one block per record,
+    * When even those widths do not fit, the borders go (the compact layout of a long
+      listing); when they still do not fit, the table is drawn vertically: one block per record,
       one ``column: value`` line per cell (wrapped at spaces, continued lines indented).
     * The width is the console's (:func:`output_width`): a terminal's or ``$COLUMNS``; output
       that goes to a pipe is never wrapped.
@@ -171,13 +216,13 @@ class Records:
         self.header = header
         self.compact = compact
 
-    def _overhead(self) -> int:
+    def _overhead(self, compact: bool) -> int:
         n = len(self.columns)
-        if self.compact:  # no edges; a pad and a (blank) divider between two columns
+        if compact:  # no edges; a pad and a (blank) divider between two columns
             return 2 * (n - 1)
         return 3 * n + 1  # a border per column and one at the edge, one pad on each side
 
-    def widths(self, width: int) -> list[int] | None:
+    def widths(self, width: int, compact: bool | None = None) -> list[int] | None:
         """Column widths (text only) for a table ``width`` cells wide; None: use the vertical
         layout (the longest words of the columns do not fit side by side)."""
         from rich.cells import cell_len
@@ -192,9 +237,10 @@ class Records:
             max(cell_len(h), *(cell_len(c) for c in col), 1)
             for h, col in zip(heads, cols, strict=True)
         ]
-        if not self.header:  # a key/value table: the keys stay on one line
-            lo[0] = hi[0]
-        room = width - self._overhead()
+        # the first column names the row (a key, a candidate, an id): it stays on one line,
+        # so a row never wraps into a second line that reads as a row of its own
+        lo[0] = hi[0]
+        room = width - self._overhead(self.compact if compact is None else compact)
         if sum(hi) <= room:
             return hi
         if sum(lo) > room:
@@ -231,19 +277,21 @@ class Records:
         width = options.max_width
         if self.title:
             yield Text(self.title, style="bold")
+        compact = self.compact
         sizes = self.widths(width)
+        if sizes is None and self.header and not compact:
+            compact = True  # no borders before one block per record
+            sizes = self.widths(width, compact=True)
         if sizes is None:
             yield Text("\n".join(self.vertical(width)))
         else:
-            shape = (
-                box.SIMPLE_HEAD if self.compact else box.HEAVY_HEAD if self.header else box.SQUARE
-            )
+            shape = box.SIMPLE_HEAD if compact else box.HEAVY_HEAD if self.header else box.SQUARE
             out = Table(
                 show_header=self.header,
                 box=shape,
-                show_edge=not self.compact,
-                pad_edge=not self.compact,
-                padding=(0, 1, 0, 0) if self.compact else (0, 1),
+                show_edge=not compact,
+                pad_edge=not compact,
+                padding=(0, 1, 0, 0) if compact else (0, 1),
             )
             for i, (name, size) in enumerate(zip(self.columns, sizes, strict=True)):
                 key = not self.header and i == 0
@@ -270,7 +318,7 @@ def table(
     compact: bool = False,
 ) -> Records:
     """Rows under column headers (see :class:`Records` for the layout at any width);
-    non-string cells go through :func:`format_cell`. ``compact``: no outer border (a long
+    non-string cells go through :func:`display_cell`. ``compact``: no outer border (a long
     listing)."""
     return Records(title, columns, rows, caption, compact=compact)
 

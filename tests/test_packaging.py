@@ -25,3 +25,33 @@ def test_sdist_includes_what_the_tests_read() -> None:
     needed = {"inferencesize", "hardware", "models", "scenarios", "tests", "data", "docs"}
     assert needed | {"README.md", "LICENSE", "pyproject.toml"} <= include
     assert list((ROOT / "data" / "calibration").glob("*.csv"))
+
+
+def test_python_dash_m_runs_the_cli_under_both_names() -> None:
+    """``python -m infersize`` (the command's name) and ``python -m inferencesize`` (the
+    package's) run the same entry point; the wheel carries both packages."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "NO_COLOR": "1"}
+    script = subprocess.run(
+        [sys.executable, "-c", "from inferencesize.console import main; main()", "--version"],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+    )
+    for name in ("infersize", "inferencesize"):
+        out = subprocess.run(
+            [sys.executable, "-m", name, "--version"],
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=ROOT / "tests",
+            check=False,
+        )
+        assert (out.returncode, out.stderr) == (0, ""), name
+        assert out.stdout == script.stdout and out.stdout.startswith("infersize ")
+    wheel = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["hatch"]["build"]
+    assert {"inferencesize", "infersize"} <= set(wheel["targets"]["wheel"]["packages"])

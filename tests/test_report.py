@@ -100,3 +100,43 @@ def test_flatten_and_csv_one_row_per_record() -> None:
     rows = [{"a": 1, "per": {"ttft_ms": 2.5, "x": None}, "ids": ["p", "q"]}, {"a": 2}]
     assert report.flatten(rows[0]) == {"a": 1, "per_ttft_ms": 2.5, "per_x": None, "ids": "p;q"}
     assert report.csv_text(rows).splitlines() == ["a,per_ttft_ms,per_x,ids", "1,2.5,,p;q", "2,,,"]
+
+
+def test_counts_read_as_english_with_thousands_separators() -> None:
+    assert report.count(1, "GPU") == "1 GPU"
+    assert report.count(0, "GPU") == "0 GPUs"
+    assert report.count(2, "instance") == "2 instances"
+    assert report.count(12_288, "instance") == "12,288 instances"
+    assert report.count(1, "entry", "entries") == "1 entry"
+    assert report.count(3, "entry", "entries") == "3 entries"
+
+
+def test_big_counts_in_tables_carry_separators_but_csv_keeps_plain_numbers() -> None:
+    rows = [["h100-sxm fp8 tp2", 148, 1184, 20233.0, 436.38, True]]
+    cols = ["candidate", "servers", "GPUs", "req/s", "conc.", "ok"]
+    text = render(report.table(None, cols, rows), 200)
+    assert {"148", "1,184", "20,233", "436.38", "true"} <= words(text)
+    csv = report.csv_text([dict(zip(cols, rows[0], strict=True))])
+    assert csv.splitlines()[1] == "h100-sxm fp8 tp2,148,1184,20233,436.38,true"
+
+
+def test_the_first_column_never_wraps_and_borders_go_before_the_vertical_layout() -> None:
+    rows = [["gb200-nvl72 fp4 tp2", 1, 2, "memory"], ["dgx-b200 fp4 tp1", 1, 2, "itl"]]
+    cols = ["candidate", "servers", "GPUs", "binding"]
+    t = report.table(None, cols, rows)
+    bordered = len("gb200-nvl72 fp4 tp2") + 7 + 4 + 7 + 3 * 4 + 1  # 50: text + borders, pads
+    assert t.widths(bordered) is not None and t.widths(bordered - 1) is None
+    compact = render(t, bordered - 1)  # no borders: two cells between columns
+    assert "gb200-nvl72 fp4 tp2  " in compact and "│" not in compact
+    assert len(compact.splitlines()) == 2 + len(rows)  # header, rule, one line per row
+    assert t.widths(len("gb200-nvl72 fp4 tp2") + 7 + 4 + 7 + 6, compact=True) is not None
+    assert "candidate: gb200-nvl72 fp4 tp2" in render(t, 30)  # vertical
+
+
+def test_numbers_for_text_never_turn_into_exponents() -> None:
+    assert report.number(20_233.0) == "20,233"  # was 2.023e+04 with :,.4g
+    assert report.number(1e10) == "10,000,000,000"
+    assert report.number(9_999.0) == "9,999"
+    assert report.number(28.0) == "28"
+    assert report.number(23.148) == "23.15"
+    assert report.number(0.5) == "0.5"

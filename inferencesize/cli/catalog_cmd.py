@@ -253,7 +253,8 @@ def validate_cmd(
     if not paths:
         catalog = open_catalog(catalog_dirs)
         count = sum(len(catalog.entries(k)) for k in KINDS)
-        out.print(f"ok: {count} entries in {len(catalog.roots)} catalog root(s) are valid")
+        roots = report.count(len(catalog.roots), "catalog root")
+        out.print(f"ok: {report.count(count, 'entry', 'entries')} in {roots} are valid")
         return
     checked = 0
     for path in paths:

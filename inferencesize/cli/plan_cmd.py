@@ -82,7 +82,8 @@ def _tables(out: Any, rec: dict[str, Any], explain: bool) -> None:
         if explain and rows:
             out.print(tables.rejected_table(f"{name}: rejected candidates".lstrip(": "), rows))
         elif rows:
-            out.print(f"{len(rows)} candidates rejected (--explain lists them)", highlight=False)
+            counted = report.count(len(rows), "candidate")
+            out.print(f"{counted} rejected (--explain lists them)", highlight=False)
 
 
 def _miss(rec: dict[str, Any], result: Any) -> str:
@@ -113,7 +114,7 @@ def plan_command(
             "--plot",
             metavar="FILE",
             help="Draw req/s per instance vs TTFT to FILE.png/.svg (replaces an existing file,"
-            " atomically).",
+            " atomically). One model's plan: a pipeline scenario is refused.",
         ),
     ] = None,
     verify: Annotated[
@@ -122,7 +123,8 @@ def plan_command(
             "--verify",
             help="Search the instance count again by discrete-event simulation at the peak rate"
             " on the same deployment (down while it meets the limits, up while it misses, each"
-            " limit at its statistic); report the analytic and simulated counts and servers.",
+            " limit at its statistic); report the analytic and simulated counts and servers."
+            " One model's plan: a pipeline scenario is refused.",
         ),
     ] = False,
     **flags: Any,
@@ -153,6 +155,7 @@ def plan_command(
             "--verify simulates traffic at its peak rate; an offline batch has no arrivals to"
             " simulate: drop --verify"
         )
+    _refuse_pipeline_extras(study, plot=plot is not None, verify=verify)
     rec, result = solve(study, top, percentiles=fmt != "table")
     single = not rec.get("pipeline")
     if verify and single:
@@ -170,12 +173,36 @@ def plan_command(
         raise InfeasibleError(f"no feasible plan: {_miss(rec, result)}")
 
 
+def _refuse_pipeline_extras(study: Study, *, plot: bool, verify: bool) -> None:
+    """--plot and --verify draw and simulate one model's deployment; a pipeline's stages are
+    sized closed-loop in their shares of the E2E limit, which neither models: refuse, before
+    any planning, rather than print a plan without what was asked for."""
+    spec = study.spec
+    if spec.pipeline is None or not (plot or verify):
+        return
+    flags, verbs = (
+        ("--plot and --verify", "draw and simulate")
+        if plot and verify
+        else ("--plot", "draws")
+        if plot
+        else ("--verify", "simulates")
+    )
+    stages = report.count(len(spec.pipeline), "stage")
+    raise UsageError(
+        f"{flags} {verbs} one model's plan; {spec.id or 'this scenario'} is a pipeline of"
+        f" {stages}: drop {flags}, or plan a stage as a scenario of its own (--model, --isl,"
+        " --osl and the stage's rate)"
+    )
+
+
 CHECK_FORMATS = ("text", *FORMATS)
 
 
 def _check_tables(out: Any, rec: dict[str, Any], verdict: dict[str, Any]) -> None:
     _tables(out, rec, explain=False)
-    budget = [(BUDGET_NAMES[k], f"{v:,.4g}") for k, v in verdict["budget"].items() if v is not None]
+    budget = [
+        (BUDGET_NAMES[k], report.number(v)) for k, v in verdict["budget"].items() if v is not None
+    ]
     state = "within budget" if verdict["within_budget"] else "; ".join(verdict["over"]) or "—"
     out.print(report.key_value_table("budget", [*budget, ("verdict", state)]))
 
@@ -262,7 +289,10 @@ def check_command(
             raise InputError(f"{where}: no {what} in the catalog, cannot check {flag}")
         if have > cap:
             name = BUDGET_NAMES[key]
-            over.append(f"{name} {have:,.4g} > {cap:,.4g} (over by {have - cap:,.4g})")
+            over.append(
+                f"{name} {report.number(have)} > {report.number(cap)}"
+                f" (over by {report.number(have - cap)})"
+            )
     if fmt != "text":
         verdict = {"budget": limits, "within_budget": totals is not None and not over, "over": over}
         out = {"schema_version": records.SCHEMA_VERSION, **verdict, **rec}

@@ -170,7 +170,7 @@ def _print(records: list[dict[str, Any]]) -> None:
     title = (
         f"{r0['model']} on {r0['hardware']} {r0['precision']} tp{r0['tp']} pp{r0['pp']} "
         f"ep{r0['ep']} · ISL {r0['isl_mean']:g} · OSL {r0['osl_mean']:g} · {r0['arrivals']} · "
-        f"{r0['instances']} instance(s), {r0['balancer']} · seed {r0['seed']}"
+        f"{report.count(r0['instances'], 'instance')}, {r0['balancer']} · seed {r0['seed']}"
     )
     if len(records) > 1:
         rows = [
@@ -209,7 +209,7 @@ def _print(records: list[dict[str, Any]]) -> None:
 
     pairs: list[tuple[str, Any]] = [
         ("batching", f"{r['batching']} (max batch {r['max_batch']})"),
-        ("requests", f"{r['requests']} ({r['measured_requests']} measured after warm-up)"),
+        ("requests", f"{r['requests']:,} ({r['measured_requests']:,} measured after warm-up)"),
         ("TTFT ms", line(r["ttft_ms"], 1)),
         ("ITL ms", line(r["itl_ms"], 2)),
         ("E2E ms", line(r["e2e_ms"], 0)),

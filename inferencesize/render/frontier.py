@@ -141,7 +141,7 @@ def table(
         )
     caption = (
         f"{len(shown)} of {len(chosen)} points shown, {fr.size:,} evaluated"
-        f" ({len(fr.candidates)} candidate(s); {engine}); L latency-optimal, T throughput-optimal,"
+        f" ({report.count(len(fr.candidates), 'candidate')}; {engine}); L latency-optimal, T throughput-optimal,"
         " G best within limits; ok = meets the limits"
     )
     ttft, itl, e2e = (f"{s} " if fr.open_loop else "" for s in fr.stats)

@@ -560,12 +560,14 @@ def plan_summary(result: PlanResult | PipelineResult) -> str:
     """One line naming what a feasible result deploys."""
     if not isinstance(result, PlanResult):
         return (
-            f"pipeline of {len(result.stages)} stages: {result.servers} servers, {result.gpus} GPUs"
+            f"pipeline of {report.count(len(result.stages), 'stage')}: "
+            f"{report.count(result.servers or 0, 'server')}, {report.count(result.gpus or 0, 'GPU')}"
         )
     p = result.chosen
     assert p is not None
     share = f" {p.candidate.share.label()}" if p.candidate.share else ""
     return (
-        f"{p.servers} × {p.candidate.hardware_id}, {p.gpus} GPUs "
-        f"({p.candidate.precision} {p.candidate.par.label()}{share}, {p.instances} instances)"
+        f"{p.servers:,} × {p.candidate.hardware_id}, {report.count(p.gpus, 'GPU')} "
+        f"({p.candidate.precision} {p.candidate.par.label()}{share}, "
+        f"{report.count(p.instances, 'instance')})"
     )

@@ -125,9 +125,9 @@ def title(rec: dict[str, Any]) -> str:
     sizes = rec["batch_sizes"]
     batching = f"static (batches {','.join(map(str, sizes))})" if sizes else rec["batching"]
     demand = (
-        f"offline batch {rec['peak_rps']:,.4g} req/s"
+        f"offline batch {report.number(rec['peak_rps'])} req/s"
         if rec.get("offline")
-        else f"{rec['mode']} · {batching} · {arrivals_text(rec)} · peak {rec['peak_rps']:,.4g}"
+        else f"{rec['mode']} · {batching} · {arrivals_text(rec)} · peak {report.number(rec['peak_rps'])}"
         " req/s"
     )
     if rec.get("offline"):
@@ -156,7 +156,7 @@ def _offline_rows(rec: dict[str, Any]) -> list[tuple[str, str]]:
     if not o:
         return []
     volume = (
-        f"{o['tokens_per_day']:,.4g} tokens/day = {o['requests']:,.0f} requests"
+        f"{report.number(o['tokens_per_day'])} tokens/day = {o['requests']:,.0f} requests"
         if o["tokens_per_day"] is not None
         else f"{o['requests']:,.0f} requests"
     )
@@ -166,7 +166,7 @@ def _offline_rows(rec: dict[str, Any]) -> list[tuple[str, str]]:
     return [
         (
             "offline batch",
-            f"{volume} within {o['deadline_h']:,.4g} h · needs {o['required_rps']:,.4g} req/s"
+            f"{volume} within {report.number(o['deadline_h'])} h · needs {report.number(o['required_rps'])} req/s"
             f" · done in {done}",
         )
     ]
@@ -194,13 +194,15 @@ def fleet_text(p: dict[str, Any]) -> str:
     e = p.get("economics") or {}
     if e.get("units") is None:
         unit = "servers" if p["system"] else "8-GPU nodes"
-        return f"{p['servers']} × {p['hardware']} ({unit}) · {p['gpus']} GPUs · {_instances(p)}"
+        gpus = report.count(p["gpus"], "GPU")
+        return f"{p['servers']:,} × {p['hardware']} ({unit}) · {gpus} · {_instances(p)}"
     text = (
-        f"{e['units']} × {p['hardware']} ({e['unit']}) · {p['gpus']} of {e['gpus_paid']} GPUs used"
+        f"{e['units']:,} × {p['hardware']} ({e['unit']}) · {p['gpus']:,} of "
+        f"{report.count(e['gpus_paid'], 'GPU')} used"
     )
     text += f" ({e['utilisation']:.0%})"
     if p["gpus_per_server"] < e["gpus_paid"] // max(e["units"], 1):
-        text += f" on {p['servers']} trays"
+        text += f" on {report.count(p['servers'], 'tray')}"
     if e.get("spare_servers"):
         text += f" incl. {e['spare_servers']} spare"
     return text + f" · {_instances(p)}"
@@ -211,17 +213,18 @@ def _instances(p: dict[str, Any]) -> str:
     '4 instances, 2 per GPU'."""
     n, share = p["instances"], p.get("gpu_share")
     if not share:
-        return f"{n} instances"
+        return report.count(n, "instance")
     if share["kind"] == "mig":
-        return f"{n} instances on {n} MIG {share['profile']} slices of {p['gpus']} GPUs"
-    return f"{n} instances, {share['instances_per_gpu']} per GPU"
+        slices = report.count(n, f"MIG {share['profile']} slice")
+        return f"{report.count(n, 'instance')} on {slices} of {report.count(p['gpus'], 'GPU')}"
+    return f"{report.count(n, 'instance')}, {share['instances_per_gpu']} per GPU"
 
 
 def _share_text(p: dict[str, Any]) -> str:
     """What one instance runs on: its GPUs, or its share of one."""
     share = p.get("gpu_share")
     if not share:
-        return f"{p['gpus_per_instance']} GPU(s)"
+        return report.count(p["gpus_per_instance"], "GPU")
     sms, hbm = share["compute_share"], share["memory_share"]
     if share["kind"] == "mig":
         return (
@@ -353,14 +356,19 @@ def disagg_table(rec: dict[str, Any]) -> Any:
     def pool(p: dict[str, Any]) -> str:
         return (
             f"{p['instances']} × {p['hardware']} {p['precision']} {split_text(p)} "
-            f"({p['gpus']} GPUs, {p['servers']} servers) · batch {p['batch']} · "
+            f"({report.count(p['gpus'], 'GPU')}, {report.count(p['servers'], 'server')}) · "
+            f"batch {p['batch']} · "
             f"step {p['step_ms']:,.1f} ms · {p['requests_per_s_per_instance']:,.3g} req/s/inst"
         )
 
     kv = d["kv_transfer"]
     cost = d["cost_per_hour_usd"]
     pairs: list[tuple[str, Any]] = [
-        ("ratio", f"{d['ratio']} · {d['servers']} servers · {d['gpus']} GPUs"),
+        (
+            "ratio",
+            f"{d['ratio']} · {report.count(d['servers'], 'server')} · "
+            f"{report.count(d['gpus'], 'GPU')}",
+        ),
         ("prefill pool", pool(d["prefill"])),
         ("decode pool", pool(d["decode"])),
         (
@@ -393,7 +401,7 @@ def pipeline_table(rec: dict[str, Any]) -> Any:
                 s["model"],
                 f"{s['isl']}/{s['osl']}",
                 f"{s['calls']:g}",
-                f"{s['peak_rps']:,.4g}",
+                f"{report.number(s['peak_rps'])}",
                 f"{s['e2e_budget_ms']:,.0f}",
                 "—" if p is None else f"{p['hardware']} {p['precision']} tp{p['tp']}",
                 "—" if p is None else p["servers"],
@@ -405,15 +413,13 @@ def pipeline_table(rec: dict[str, Any]) -> Any:
             ]
         )
     t = rec["total"]
-    servers = "—" if t["servers"] is None else str(t["servers"])
-    gpus = "—" if t["gpus"] is None else str(t["gpus"])
+    servers = "— servers" if t["servers"] is None else report.count(t["servers"], "server")
+    gpus = "— GPUs" if t["gpus"] is None else report.count(t["gpus"], "GPU")
     power = "—" if t["power_kw"] is None else f"{t['power_kw']:,.1f} kW"
     usd = "—" if t["cost_per_hour_usd"] is None else f"${t['cost_per_hour_usd']:,.2f}/hour"
-    caption = (
-        f"total: {servers} servers · {gpus} GPUs · E2E {_ms_text(t['e2e_ms'])} · {power} · {usd}"
-    )
+    caption = f"total: {servers} · {gpus} · E2E {_ms_text(t['e2e_ms'])} · {power} · {usd}"
     heading = (
-        f"pipeline · peak {rec['peak_rps']:,.4g} req/s · E2E limit {rec['e2e_limit_ms']:,.0f} ms"
+        f"pipeline · peak {report.number(rec['peak_rps'])} req/s · E2E limit {rec['e2e_limit_ms']:,.0f} ms"
         f" (unloaded {_ms_text(rec['unloaded_e2e_ms'])})"
     )
     columns = ["stage", "model", "ISL/OSL", "calls", "peak req/s", "budget ms", "candidate"]
@@ -449,17 +455,23 @@ def verification_table(v: dict[str, Any]) -> Any:
     a, s = v["analytic"], v["simulated"]
     delta = v["instances_delta"]
     if not v["meets_limits"]:
-        verdict = f"misses the limits even with {s['instances']} instances"
+        verdict = f"misses the limits even with {report.count(s['instances'], 'instance')}"
     elif delta == 0:
-        verdict = f"agrees: the simulation needs the planned {a['instances']} instances"
+        verdict = (
+            f"agrees: the simulation needs the planned {report.count(a['instances'], 'instance')}"
+        )
     else:
         side = "fewer" if delta < 0 else "more"
-        verdict = f"the simulation needs {s['instances']} instances ({abs(delta)} {side}); " + (
-            "within one instance or 10 %" if v["agrees"] else "beyond one instance and 10 %"
+        verdict = (
+            f"the simulation needs {report.count(s['instances'], 'instance')} ({abs(delta)} {side}); "
+            + ("within one instance or 10 %" if v["agrees"] else "beyond one instance and 10 %")
         )
     limits = " · ".join(f"{label} {stats[k]} ≤ {lim[f'{k}_ms']:,.0f} ms" for k, label in active)
     pairs = [
-        ("simulated", f"{v['arrivals']} · {v['requests']} requests · seed {v['seed']}"),
+        (
+            "simulated",
+            f"{v['arrivals']} · {report.count(v['requests'], 'request')} · seed {v['seed']}",
+        ),
         ("limits", limits or "none"),
         ("analytic plan", held(a)),
         ("smallest meeting", held(s)),

@@ -207,7 +207,7 @@ REFERENCE_SYSTEMS = {
 #: Reference cells that were blank (unknown) and were filled in the YAML on purpose; each is
 #: explained in that file's `source`.
 FILLED_BLANKS = {
-    ("mi355x", "nvlink_gb_s_per_gpu_bidirectional"),  # 7 IF links x 153.6 GB/s (recalled)
+    ("mi355x", "nvlink_gb_s_per_gpu_bidirectional"),  # 7 IF links x 153.6 GB/s (AMD spec)
     ("mi325x-8x", "inter_node_gb_s_per_gpu"),  # assumed = MI300X platform
     ("tpu-v6e-pod", "inter_node_gb_s_per_gpu"),  # 4 x 200 Gbps per 8-chip host (v6e docs)
     ("gcp-a3-highgpu", "inter_node_gb_s_per_gpu"),  # 4 x 200 Gbps GPUDirect-TCPX / 8 GPUs
@@ -226,6 +226,7 @@ def _words(text: str) -> str:
     return " ".join(text.split())
 
 
+_COPY = "not re-checked against a copy of it"
 #: How the catalogs word the reference table's working notes on how a figure was checked.
 _NOTES = (
     (" [corpus-verified]", ""),
@@ -236,6 +237,20 @@ _NOTES = (
     ("not re-verified in corpus]", "not re-checked against a document]"),
     ("[NVIDIA config not re-read in corpus]", "[NVIDIA config not re-read]"),
     ("in docs corpus", "in the docs"),
+    # "[recalled]": a figure from the document the source names that the collector could
+    # not reopen; the catalog says so in plain words
+    ("[recalled, not re-checked against a document]", f"[from that document; {_COPY}]"),
+    (
+        "[recalled from datasheet, not re-checked against a document]",
+        f"[from that datasheet; {_COPY}]",
+    ),
+    ("[values recalled from datasheet; ", f"[values from that datasheet, {_COPY}; "),
+    ("[recalled; ", f"[from that document, {_COPY}; "),
+    ("[recalled]", f"[from that document; {_COPY}]"),
+    ("power/NICs recalled]", f"power and NICs from that datasheet, {_COPY}]"),
+    ("power recalled]", f"power from that datasheet, {_COPY}]"),
+    ("recalled from datasheet", f"from that datasheet, {_COPY}"),
+    ("NIC config recalled, not verified", "NIC config"),
 )
 
 
@@ -683,3 +698,12 @@ def test_systems_match_reference(catalog: Catalog) -> None:
         else:
             assert s.power_watts == pytest.approx(120e3 / 18, rel=0.01)
         assert _words(s.source).startswith(_reference(row["source"])), ident
+
+
+@pytest.mark.parametrize(("path", "spec"), SHIPPED_FILES)
+def test_sources_say_plainly_where_a_figure_comes_from(path: Path, spec: type[Any]) -> None:
+    """No collector's working notes ('[recalled]', 'corpus', 're-verified'): a figure is from
+    the document named, checked against a copy of it or not, or stated as an assumption."""
+    text = " ".join(path.read_text(encoding="utf-8").split()).lower()
+    for note in ("recalled", "corpus", "re-verified"):
+        assert note not in text, f"{path.name}: '{note}'"

@@ -83,6 +83,45 @@ def test_alternatives_go_vertical_when_their_columns_do_not_fit() -> None:
     assert re.search(r"│ gb200-nvl72 fp4 tp4 ep2 +│", wide)
 
 
+GPT_OSS = [
+    "plan",
+    "--model",
+    "gpt-oss-120b",
+    "--isl",
+    "1000",
+    "--osl",
+    "500",
+    "--mean-rps",
+    "20",
+    "--ttft-ms",
+    "1000",
+    "--itl-ms",
+    "50",
+    "--hardware",
+    "dgx-b200,gb200-nvl72,dgx-h100",
+    "--top",
+    "5",
+]
+
+
+@pytest.mark.parametrize("columns", [110, 120])
+def test_ids_never_wrap_into_rows_of_their_own(columns: int) -> None:
+    """At 110 and 120 columns the candidates' names ('gb200-nvl72 fp4 tp2') wrapped at a
+    space, and the second half read as a row of its own: each name is now one line with its
+    counts, and no row starts with an empty name."""
+    text = run(GPT_OSS, columns)
+    assert max(len(line) for line in text.splitlines()) <= columns
+    rec = json.loads(run([*GPT_OSS, "--format", "json"], 80))
+    alternatives = text[text.index("alternatives") : text.index("searched")]
+    for p in rec["alternatives"]:
+        name = re.escape(f"{p['hardware']} {p['precision']} tp{p['tp']}") + r"(?: [a-z]+\S+)*"
+        row = rf"^[│ ]*{name}[ │]+{p['servers']:,}[ │]+{p['gpus']:,}[ │]"
+        assert re.search(row, alternatives, re.MULTILINE), (p, alternatives)
+    rows = [line for line in alternatives.splitlines()[1:] if re.search(r"\d", line)]
+    assert rows and not any(re.match(r"^[│ ]*[│ ] {3}", line) for line in rows), alternatives
+    assert len(rows) == len(rec["alternatives"])
+
+
 @pytest.mark.parametrize(
     "args",
     [

@@ -82,6 +82,22 @@ def test_an_overloaded_simulation_says_so() -> None:
     assert float(row["arrival_rps"]) > float(row["completion_rps"])
 
 
+def test_compare_flags_the_batching_that_falls_behind() -> None:
+    """At 8 req/s of 2,000 requests static and dynamic batching serve about 7.4 req/s while
+    their wait for a batch grows through the run (mean TTFT ~10 s); in-flight keeps up."""
+    args = ["simulate", "--model", "llama-3-8b", "--hardware", "h100-sxm", "--rate", "8"]
+    args += ["--compare", "static,dynamic,inflight", "--requests", "2000"]
+    recs = {r["batching"]: r for r in json.loads(runner.invoke(app, [*args, "-f", "json"]).stdout)}
+    for name in ("static", "dynamic"):
+        r = recs[name]
+        assert r["completion_rps"] < 0.95 * r["arrival_rps"]  # the premise: 7.4 of 8
+        assert r["overloaded"] is True, r
+    assert recs["inflight"]["overloaded"] is False
+    table = runner.invoke(app, args)
+    warned = [line for line in table.stderr.splitlines() if line.startswith("warning:")]
+    assert len(warned) == 2 and all("overloaded" in line for line in warned)
+
+
 def test_a_steady_simulation_is_not_overloaded() -> None:
     result = runner.invoke(app, [*SIM, "--rate", "4"])
     assert result.exit_code == 0 and result.stderr == ""

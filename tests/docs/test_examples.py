@@ -5,8 +5,10 @@ from its output is what it prints.
   folder, with this environment's ``infersize`` first on PATH. It must exit 0 (a command that is
   meant to fail says so: ``… || echo "exit $?"``).
 * A fenced ``text`` block right after it is an excerpt of what the script prints (stdout and
-  stderr): each of its lines must appear in the output, compared with box-drawing characters
-  removed and runs of spaces collapsed. Editing a quoted figure makes the test fail.
+  stderr): each of its lines must be a whole line of the output, compared with box-drawing
+  characters removed and runs of spaces collapsed, so a reader sees whole answers (a table
+  row with its name, never a fragment such as "per million tokens output $"). Editing a
+  quoted figure makes the test fail.
 * ``infersize …`` lines anywhere else in a fenced block (other than ``yaml``, which shows
   configuration for other tools) are not allowed: they would escape this test.
 * An inline ``infersize …`` command in the prose that has options runs too and must exit 0, 3
@@ -47,6 +49,11 @@ class Example:
 
 def _normal(text: str) -> str:
     return " ".join(BOX.sub(" ", text).split())
+
+
+def _lines(text: str) -> set[str]:
+    """The lines of ``text`` as :func:`_normal` compares them (blank lines dropped)."""
+    return {_normal(line) for line in text.splitlines()} - {""}
 
 
 def _blocks(path: Path) -> list[tuple[str, str, int, int]]:
@@ -129,9 +136,11 @@ def test_example_runs_and_prints_what_the_text_quotes(example: Example, tmp_path
     done = _run_script(example, tmp_path)
     output = done.stdout + "\n" + done.stderr
     assert done.returncode == 0, f"{example.id} exited {done.returncode}:\n{output[-3000:]}"
-    printed = _normal(output)
+    printed = _lines(output)
     missing = [ln for ln in example.expected if _normal(ln) not in printed]
-    assert not missing, f"{example.id}: not in the output: {missing}\n--- output ---\n{output}"
+    assert not missing, (
+        f"{example.id}: not a whole line of the output: {missing}\n--- output ---\n{output}"
+    )
 
 
 def test_no_command_escapes_the_examples() -> None:
@@ -167,8 +176,10 @@ def test_an_edited_figure_is_caught(tmp_path: Path) -> None:
     in what its command prints."""
     example = next(e for e in EXAMPLES if any(re.search(r"\d", ln) for ln in e.expected))
     done = _run_script(example, tmp_path)
-    printed = _normal(done.stdout + "\n" + done.stderr)
+    printed = _lines(done.stdout + "\n" + done.stderr)
     line = next(ln for ln in example.expected if re.search(r"\d", ln))
     assert _normal(line) in printed
     edited = re.sub(r"\d", lambda m: str((int(m.group()) + 1) % 10), line, count=1)
     assert _normal(edited) not in printed
+    fragment = " ".join(_normal(line).split()[1:])  # the line without its first word
+    assert fragment not in printed  # a fragment of a line is not a quote of it
