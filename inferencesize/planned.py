@@ -144,7 +144,8 @@ class ClosedLoad:
                 break
             lo, hi = int(ks[at - 1]), int(ks[at])
         n = loads[at : at + 1]
-        op = operating_points(self.res, self.isl, self.osl, n, n, "inflight", select(arrays, [at]))
+        chosen = select(arrays, [at])
+        op = operating_points(self.res, self.isl, self.osl, n, cap, "inflight", chosen, False)
         return _at_rate(op[0], rate)  # within 1/LOAD_STEPS of a client: the rate exactly
 
 
