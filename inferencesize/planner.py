@@ -65,6 +65,7 @@ from inferencesize.outcomes import fmt_seconds as fmt_seconds
 from inferencesize.packing import RATE_SLACK, instances_for
 from inferencesize.packing import pack_servers as pack_servers
 from inferencesize.parallelism import Parallelism, enumerate_splits, split_problem
+from inferencesize.planned import ClosedLoad, OpenLoad, UnlimitedOpenLoad, open_loop_op
 from inferencesize.serving import InflightArrays, OperatingPoint, inflight_arrays, select
 from inferencesize.sharing import Share, shares_for, whole_gpus
 from inferencesize.specs import GpuSpec, ModelSpec, SystemSpec
@@ -185,13 +186,23 @@ class HardwareOption:
 @dataclass(frozen=True)
 class FixedCapacity:
     """A candidate's capacity that does not depend on how many instances share the peak
-    (closed-loop clients, static batches): its operating point and binding limit."""
+    (closed-loop clients, static batches): its operating point and binding limit, and how one
+    instance is loaded below it (``load``; None: taken at the capacity point)."""
 
     point: OperatingPoint
     binding: Binding
+    load: ClosedLoad | UnlimitedOpenLoad | None = None
 
     def at(self, n: int, peak_rps: float) -> tuple[OperatingPoint, Binding]:
         return self.point, self.binding
+
+    def planned(self, n: int, peak_rps: float) -> OperatingPoint:
+        """One of ``n`` instances serving ``peak_rps`` at peak / n (:mod:`inferencesize.planned`)."""
+        if isinstance(self.load, ClosedLoad):
+            return self.load.at(n, peak_rps, self.point)
+        if self.load is not None:
+            return self.load.at(n, peak_rps)
+        return self.point
 
     def rate_at(self, n: int, peak_rps: float) -> float:
         """Requests/s one instance serves."""
@@ -232,8 +243,15 @@ class Plan:
 
     @property
     def point(self) -> OperatingPoint:
-        """One instance at the most it serves within the limits."""
+        """One instance at the most it serves within the limits (its capacity)."""
         return self._at_capacity[0]
+
+    @cached_property
+    def planned(self) -> OperatingPoint:
+        """One instance at the planned load: the peak split over the instances (open loop,
+        with the arrivals they see behind the router; closed loop, the least load serving
+        it). What its users see at the peak; never more latency than :attr:`point`."""
+        return self.capacity.planned(self.instances, self.peak_rps)
 
     @property
     def binding(self) -> Binding:
@@ -691,25 +709,13 @@ class OpenLoopSizing:
             binding = max(ratios)[1]
         return op, binding
 
+    def planned(self, n: int, peak_rps: float) -> OperatingPoint:
+        """One of ``n`` instances at the planned load, peak / n, with the arrivals ``n``
+        instances see behind the router."""
+        return OpenLoad(self.search, self.osl).at(n, peak_rps)
 
-def _open_loop_op(pt: Any, rate: float, osl: float) -> OperatingPoint:
-    """An open-loop point as the planner's operating point."""
-    return OperatingPoint(
-        concurrency=pt.in_flight,
-        in_flight=pt.in_flight,
-        ttft_s=pt.ttft_s,
-        itl_s=pt.itl_s,
-        e2e_s=pt.e2e_s,
-        requests_per_s=rate,
-        output_tokens_per_s=rate * osl,
-        queue_wait_s=pt.kv_wait_s,
-        prefill_wait_s=pt.ttft_wait_s,
-        prefill_bound=None,
-        decode_bound=None,
-        ttft_q=pt.ttft_q,  # computed when first read (a record that prints them)
-        itl_q=pt.itl_q,
-        e2e_q=pt.e2e_q,
-    )
+
+_open_loop_op = open_loop_op
 
 
 def _at_statistic(pt: Any, name: Metric, statistic: str) -> float:
@@ -784,10 +790,12 @@ def _plan_for(
     pricing: Pricing | None = None,
     instances: int | None = None,
     sizing: OpenLoopSizing | None = None,
+    load: ClosedLoad | UnlimitedOpenLoad | None = None,
 ) -> Plan:
     """``cand`` sized for ``peak``: at the rate of ``op`` (its capacity; ``instances`` when
     given), or open loop at the ``instances`` its ``sizing`` found (``op`` then None: the
-    capacity is found when first read)."""
+    capacity is found when first read). ``load``: how one instance is loaded below its
+    capacity (:attr:`Plan.planned`) where ``sizing`` does not say it."""
     per = cand.par.gpus
     capacity: FixedCapacity | OpenLoopSizing
     if sizing is not None:
@@ -795,7 +803,7 @@ def _plan_for(
         capacity = sizing
     else:
         assert op is not None
-        capacity = FixedCapacity(op, binding)
+        capacity = FixedCapacity(op, binding, load)
         if instances is None:
             instances = instances_for(peak, op.requests_per_s)
     gpus = whole_gpus(instances, cand.share, per)  # slices of a GPU round up to GPUs
@@ -994,11 +1002,13 @@ def plan(
                 searched[key] = found
         op, why, count, sizing = found
         if isinstance(why, str):
-            feasible.append(
-                _plan_for(
-                    cand, res, op, why, hw, peak_rps, isl, osl, pricing, count or None, sizing
-                )
-            )
+            load: ClosedLoad | UnlimitedOpenLoad | None = None
+            if not open_loop:
+                load = ClosedLoad(res, isl, osl, batching, _sizes(batch_sizes))
+            elif sizing is None:
+                load = UnlimitedOpenLoad(res, isl, osl, cv, str(router))
+            args = (cand, res, op, why, hw, peak_rps, isl, osl, pricing)
+            feasible.append(_plan_for(*args, count or None, sizing, load))
             return
         assert not isinstance(why, str)
         nearest = None
@@ -1113,6 +1123,10 @@ def plan(
     return PlanResult(chosen, alternatives, rejected, feasible, nearest, summary)
 
 
+def _sizes(batch_sizes: Sequence[int] | None) -> tuple[int, ...] | None:
+    return tuple(batch_sizes) if batch_sizes is not None else None
+
+
 def _shared(
     est: Estimator, model: ModelSpec, hw: HardwareOption, precisions: Sequence[str], seq: float
 ) -> list[Share]:
@@ -1169,7 +1183,8 @@ def at_peak(
     res = est.resolve(c, isl + osl)  # cached: the deployment the plan was made with
     hw = HardwareOption(c.gpu, c.system)
     if p.sizing is None:
-        return _plan_for(c, res, p.point, p.binding, hw, peak_rps, isl, osl, pricing)
+        load = p.capacity.load if isinstance(p.capacity, FixedCapacity) else None
+        return _plan_for(c, res, p.point, p.binding, hw, peak_rps, isl, osl, pricing, load=load)
     n = p.sizing.search.fewest(peak_rps)
     assert n is not None  # feasible at one peak: a request alone meets the limits
     return _plan_for(c, res, None, "memory", hw, peak_rps, isl, osl, pricing, n, p.sizing)

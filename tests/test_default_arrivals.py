@@ -89,7 +89,7 @@ def test_a_table_prints_the_stated_percentiles_and_the_record_holds_them_all() -
     assert {f"{m}_ms_p{q}" for m in ("ttft", "itl", "e2e") for q in (50, 90, 95, 99)} <= set(per)
     assert per["ttft_ms_p50"] <= per["ttft_ms_p99"] < per["e2e_ms_p50"]
     p95 = runner.invoke(app, ["plan", *question, "--latency-stat", "p95"]).stdout
-    assert "latency (p95)" in p95 and "latency (p99)" not in p95
+    assert "latency at peak (p95)" in p95 and "(p99)" not in p95
     # mean limits in a table: no percentile is computed, and the special functions that only
     # percentiles need are never imported
     code = (

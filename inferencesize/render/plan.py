@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from inferencesize import report
 from inferencesize.estimate import Estimator
 from inferencesize.outcomes import Rejected
+from inferencesize.planned import READING_ITL_S
 from inferencesize.planner import Plan, PlanResult
 from inferencesize.serving import OperatingPoint
 from inferencesize.sharing import Share
@@ -82,6 +83,34 @@ def point_record(op: OperatingPoint, only: Collection[float] | None = None) -> d
             if only is None or q in only:
                 out[f"{name}_ms_p{q * 100:g}"] = table[q] * 1e3
     return out
+
+
+def at_peak_record(p: Plan, only: Collection[float] | None = None) -> dict[str, Any]:
+    """One instance at the planned load (the peak over the instances): what users see at the
+    peak, beside ``per_instance`` (one instance at its capacity within the limits)."""
+    op = p.planned
+    return {**point_record(op, only), "output_tokens_per_s": op.output_tokens_per_s}
+
+
+def reading_note(spec: ScenarioSpec, p: Plan | None) -> str | None:
+    """One line when no ITL or E2E limit is stated (streaming) and the chosen plan's ITL at
+    the peak, at the question's ITL statistic, is slower than :data:`READING_ITL_S`: nothing
+    held the instances back from batching until each user reads slowly."""
+    if p is None or spec.mode != "streaming" or spec.itl_ms is not None or spec.e2e_ms is not None:
+        return None
+    op, stat = p.planned, spec.statistics[1]
+    q = statistic_fraction(stat) if stat != "mean" else None
+    itl_s = op.itl_q.get(q, op.itl_s) if q is not None else op.itl_s
+    e2e_s = op.e2e_q.get(q, op.e2e_s) if q is not None else op.e2e_s
+    if not itl_s > READING_ITL_S:
+        return None
+    shown = stat if q is not None and q in op.itl_q else "mean"
+    return (
+        f"note: no ITL or E2E limit is stated, and at the peak each user reads about "
+        f"{1.0 / itl_s:,.0f} tokens/s (ITL {shown} {itl_s * 1e3:,.0f} ms, E2E {shown} "
+        f"{e2e_s:,.1f} s); state an ITL limit (--itl-ms, or itl_ms: in the scenario) where "
+        "streaming speed matters"
+    )
 
 
 def rejected_record(r: Rejected) -> dict[str, Any]:
@@ -165,6 +194,7 @@ def plan_record(p: Plan, engine: str, only: Collection[float] | None = None) -> 
         "servers_are": "systems" if c.system else f"{p.gpus_per_node}-GPU nodes (assumed)",
         "multi_node": p.multi_node,
         "per_instance": {**point_record(op, only), "output_tokens_per_s": op.output_tokens_per_s},
+        "per_instance_at_peak": at_peak_record(p, only),
         "capacity_rps": p.capacity_rps,
         "headroom": p.headroom,
         "binding_constraint": p.binding,
@@ -314,6 +344,7 @@ def result_record(study: Study, result: PlanResult, percentiles: bool = True) ->
         "offline": offline_record(study.offline, chosen),
         "techniques": describe(study.estimator.techniques),
         "engine_choice": choice.record() if choice else None,
+        "notes": [n for n in (reading_note(s, chosen),) if n is not None],
     }
 
 

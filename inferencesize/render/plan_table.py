@@ -173,19 +173,56 @@ def _offline_rows(rec: dict[str, Any]) -> list[tuple[str, str]]:
 
 
 def _stated_latency(rec: dict[str, Any], op: dict[str, Any]) -> list[tuple[str, str]]:
-    """A row of the latencies at each percentile a limit is stated at (open loop)."""
-    rows = []
+    """Rows of one instance's latencies at the planned load: the means, then each percentile
+    a limit is stated at (open loop)."""
+    rows = [
+        (
+            "latency at peak (mean)",
+            f"TTFT {op['ttft_ms']:,.1f} ms · ITL {op['itl_ms']:,.2f} ms · E2E {op['e2e_ms']:,.0f} ms",
+        )
+    ]
     for stat in dict.fromkeys((rec.get("statistics") or {}).values()):
         if stat == "mean" or f"ttft_ms_{stat}" not in op:
             continue
         rows.append(
             (
-                f"latency ({stat})",
+                f"latency at peak ({stat})",
                 f"TTFT {op[f'ttft_ms_{stat}']:,.1f} ms · ITL {op[f'itl_ms_{stat}']:,.2f} ms · "
                 f"E2E {op[f'e2e_ms_{stat}']:,.0f} ms",
             )
         )
     return rows
+
+
+def at_statistic_ms(op: dict[str, Any], metric: str, stat: str) -> float:
+    """``metric`` ("ttft", "itl", "e2e") of a point record at ``stat`` (the mean where that
+    percentile is not in the record: a closed-loop point), ms."""
+    value = op.get(f"{metric}_ms_{stat}") if stat != "mean" else None
+    return float(op[f"{metric}_ms"] if value is None else value)
+
+
+def load_text(rec: dict[str, Any], p: dict[str, Any]) -> str:
+    """'16.667 req/s per instance (peak 50 ÷ 3 instances) · concurrency 49.22'."""
+    at, n = p["per_instance_at_peak"], p["instances"]
+    return (
+        f"{at['requests_per_s']:,.3f} req/s per instance (peak {rec['peak_rps']:,.4g} ÷ "
+        f"{n} instance{'' if n == 1 else 's'}) · concurrency "
+        f"{report.format_load(at['concurrency'])}"
+    )
+
+
+def capacity_text(rec: dict[str, Any], p: dict[str, Any]) -> str:
+    """One instance's capacity: the most it serves within the limits, its load there and the
+    binding limit's value there."""
+    op, binding = p["per_instance"], p["binding_constraint"]
+    text = (
+        f"{op['requests_per_s']:,.3f} req/s within the limits · concurrency "
+        f"{report.format_load(op['concurrency'])}"
+    )
+    if binding in ("ttft", "itl", "e2e"):
+        stat = (rec.get("statistics") or {}).get(binding, "mean")
+        text += f" · {binding.upper()} {stat} {at_statistic_ms(op, binding, stat):,.1f} ms there"
+    return text
 
 
 def fleet_text(p: dict[str, Any]) -> str:
@@ -266,7 +303,6 @@ def cost_text(p: dict[str, Any]) -> str:
 def plan_table(rec: dict[str, Any]) -> Any:
     """The chosen plan as key/value rows."""
     p = rec["plan"]
-    op = p["per_instance"]
     pairs: list[tuple[str, Any]] = [
         ("plan", fleet_text(p)),
         (
@@ -277,17 +313,10 @@ def plan_table(rec: dict[str, Any]) -> Any:
         ),
         ("binding constraint", limit_text(rec, p["binding_constraint"])),
         *([("techniques", techniques_text(rec["techniques"]))] if rec.get("techniques") else []),
-        (
-            "operating point",
-            f"concurrency {report.format_load(op['concurrency'])} · "
-            f"{op['requests_per_s']:,.3f} req/s per instance",
-        ),
-        (
-            "latency (mean)",
-            f"TTFT {op['ttft_ms']:,.1f} ms · ITL {op['itl_ms']:,.2f} ms · E2E {op['e2e_ms']:,.0f} ms",
-        ),
-        *_stated_latency(rec, op),
+        ("load at peak", load_text(rec, p)),
+        *_stated_latency(rec, p["per_instance_at_peak"]),
         *_offline_rows(rec),
+        ("capacity per instance", capacity_text(rec, p)),
         (
             "capacity",
             f"{p['capacity_rps']:,.1f} req/s · headroom {p['headroom']:+.1%} at "
@@ -302,25 +331,37 @@ def plan_table(rec: dict[str, Any]) -> Any:
 
 
 def alternatives_table(rec: dict[str, Any]) -> Any:
+    """Each alternative at the planned load (peak ÷ its instances): its load and latencies
+    there at the question's statistics; the headroom is its capacity over the peak."""
+    stats = rec.get("statistics") or {}
+    ttft, itl = stats.get("ttft", "mean"), stats.get("itl", "mean")
     rows = [
         [
             f"{a['hardware']} {a['precision']} {split_text(a)}",
             a["servers"],
             a["gpus"],
             a["instances"],
-            report.format_load(a["per_instance"]["concurrency"]),
-            f"{a['per_instance']['requests_per_s']:,.2f}",
-            f"{a['per_instance']['ttft_ms']:,.0f}",
-            f"{a['per_instance']['itl_ms']:,.1f}",
+            report.format_load(a["per_instance_at_peak"]["concurrency"]),
+            f"{a['per_instance_at_peak']['requests_per_s']:,.2f}",
+            f"{at_statistic_ms(a['per_instance_at_peak'], 'ttft', ttft):,.0f}",
+            f"{at_statistic_ms(a['per_instance_at_peak'], 'itl', itl):,.1f}",
             f"{a['headroom']:+.0%}",
             a["binding_constraint"],
             "unpriced" if a["cost_per_hour_usd"] is None else f"{a['cost_per_hour_usd']:,.0f}",
         ]
         for a in rec["alternatives"]
     ]
-    columns = ["candidate", "servers", "GPUs", "inst.", "conc.", "req/s/inst", "TTFT ms"]
-    columns += ["ITL ms", "headroom", "binding", "$/h"]
-    return report.table("alternatives", columns, rows)
+    columns = ["candidate", "servers", "GPUs", "inst.", "conc.", "req/s/inst"]
+    columns += [f"TTFT {_stat_word(rec, ttft)}ms", f"ITL {_stat_word(rec, itl)}ms"]
+    columns += ["headroom", "binding", "$/h"]
+    return report.table("alternatives (at the peak load)", columns, rows)
+
+
+def _stat_word(rec: dict[str, Any], stat: str) -> str:
+    """'p95 ' where the alternatives show a percentile (open loop), '' for the mean."""
+    alts = rec.get("alternatives") or []
+    shown = stat != "mean" and alts and f"ttft_ms_{stat}" in alts[0]["per_instance_at_peak"]
+    return f"{stat} " if shown else ""
 
 
 def rejected_table(title_text: str, rejected: list[dict[str, Any]]) -> Any:
@@ -344,6 +385,7 @@ def search_lines(rec: dict[str, Any]) -> list[str]:
     if rec.get("unranked"):
         what = "price" if rec.get("objective") == "cost" else "power"
         lines.append(f"ranked last, no {what} in the catalog: {', '.join(rec['unranked'])}")
+    lines.extend(rec.get("notes") or [])
     return lines
 
 
