@@ -38,7 +38,7 @@ from inferencesize.catalog import (
 )
 from inferencesize.demand import PEAK_FIELDS, PeakError, hourly_profile, peak_of
 from inferencesize.deployment import default_kv_precision
-from inferencesize.economics import Pricing
+from inferencesize.economics import Budget, Pricing
 from inferencesize.engines import engine_efficiency
 from inferencesize.errors import CatalogError, InputError, UnknownIdError
 from inferencesize.estimate import Candidate, Estimator
@@ -458,12 +458,13 @@ class Study:
         return self.efficiency.engine
 
     # ---- the answers
-    def plan(self, top: int = 3) -> PlanResult:
+    def plan(self, top: int = 3, budget: Budget | None = None) -> PlanResult:
         """Aggregated sizing of a single-model scenario at its peak: the chosen plan and
-        ``top`` alternatives (open loop: candidates that cannot beat them are pruned)."""
+        ``top`` alternatives (open loop: candidates that cannot beat them are pruned); with
+        ``budget``, the chosen plan is the best within it where one exists (``check``)."""
         return plan_scenario(
             self.catalog, self.spec, self.peak_rps, self.estimator, top=top, prune=True,
-            **self.options,
+            budget=budget, **self.options,
         )  # fmt: skip
 
     def disaggregated(self, aggregated: PlanResult) -> Comparison | None:

@@ -302,8 +302,7 @@ def alternatives_table(rec: dict[str, Any]) -> Any:
     rows = [
         [
             f"{a['hardware']} {a['precision']} {split_text(a)}",
-            a["servers"],
-            a["gpus"],
+            *paid_cells(a),
             a["instances"],
             report.format_load(a["per_instance"]["concurrency"]),
             f"{a['per_instance']['requests_per_s']:,.2f}",
@@ -312,12 +311,23 @@ def alternatives_table(rec: dict[str, Any]) -> Any:
             f"{a['headroom']:+.0%}",
             a["binding_constraint"],
             "unpriced" if a["cost_per_hour_usd"] is None else f"{a['cost_per_hour_usd']:,.0f}",
+            "—" if a["power_kw"] is None else f"{a['power_kw']:,.1f}",
         ]
         for a in rec["alternatives"]
     ]
     columns = ["candidate", "servers", "GPUs", "inst.", "conc.", "req/s/inst", "TTFT ms"]
-    columns += ["ITL ms", "headroom", "binding", "$/h"]
-    return report.table("alternatives", columns, rows)
+    columns += ["ITL ms", "headroom", "binding", "$/h", "kW"]
+    return report.table("alternatives (the best on each other hardware first)", columns, rows)
+
+
+def paid_cells(p: dict[str, Any]) -> tuple[str, str]:
+    """Servers and GPUs a plan pays for (whole units), with the GPUs used when fewer:
+    ("18", "3 of 72") for three GPUs of a GB200 NVL72 rack."""
+    e = p["economics"] or {}
+    servers = e.get("servers_paid") or p["servers"]
+    paid = e.get("gpus_paid") or p["gpus"]
+    gpus = f"{p['gpus']:,} of {paid:,}" if paid != p["gpus"] else f"{paid:,}"
+    return f"{servers:,}", gpus
 
 
 def rejected_table(title_text: str, rejected: list[dict[str, Any]]) -> Any:
