@@ -611,11 +611,16 @@ class Study:
         )
 
     def rate_curves(self, result: PlanResult, max_curves: int = 6) -> list[LabelledCurve]:
-        """Req/s per instance against TTFT of the chosen plan and the next-ranked candidates on
-        its hardware, over concurrency 1 … max(3 × the chosen concurrency, 16) (capped at the
-        KV capacity); the chosen one first."""
-        from inferencesize.frontier import concurrency_grid, curve
-        from inferencesize.plotting import LabelledCurve
+        """Req/s per instance against latency of the chosen plan and the next-ranked
+        candidates on its hardware (the chosen one first), under the plan's own traffic
+        model: closed loop over concurrency 1 … max(3 × the chosen concurrency, 16) (capped at
+        the KV capacity) with mean latencies; open loop (:func:`inferencesize.frontier.
+        fleet_curve`, at most 3 curves) over request rates with the arrivals of the plan's
+        fleet behind its router, latencies at the limits' statistics. Each curve passes
+        through its plan's operating point (marked on the chosen one, with its planned load,
+        peak ÷ instances, when open loop)."""
+        from inferencesize.frontier import concurrency_grid, curve, fleet_curve
+        from inferencesize.plotting import LabelledCurve, mark
 
         chosen = result.chosen
         if chosen is None:
@@ -624,12 +629,25 @@ class Study:
         plans = [chosen] + [
             p for p in result.feasible if p is not chosen and p.candidate.hardware_id == hw
         ]
+        if chosen.sizing is not None:
+            max_curves = min(max_curves, 3)  # a dozen open-loop points each
         curves = []
         for p in plans[:max_curves]:
-            res = self.estimator.resolve(p.candidate, self.isl + self.osl)
-            top = min(res.max_concurrency, max(math.ceil(3 * p.point.concurrency), 16))
-            c = curve(res, self.isl, self.osl, self.spec.batching, concurrency_grid(top))
-            curves.append(LabelledCurve(p.candidate.label(), c, p is chosen))
+            op = p.point
+            planned = p.peak_rps / p.instances
+            if p.sizing is not None:
+                c = fleet_curve(p.sizing, p.instances, [op.requests_per_s, planned])
+            else:
+                res = self.estimator.resolve(p.candidate, self.isl + self.osl)
+                top = min(res.max_concurrency, max(math.ceil(3 * op.concurrency), 16))
+                grid = sorted({*concurrency_grid(top).tolist(), op.concurrency})
+                c = curve(res, self.isl, self.osl, self.spec.batching, grid)
+            marks = []
+            if p is chosen:
+                marks.append(mark(c, op.requests_per_s, "capacity of one instance"))
+                if p.sizing is not None and planned < op.requests_per_s:
+                    marks.append(mark(c, planned, "planned load (peak ÷ instances)"))
+            curves.append(LabelledCurve(p.candidate.label(), c, p is chosen, tuple(marks)))
         return curves
 
     def frontier(self, max_concurrency: int | None = None) -> Frontier:
