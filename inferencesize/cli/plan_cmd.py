@@ -284,7 +284,14 @@ def check_command(
     if fmt != "text":
         held = None
         if totals is not None:  # what the plan held to the budget pays for
-            held = {"plan": summary, **{k.removeprefix("max_"): v for k, v in totals.items()}}
+            gpus_paid, servers_paid = totals["max_gpus"], totals["max_servers"]
+            held = {
+                "plan": summary,
+                "gpus": int(gpus_paid) if gpus_paid is not None else None,
+                "servers": int(servers_paid) if servers_paid is not None else None,
+                "cost_per_hour_usd": totals["max_cost_per_hour_usd"],
+                "power_kw": totals["max_power_kw"],
+            }
         verdict = {
             "budget": limits,
             "within_budget": totals is not None and not over,
