@@ -182,3 +182,38 @@ def test_a_rack_plan_is_priced_and_powered_whole() -> None:
     assert p is not None and p.cost_per_hour_usd is not None
     assert p.cost_per_hour_usd == pytest.approx(72 * 10.0)  # 72 GPUs rented, not p.gpus
     assert p.power_watts == pytest.approx(18 * 6_670.0)
+
+
+@pytest.mark.parametrize(
+    "budget",
+    [
+        Budget(max_cost_per_hour_usd=200.0),  # the unpriced DGX B200 cannot be shown within
+        Budget(max_cost_per_hour_usd=60.0),  # no priced plan that cheap: none within
+        Budget(max_gpus=4),  # none within: the best plan, over it
+    ],
+)
+def test_pruned_search_holds_the_budget_as_the_exhaustive_one(budget: Budget) -> None:
+    """Within-budget first is monotone in the instance count (more instances never get back
+    within), so branch and bound finds the exhaustive search's best plan within the budget."""
+    c = _catalog()
+    args: tuple[Any, ...] = (
+        c.model("llama-3.1-70b"),
+        [c.hardware(h) for h in ("dgx-b200", "lambda-8x-h100", "aws-p5-48xlarge")],
+        ["fp8"],
+        1000,
+        500,
+        28.0,
+        Limits(ttft_s=1.0, itl_s=0.05),
+        _est(),
+    )
+    kw: dict[str, Any] = dict(arrivals="poisson", top=0)
+    free = plan(*args, prune=True, **kw)
+    pruned = plan(*args, prune=True, budget=budget, **kw)
+    full = plan(*args, prune=False, budget=budget, **kw)
+    assert free.chosen is not None and pruned.chosen is not None and full.chosen is not None
+    assert pruned.chosen.candidate.label() == full.chosen.candidate.label()
+    within = full.chosen.within(budget)
+    assert pruned.chosen.within(budget) == within
+    # the budget changes the answer exactly when the best plan is over it
+    moved = pruned.chosen.candidate.label() != free.chosen.candidate.label()
+    assert moved == (within and not free.chosen.within(budget))
