@@ -135,11 +135,14 @@ def save_rate_vs_latency(
     stats: tuple[str, str, str],
     title: str,
     inputs: Iterable[Input] = (),
+    ceiling: tuple[str, float] | None = None,
 ) -> None:
     """Requests/s per instance against latency for each candidate: one panel per limited
     metric (TTFT always), x its latency at its statistic (``stats``: TTFT, ITL, E2E, "mean"
     or "p95" …), every limit (``limits``: metric, statistic, seconds) a vertical line in its
-    panel, and the marks of each curve as stars on it."""
+    panel, the marks of each curve as stars on it (named in the legend), and ``ceiling``
+    (what caps the rate when no latency limit does: its name, requests/s) a horizontal
+    line."""
     check_plot_path(path, inputs=inputs)
     plt = pyplot()
     from matplotlib import ticker
@@ -179,6 +182,8 @@ def save_rate_vs_latency(
                     lw=1,
                     label=f"{name} limit ({statistic} ≤ {limit_s * 1e3:,.4g} ms)",
                 )
+        if ceiling is not None:
+            ax.axhline(ceiling[1], color="tab:orange", ls=":", lw=1, label=ceiling[0])
         ax.set_xscale("log")
         ax.xaxis.set_minor_formatter(ticker.NullFormatter())  # decades only: no overlap
         ax.set_xlabel(f"{stats[list(METRICS).index(metric)]} {name} (ms, log scale)")

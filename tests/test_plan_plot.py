@@ -77,7 +77,7 @@ def test_plan_plot_draws_a_panel_per_limit(tmp_path: Path, monkeypatch: Any) -> 
     draw = plotting.save_rate_vs_latency
 
     def spy(path: Path, curves: Any, limits: Any, stats: Any, title: str, **kw: Any) -> None:
-        seen.update(limits=list(limits), stats=stats, title=title)
+        seen.update(limits=list(limits), stats=stats, title=title, ceiling=kw.get("ceiling"))
         draw(path, curves, limits, stats, title, **kw)
 
     monkeypatch.setattr("inferencesize.cli.plan_extras.save_rate_vs_latency", spy)
@@ -95,3 +95,10 @@ def test_plan_plot_draws_a_panel_per_limit(tmp_path: Path, monkeypatch: Any) -> 
     ]
     assert seen["stats"] == ("p99", "p99", "p99")
     assert "open loop" in seen["title"]
+    # no latency limit binds within 1 %: the sustainable rate caps it, and is drawn above
+    # the chosen point
+    if "binding memory" in seen["title"]:
+        name, rate = seen["ceiling"]
+        assert name.startswith("sustainable rate") and rate > 50.0 / 3
+    else:
+        assert seen["ceiling"] is None

@@ -46,6 +46,14 @@ def draw_plan(path: Path, study: Study, result: Any, inputs: list[Input]) -> Non
     open_loop = chosen.sizing is not None
     stats = limits.stats if open_loop else ("mean", "mean", "mean")
     traffic = f"open loop, {s.router} router" if open_loop else "closed-loop clients"
+    ceiling = None
+    if chosen.binding == "memory":  # no latency limit binds: what caps one instance
+        if chosen.sizing is not None:  # the rate it cannot keep up with, λ_max
+            top = chosen.sizing.search.top_rps
+            ceiling = (f"sustainable rate (λ_max): {top:.3g} req/s per instance", top)
+        else:  # the load the KV cache holds
+            rate = chosen.point.requests_per_s
+            ceiling = (f"KV-cache capacity: {rate:.3g} req/s per instance", rate)
     save_rate_vs_latency(
         path,
         study.rate_curves(result),
@@ -55,5 +63,6 @@ def draw_plan(path: Path, study: Study, result: Any, inputs: list[Input]) -> Non
         f"{chosen.candidate.hardware_id} × {chosen.instances} instances · binding"
         f" {chosen.binding}",
         inputs=inputs,
+        ceiling=ceiling,
     )
     sys.stderr.write(f"wrote {path}\n")
