@@ -49,7 +49,13 @@ from inferencesize.deployment import (
     default_kv_precision,
     links,
 )
-from inferencesize.economics import fleet_it_watts, fleet_of, sales_unit, server_power
+from inferencesize.economics import (
+    fleet_it_watts,
+    fleet_of,
+    objective_key,
+    sales_unit,
+    server_power,
+)
 from inferencesize.estimate import Candidate, Estimator, Resolved
 from inferencesize.latency import Deployment, per_token_decode_s, prefill
 from inferencesize.packing import instances_for, pack_servers
@@ -113,14 +119,24 @@ class PoolPlan:
     power_watts: float | None
     cost_per_hour_usd: float | None
     efficiency_source: str
+    servers_paid: int = 0  # nodes of the whole units paid for (economics.Fleet)
+    gpus_paid: int = 0
 
     def label(self) -> str:
         cp = f" cp{self.cp}" if self.cp > 1 else ""
         return self.candidate.label() + cp
 
-    def sort_key(self) -> tuple[float, float, float, str]:
-        cost = self.cost_per_hour_usd if self.cost_per_hour_usd is not None else math.inf
-        return (self.servers, self.gpus, cost, self.label())
+    def sort_key(self) -> tuple[Any, ...]:
+        """What is paid for, as aggregated plans rank (:func:`economics.objective_key`)."""
+        key = objective_key(
+            "servers",
+            self.servers_paid,
+            self.gpus_paid,
+            self.cost_per_hour_usd,
+            self.power_watts,
+            self.gpus,
+        )
+        return (*key, self.label())
 
 
 @dataclass(frozen=True)
@@ -149,6 +165,14 @@ class DisaggPlan:
     @property
     def servers(self) -> int:
         return self.prefill.servers + self.decode.servers
+
+    @property
+    def servers_paid(self) -> int:
+        return self.prefill.servers_paid + self.decode.servers_paid
+
+    @property
+    def gpus_paid(self) -> int:
+        return self.prefill.gpus_paid + self.decode.gpus_paid
 
     @property
     def cost_per_hour_usd(self) -> float | None:
@@ -183,8 +207,8 @@ class Comparison:
 
     @property
     def better(self) -> str | None:
-        """'disaggregated' or 'aggregated' (fewer servers, then GPUs, then cost); None if
-        neither is feasible."""
+        """'disaggregated' or 'aggregated' (what is paid for: fewer servers, then GPUs, then
+        cost, then power); None if neither is feasible."""
         d, a = self.disaggregated.chosen, self.aggregated.chosen
         if d is None or a is None:
             return (
@@ -192,8 +216,10 @@ class Comparison:
                 if d is None and a is None
                 else ("aggregated" if d is None else "disaggregated")
             )
-        dk = (d.servers, d.gpus, d.cost_per_hour_usd or math.inf)
-        ak = (a.servers, a.gpus, a.cost_per_hour_usd or math.inf)
+        dk = _rank(d)
+        ak = objective_key(
+            "servers", a.servers_paid, a.gpus_paid, a.cost_per_hour_usd, a.power_watts, a.gpus
+        )
         return "disaggregated" if dk < ak else "aggregated"
 
 
@@ -437,6 +463,8 @@ def _pool_plan(
         power_watts=power,
         cost_per_hour_usd=price * fleet.gpus_paid if price is not None else None,
         efficiency_source=res.efficiency_source,
+        servers_paid=fleet.nodes_paid,
+        gpus_paid=fleet.gpus_paid,
     )
 
 
@@ -675,9 +703,11 @@ def plan_disaggregated(
     return DisaggResult(best, rejected)
 
 
-def _rank(p: DisaggPlan) -> tuple[float, float, float]:
-    cost = p.cost_per_hour_usd
-    return (p.servers, p.gpus, cost if cost is not None else math.inf)
+def _rank(p: DisaggPlan) -> tuple[float, ...]:
+    """What both pools pay for, as aggregated plans rank (:func:`economics.objective_key`)."""
+    return objective_key(
+        "servers", p.servers_paid, p.gpus_paid, p.cost_per_hour_usd, p.power_watts, p.gpus
+    )
 
 
 def _why(rejected: list[Rejected], role: str) -> str:

@@ -41,6 +41,10 @@ figure); the blended figure divides the whole cost by input + output tokens. All
 full capacity (every instance at its operating point) with the whole fleet paid for, idle GPUs
 and spares included; at lower load each token costs more (see :mod:`inferencesize.daily`).
 
+**Ranking and budgets** count what is paid for (:func:`objective_key`, :class:`Budget`): the
+servers (nodes) and GPUs of the whole units, their cost per hour and wall power — never the
+GPUs an instance happens to run on, so three GPUs of an NVL72 rack weigh as the 72-GPU rack.
+
 Defaults when the user gives nothing (assumptions, not data): 4 years of amortisation,
 0.10 USD/kWh, PUE 1.3. Pure: no I/O.
 """
@@ -396,19 +400,64 @@ def token_economics(
 
 
 def objective_key(
-    objective: Objective, servers: int, gpus: int, cost: float | None, watts: float | None
-) -> tuple[float, float, float, float]:
-    """Sort key for a plan under ``objective``; unknown cost or power sort last."""
+    objective: Objective,
+    servers_paid: int,
+    gpus_paid: int,
+    cost: float | None,
+    watts: float | None,
+    gpus_used: int = 0,
+) -> tuple[float, float, float, float, float]:
+    """Sort key for a plan under ``objective``, on what is paid for: the servers (nodes) and
+    GPUs of the whole units bought or rented (a GB200 NVL72 rack: 18 trays, 72 GPUs, however
+    few run an instance), their cost per hour and wall power; unknown cost or power sort last.
+    Ties on everything paid go to fewer GPUs used (more left free on the same units)."""
     inf = float("inf")
     usd = cost if cost is not None else inf
     w = watts if watts is not None else inf
     if objective == "gpus":
-        return (gpus, servers, usd, 0.0)
+        return (gpus_paid, servers_paid, usd, w, gpus_used)
     if objective == "cost":
-        return (usd, servers, gpus, w)
+        return (usd, servers_paid, gpus_paid, w, gpus_used)
     if objective == "power":
-        return (w, servers, gpus, usd)
-    return (servers, gpus, usd, 0.0)
+        return (w, servers_paid, gpus_paid, usd, gpus_used)
+    return (servers_paid, gpus_paid, usd, w, gpus_used)
+
+
+BudgetKey = Literal["max_gpus", "max_servers", "max_cost_per_hour_usd", "max_power_kw"]
+
+
+@dataclass(frozen=True)
+class Budget:
+    """Caps on what a plan pays for (None: no cap): GPUs and servers (nodes) of the whole units
+    paid, cost per hour, wall power in watts. ``check`` holds the plan to them."""
+
+    max_gpus: int | None = None
+    max_servers: int | None = None
+    max_cost_per_hour_usd: float | None = None
+    max_power_w: float | None = None
+
+    def overruns(
+        self, servers_paid: int, gpus_paid: int, cost: float | None, watts: float | None
+    ) -> list[tuple[BudgetKey, float | None, float]]:
+        """Each cap a plan breaks, as (key, its figure, the cap); a figure that is unknown
+        (None: no price or power) under a cap breaks it (it cannot be shown within)."""
+        caps: list[tuple[BudgetKey, float | None, float | None]] = [
+            ("max_gpus", float(gpus_paid), self.max_gpus),
+            ("max_servers", float(servers_paid), self.max_servers),
+            ("max_cost_per_hour_usd", cost, self.max_cost_per_hour_usd),
+            ("max_power_kw", watts, self.max_power_w),
+        ]
+        return [
+            (key, have, cap)
+            for key, have, cap in caps
+            if cap is not None and (have is None or have > cap)
+        ]
+
+    def holds(
+        self, servers_paid: int, gpus_paid: int, cost: float | None, watts: float | None
+    ) -> bool:
+        """Whether a plan paying for these is within every cap."""
+        return not self.overruns(servers_paid, gpus_paid, cost, watts)
 
 
 @dataclass(frozen=True)

@@ -36,7 +36,7 @@ import numpy as np
 from inferencesize.deployment import default_kv_precision
 from inferencesize.estimate import Batching, Candidate, Estimator, Resolved
 from inferencesize.parallelism import valid_splits
-from inferencesize.planner import HardwareOption, Limits, Rejected, unrunnable
+from inferencesize.planner import HardwareOption, Limits, OpenLoopSizing, Rejected, unrunnable
 from inferencesize.serving import inflight_arrays, points
 from inferencesize.specs import GpuSpec, ModelSpec, SystemSpec
 from inferencesize.units import statistic_fraction
@@ -118,6 +118,31 @@ def open_loop_curve(
             cols[metric].append(pt.statistic(metric, stat))  # type: ignore[arg-type]
     arr = {k: np.asarray(v, dtype=float) for k, v in cols.items()}
     return Curve(arr["n"], arr["ttft"], arr["itl"], arr["e2e"], arr["x"])
+
+
+def fleet_curve(
+    sizing: OpenLoopSizing,
+    instances: int,
+    rates_rps: Sequence[float] = (),
+    shares: Sequence[float] = RATE_SHARES,
+) -> Curve:
+    """Open loop, under the plan's own traffic model: one of ``instances`` instances behind
+    the plan's router (the arrivals that many instances see, as the plan sized it), at
+    ``shares`` of its sustainable rate and at ``rates_rps`` (a plan's own points, so that
+    they lie on the curve), ascending. Latencies at the limits' statistics, ``concurrency``
+    the mean requests in flight (seconds, requests/s)."""
+    search = sizing.search.search(instances)
+    top = search.top_rps
+    rates = sorted({share * top for share in shares} | {r for r in rates_rps if 0 < r < top})
+    stats = sizing.limits.stats
+    cols: dict[str, list[float]] = {k: [] for k in ("n", "ttft", "itl", "e2e")}
+    for rate in rates:
+        pt = search.full_point(rate)
+        cols["n"].append(pt.in_flight)
+        for metric, stat in zip(("ttft", "itl", "e2e"), stats, strict=True):
+            cols[metric].append(pt.statistic(metric, stat))  # type: ignore[arg-type]
+    arr = {k: np.asarray(v, dtype=float) for k, v in cols.items()}
+    return Curve(arr["n"], arr["ttft"], arr["itl"], arr["e2e"], np.asarray(rates, dtype=float))
 
 
 def curve(res: Resolved, isl: float, osl: float, batching: Batching, concurrency: Any) -> Curve:

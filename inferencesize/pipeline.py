@@ -94,6 +94,19 @@ class PipelineResult:
         return None if total is None else int(total)
 
     @property
+    def servers_paid(self) -> int | None:
+        """Servers (nodes) of the whole units every stage pays for."""
+        paid = [float(s.chosen.servers_paid) if s.chosen else None for s in self.stages]
+        total = self._sum(paid)
+        return None if total is None else int(total)
+
+    @property
+    def gpus_paid(self) -> int | None:
+        """GPUs of the whole units every stage pays for."""
+        total = self._sum([float(s.chosen.gpus_paid) if s.chosen else None for s in self.stages])
+        return None if total is None else int(total)
+
+    @property
     def cost_per_hour_usd(self) -> float | None:
         return self._sum([s.chosen.cost_per_hour_usd if s.chosen else None for s in self.stages])
 

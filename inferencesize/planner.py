@@ -16,8 +16,12 @@ law: N / E2E) is usually highest at N*, not always (:func:`search_point`): the h
   system) is packed onto nodes of :data:`BARE_GPU_NODE` (8) GPUs, so ``servers`` then counts
   8-GPU nodes. Instances larger than a node (multi-node) are only considered when no
   single-node split works; each then takes ``ceil(gpus_per_instance / gpus_per_node)`` nodes;
-* candidates are ranked by servers, then GPUs, then cost per hour (or, with another
-  ``objective``, by GPUs, cost per hour or power first).
+* candidates are ranked on what is paid for, the whole units bought or rented
+  (:mod:`inferencesize.economics`: a GB200 NVL72 rack is 18 trays and 72 GPUs however few
+  run an instance): servers, then GPUs, then cost per hour, then wall power (or, with another
+  ``objective``, by GPUs, cost per hour or power first), then fewer GPUs used; with a budget
+  (``check``), plans within it first. The alternatives shown are the best plan of each other
+  hardware option, then variants (:func:`alternatives`).
 
 Limits: streaming mode checks every given limit (TTFT, ITL, E2E); sequential mode only E2E
 (the whole answer is what counts). Pure: no I/O, no printing.
@@ -35,6 +39,8 @@ import numpy as np
 
 from inferencesize.deployment import BARE_GPU_NODE, default_kv_precision
 from inferencesize.economics import (
+    Budget,
+    Fleet,
     Objective,
     PlanEconomics,
     Pricing,
@@ -235,6 +241,7 @@ class Plan:
     osl: float
     pricing: Pricing = field(compare=False, repr=False)
     prefill_one_s: float  # one prompt alone: the input share of GPU time
+    fleet: Fleet = field(compare=False, repr=False)  # the whole units paid for
     trust: str = "datasheet"  # how far its efficiencies were measured (estimate.Resolved)
 
     @cached_property
@@ -300,35 +307,90 @@ class Plan:
         whole-GPU instances ranks first (simpler to run); 0 otherwise."""
         return int(self.candidate.share is not None)
 
-    def prefix(self, objective: Objective = "servers") -> tuple[float, ...]:
-        """What ranks it before any tie-break: servers, GPUs, cost per hour, power in
-        ``objective``'s order (unknown cost or power last), then whole-GPU instances before
-        shared ones (simpler to run)."""
-        key = objective_key(
-            objective, self.servers, self.gpus, self.cost_per_hour_usd, self.power_watts
-        )
-        return (*key, self.shared)
+    @property
+    def gpus_paid(self) -> int:
+        """GPUs of the whole units bought or rented (a GB200 NVL72 rack: 72)."""
+        return self.fleet.gpus_paid
 
-    def sort_key(self, objective: Objective = "servers") -> tuple[Any, ...]:
+    @property
+    def servers_paid(self) -> int:
+        """Servers (nodes) of the whole units bought or rented (a GB200 NVL72 rack: 18 trays),
+        spares included."""
+        return self.fleet.nodes_paid
+
+    def within(self, budget: Budget | None) -> bool:
+        """Whether what it pays for is within ``budget`` (None: no budget)."""
+        return budget is None or budget.holds(
+            self.servers_paid, self.gpus_paid, self.cost_per_hour_usd, self.power_watts
+        )
+
+    def prefix(
+        self, objective: Objective = "servers", budget: Budget | None = None
+    ) -> tuple[float, ...]:
+        """What ranks it before any tie-break: within ``budget`` first (when one is held),
+        then what is paid for — servers, GPUs, cost per hour, power in ``objective``'s order
+        (:func:`inferencesize.economics.objective_key`; unknown cost or power last) — then
+        whole-GPU instances before shared ones (simpler to run). Non-decreasing in the
+        instance count (branch and bound relies on it)."""
+        key = objective_key(
+            objective,
+            self.servers_paid,
+            self.gpus_paid,
+            self.cost_per_hour_usd,
+            self.power_watts,
+            self.gpus,
+        )
+        return (float(not self.within(budget)), *key, self.shared)
+
+    def sort_key(
+        self, objective: Objective = "servers", budget: Budget | None = None
+    ) -> tuple[Any, ...]:
         """Its whole rank: :meth:`prefix`, then more headroom first, then its label."""
-        return (*self.prefix(objective), -self.headroom, self.candidate.label())
+        return (*self.prefix(objective, budget), -self.headroom, self.candidate.label())
 
 
 def rank(
-    plans: Sequence[Plan], objective: Objective = "servers", exact: int | None = None
+    plans: Sequence[Plan],
+    objective: Objective = "servers",
+    exact: int | None = None,
+    budget: Budget | None = None,
 ) -> list[Plan]:
     """``plans`` best first: by :meth:`Plan.sort_key` — the one ranking rule. A plan's
     headroom (open loop: one instance's capacity, a rate search) is worked out only where it
     breaks a tie, and with ``exact`` only for ties among the first ``exact`` places (those
-    shown); later ties keep the order of their labels."""
-    by_prefix = sorted(plans, key=lambda p: (*p.prefix(objective), p.candidate.label()))
+    shown) or holding the first plan of a hardware option (shown by :func:`alternatives`);
+    later ties keep the order of their labels."""
+
+    def prefix(p: Plan) -> tuple[float, ...]:
+        return p.prefix(objective, budget)
+
+    by_prefix = sorted(plans, key=lambda p: (*prefix(p), p.candidate.label()))
     out: list[Plan] = []
-    for _, tied in itertools.groupby(by_prefix, key=lambda p: p.prefix(objective)):
+    seen: set[str] = set()
+    for _, tied in itertools.groupby(by_prefix, key=prefix):
         group = list(tied)
-        if len(group) > 1 and (exact is None or len(out) < exact):
+        hardware = {p.candidate.hardware_id for p in group}
+        if len(group) > 1 and (exact is None or len(out) < exact or not hardware <= seen):
             group.sort(key=lambda p: (-p.headroom, p.candidate.label()))
         out.extend(group)
+        seen |= hardware
     return out
+
+
+def alternatives(ranked: Sequence[Plan], top: int) -> list[Plan]:
+    """The ``top`` plans shown after the chosen one (``ranked[0]``), so that they compare the
+    hardware asked about: the best plan of each other hardware option, in rank order, then
+    the other plans (variants of a hardware option already shown), in rank order."""
+    if top <= 0 or not ranked:
+        return []
+    seen = {ranked[0].candidate.hardware_id}
+    firsts: list[Plan] = []
+    variants: list[Plan] = []
+    for p in ranked[1:]:
+        hw = p.candidate.hardware_id
+        (variants if hw in seen else firsts).append(p)
+        seen.add(hw)
+    return (firsts + variants)[:top]
 
 
 @dataclass(frozen=True)
@@ -815,6 +877,7 @@ def _plan_for(
     assert res.deployment is not None
     # power and cost per hour depend on what is paid for, not on the throughput
     paid = _plan_economics(pricing, hw.gpu, hw.system, gpus, servers, node, peak, isl, osl, 0.0)
+    assert paid.fleet is not None
     return Plan(
         candidate=cand,
         peak_rps=peak,
@@ -832,6 +895,7 @@ def _plan_for(
         osl=osl,
         pricing=pricing,
         prefill_one_s=float(prefill(res.deployment, 1, isl).total_s),
+        fleet=paid.fleet,
         trust=res.trust,
     )
 
@@ -884,14 +948,18 @@ def plan(
     router: Router | str = DEFAULT_ROUTER,
     prune: bool = False,
     share_gpus: bool = False,
+    budget: Budget | None = None,
 ) -> PlanResult:
     """Size a deployment: every candidate, its best operating point, ranked plans.
 
     ``tps``/``pps``/``eps`` None means "auto" (every valid power of two), else the listed
     values. Splits with tp · pp above a node (multi-node) are tried only when no single-node
-    candidate is feasible. ``objective`` ranks feasible plans by servers (default), GPUs,
-    cost per hour or power (unknown cost/power last); ``pricing`` prices them
-    (:mod:`inferencesize.economics`). ``dps`` lists attention data-parallel degrees (None: 1
+    candidate is feasible. ``objective`` ranks feasible plans by what is paid for — servers,
+    GPUs (of whole units: a rack is all its trays), cost per hour or power first (unknown
+    cost/power last); ``pricing`` prices them (:mod:`inferencesize.economics`). With a
+    ``budget``, plans within it rank before every plan over it: the chosen plan is the best
+    within the budget when one exists (``check``). The alternatives (``top`` of them) are the
+    best plan of each other hardware option, then variants (:func:`alternatives`). ``dps`` lists attention data-parallel degrees (None: 1
     only); ``span_nvlink_domain`` lets the single-node pass use a rack's whole NVLink domain.
     ``batch_sizes`` restricts static batches to those sizes (:func:`search_point`).
     ``share_gpus`` also searches several TP-1 instances per GPU, on MIG slices or processes
@@ -911,7 +979,9 @@ def plan(
     below; candidates are searched in the order of that bound, and one whose bound cannot
     beat the ``1 + top`` best plans found so far is not searched (nor is any after it). One
     that could is first tested at the one rate per instance it would need
-    (:meth:`inferencesize.openloop.RateSearch.meets`): a miss there prunes it too. Either is
+    (:meth:`inferencesize.openloop.RateSearch.meets`): a miss there prunes it too. With
+    ``top`` > 0 a candidate is also kept while it could be the best plan of its hardware
+    option (each one's best is shown, :func:`alternatives`). Either is
     recorded as a rejection of kind :attr:`RejectKind.PRUNED` (:class:`Pruned`, with its
     bound), never dropped; the plans kept are the exhaustive search's, the same rates to the
     bit (the rate search's answer does not depend on the points it evaluated).
@@ -1038,7 +1108,7 @@ def plan(
     def sized(cand: Candidate, res: Resolved, hw: HardwareOption, n: int) -> tuple[float, ...]:
         """The ranking prefix (servers, GPUs, cost, power in ``objective``'s order) of
         ``cand`` at ``n`` instances."""
-        return placeholder(cand, res, hw, n).prefix(objective)[:-1]
+        return placeholder(cand, res, hw, n).prefix(objective, budget)[:-1]
 
     def prune_one(
         cand: Candidate, res: Resolved, hw: HardwareOption, basis: Any, rate: float, n: int
@@ -1079,8 +1149,15 @@ def plan(
             bounds.append((sized(cand, res, hw, fewest), order, cand, hw, res, cap, fewest, st))
         bounds.sort(key=lambda b: (b[0], b[1]))
         for low, _, cand, hw, res, cap, fewest, st in bounds:
-            best = sorted(p.prefix(objective)[:-1] for p in feasible)[:kept]
+            best = sorted(p.prefix(objective, budget)[:-1] for p in feasible)[:kept]
             bar = best[-1] if len(best) == kept else None
+            if bar is not None and top > 0:  # it may still be its hardware's best
+                own = [
+                    p.prefix(objective, budget)[:-1]
+                    for p in feasible
+                    if p.candidate.hardware_id == hw.id
+                ]
+                bar = max(bar, min(own)) if own else None
             if bar is not None and low > bar:
                 basis = "sustainable_rate" if cap >= st.max_rate_rps else "mean_limits"
                 prune_one(cand, res, hw, basis, cap, fewest)
@@ -1116,11 +1193,11 @@ def plan(
         rejected_by_kind=count_kinds(rejected),
         multi_node=multi_node,
     )
-    feasible = rank(feasible, objective, exact=1 + max(top, 0))
+    feasible = rank(feasible, objective, exact=1 + max(top, 0), budget=budget)
     chosen = feasible[0] if feasible else None
-    alternatives = feasible[1 : 1 + max(top, 0)]
+    shown = alternatives(feasible, top)
     nearest = None if chosen else _nearest_miss(rejected, limits)
-    return PlanResult(chosen, alternatives, rejected, feasible, nearest, summary)
+    return PlanResult(chosen, shown, rejected, feasible, nearest, summary)
 
 
 def _sizes(batch_sizes: Sequence[int] | None) -> tuple[int, ...] | None:

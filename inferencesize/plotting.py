@@ -94,52 +94,103 @@ def save_frontier(path: Path, fr: Frontier, title: str, inputs: Iterable[Input] 
 
 
 @dataclass(frozen=True)
+class Mark:
+    """A point of a curve to mark: what it is, its rate and its latencies (seconds)."""
+
+    label: str
+    requests_per_s: float
+    ttft_s: float
+    itl_s: float
+    e2e_s: float
+
+
+def mark(c: Curve, rate_rps: float, label: str) -> Mark:
+    """The point of ``c`` nearest ``rate_rps`` requests/s (a point it passes through)."""
+    i = int(np.argmin(np.abs(np.asarray(c.requests_per_s, dtype=float) - rate_rps)))
+    return Mark(
+        label,
+        float(c.requests_per_s[i]),
+        float(c.ttft_s[i]),
+        float(c.itl_s[i]),
+        float(c.e2e_s[i]),
+    )
+
+
+@dataclass(frozen=True)
 class LabelledCurve:
     label: str
     curve: Curve
     chosen: bool
+    marks: tuple[Mark, ...] = ()
 
 
-def save_rate_vs_ttft(
+#: The latency metrics a panel can show, by their names in curves and marks.
+METRICS = {"ttft": "TTFT", "itl": "ITL", "e2e": "E2E"}
+
+
+def save_rate_vs_latency(
     path: Path,
     curves: Sequence[LabelledCurve],
-    ttft_limit_s: float | None,
-    chosen: tuple[float, float, str] | None,
+    limits: Sequence[tuple[str, str, float]],
+    stats: tuple[str, str, str],
     title: str,
     inputs: Iterable[Input] = (),
+    ceiling: tuple[str, float] | None = None,
 ) -> None:
-    """Requests/s per instance against TTFT for each candidate, the TTFT limit as a vertical
-    line and the chosen operating point (ttft_s, requests/s, label) as a star."""
+    """Requests/s per instance against latency for each candidate: one panel per limited
+    metric (TTFT always), x its latency at its statistic (``stats``: TTFT, ITL, E2E, "mean"
+    or "p95" …), every limit (``limits``: metric, statistic, seconds) a vertical line in its
+    panel, the marks of each curve as stars on it (named in the legend), and ``ceiling``
+    (what caps the rate when no latency limit does: its name, requests/s) a horizontal
+    line."""
     check_plot_path(path, inputs=inputs)
     plt = pyplot()
-    fig, ax = plt.subplots(figsize=(8, 5.5), dpi=120)
-    for lc in curves:
-        ax.plot(
-            np.asarray(lc.curve.ttft_s) * 1e3,
-            lc.curve.requests_per_s,
-            lw=2.2 if lc.chosen else 1.0,
-            alpha=1.0 if lc.chosen else 0.6,
-            label=lc.label + (" (chosen)" if lc.chosen else ""),
-        )
-    if ttft_limit_s is not None:
-        ax.axvline(ttft_limit_s * 1e3, color="tab:red", ls="--", lw=1, label="TTFT limit")
-    if chosen is not None:
-        ttft_s, rate, label = chosen
-        ax.scatter([ttft_s * 1e3], [rate], s=120, marker="*", color="black", zorder=4)
-        ax.annotate(
-            label,
-            (ttft_s * 1e3, rate),
-            textcoords="offset points",
-            xytext=(-8, 8),
-            ha="right",
-            fontsize=7,
-        )
-    ax.set_xscale("log")
-    ax.set_xlabel("mean TTFT (ms, log scale)")
-    ax.set_ylabel("requests/s per instance")
-    ax.set_title(title, fontsize=9)
-    ax.grid(True, alpha=0.3, which="both")
-    ax.legend(fontsize=7, loc="upper left")
+    from matplotlib import ticker
+
+    limited = {metric for metric, _, _ in limits}
+    panels = [m for m in METRICS if m == "ttft" or m in limited]
+    width = 8 if len(panels) == 1 else 5 * len(panels)
+    fig, axes = plt.subplots(1, len(panels), figsize=(width, 5.5), dpi=120, squeeze=False)
+    colors = ("black", "tab:green", "tab:purple")
+    for ax, metric in zip(axes[0], panels, strict=True):
+        name = METRICS[metric]
+        for lc in curves:
+            ax.plot(
+                np.asarray(getattr(lc.curve, f"{metric}_s")) * 1e3,
+                lc.curve.requests_per_s,
+                lw=2.2 if lc.chosen else 1.0,
+                alpha=1.0 if lc.chosen else 0.6,
+                label=lc.label + (" (chosen)" if lc.chosen else ""),
+            )
+            for m, color in zip(lc.marks, colors, strict=False):
+                x = getattr(m, f"{metric}_s") * 1e3
+                ax.scatter(
+                    [x],
+                    [m.requests_per_s],
+                    s=120,
+                    marker="*",
+                    color=color,
+                    zorder=4,
+                    label=f"{m.label}: {m.requests_per_s:.3g} req/s, {name} {x:,.3g} ms",
+                )
+        for limit_metric, statistic, limit_s in limits:
+            if limit_metric == metric:
+                ax.axvline(
+                    limit_s * 1e3,
+                    color="tab:red",
+                    ls="--",
+                    lw=1,
+                    label=f"{name} limit ({statistic} ≤ {limit_s * 1e3:,.4g} ms)",
+                )
+        if ceiling is not None:
+            ax.axhline(ceiling[1], color="tab:orange", ls=":", lw=1, label=ceiling[0])
+        ax.set_xscale("log")
+        ax.xaxis.set_minor_formatter(ticker.NullFormatter())  # decades only: no overlap
+        ax.set_xlabel(f"{stats[list(METRICS).index(metric)]} {name} (ms, log scale)")
+        ax.set_ylabel("requests/s per instance")
+        ax.grid(True, alpha=0.3, which="both")
+        ax.legend(fontsize=7, loc="upper left")
+    fig.suptitle(title, fontsize=9)
     fig.tight_layout()
     try:
         _save(fig, path, inputs)

@@ -38,7 +38,7 @@ from inferencesize.catalog import (
 )
 from inferencesize.demand import PEAK_FIELDS, PeakError, hourly_profile, peak_of
 from inferencesize.deployment import default_kv_precision
-from inferencesize.economics import Pricing
+from inferencesize.economics import Budget, Pricing
 from inferencesize.engines import auto_sets, engine_efficiency
 from inferencesize.errors import CatalogError, InputError, UnknownIdError
 from inferencesize.estimate import Candidate, Estimator
@@ -495,12 +495,13 @@ class Study:
         )
 
     # ---- the answers
-    def plan(self, top: int = 3) -> PlanResult:
+    def plan(self, top: int = 3, budget: Budget | None = None) -> PlanResult:
         """Aggregated sizing of a single-model scenario at its peak: the chosen plan and
-        ``top`` alternatives (open loop: candidates that cannot beat them are pruned)."""
+        ``top`` alternatives (open loop: candidates that cannot beat them are pruned); with
+        ``budget``, the chosen plan is the best within it where one exists (``check``)."""
         return plan_scenario(
             self.catalog, self.spec, self.peak_rps, self.estimator, top=top, prune=True,
-            **self.options,
+            budget=budget, **self.options,
         )  # fmt: skip
 
     def disaggregated(self, aggregated: PlanResult) -> Comparison | None:
@@ -647,11 +648,16 @@ class Study:
         )
 
     def rate_curves(self, result: PlanResult, max_curves: int = 6) -> list[LabelledCurve]:
-        """Req/s per instance against TTFT of the chosen plan and the next-ranked candidates on
-        its hardware, over concurrency 1 … max(3 × the chosen concurrency, 16) (capped at the
-        KV capacity); the chosen one first."""
-        from inferencesize.frontier import concurrency_grid, curve
-        from inferencesize.plotting import LabelledCurve
+        """Req/s per instance against latency of the chosen plan and the next-ranked
+        candidates on its hardware (the chosen one first), under the plan's own traffic
+        model: closed loop over concurrency 1 … max(3 × the chosen concurrency, 16) (capped at
+        the KV capacity) with mean latencies; open loop (:func:`inferencesize.frontier.
+        fleet_curve`, at most 3 curves) over request rates with the arrivals of the plan's
+        fleet behind its router, latencies at the limits' statistics. Each curve passes
+        through its plan's operating point (marked on the chosen one, with its planned load,
+        peak ÷ instances, when open loop)."""
+        from inferencesize.frontier import concurrency_grid, curve, fleet_curve
+        from inferencesize.plotting import LabelledCurve, mark
 
         chosen = result.chosen
         if chosen is None:
@@ -660,12 +666,25 @@ class Study:
         plans = [chosen] + [
             p for p in result.feasible if p is not chosen and p.candidate.hardware_id == hw
         ]
+        if chosen.sizing is not None:
+            max_curves = min(max_curves, 3)  # a dozen open-loop points each
         curves = []
         for p in plans[:max_curves]:
-            res = self.estimator.resolve(p.candidate, self.isl + self.osl)
-            top = min(res.max_concurrency, max(math.ceil(3 * p.point.concurrency), 16))
-            c = curve(res, self.isl, self.osl, self.spec.batching, concurrency_grid(top))
-            curves.append(LabelledCurve(p.candidate.label(), c, p is chosen))
+            op = p.point
+            planned = p.peak_rps / p.instances
+            if p.sizing is not None:
+                c = fleet_curve(p.sizing, p.instances, [op.requests_per_s, planned])
+            else:
+                res = self.estimator.resolve(p.candidate, self.isl + self.osl)
+                top = min(res.max_concurrency, max(math.ceil(3 * op.concurrency), 16))
+                grid = sorted({*concurrency_grid(top).tolist(), op.concurrency})
+                c = curve(res, self.isl, self.osl, self.spec.batching, grid)
+            marks = []
+            if p is chosen:
+                marks.append(mark(c, op.requests_per_s, "capacity of one instance"))
+                if p.sizing is not None and planned < op.requests_per_s:
+                    marks.append(mark(c, planned, "planned load (peak ÷ instances)"))
+            curves.append(LabelledCurve(p.candidate.label(), c, p is chosen, tuple(marks)))
         return curves
 
     def frontier(self, max_concurrency: int | None = None) -> Frontier:

@@ -331,8 +331,9 @@ def _invalid(err: ValidationError) -> str:
 
 
 def choose(feasible: Sequence[Plan], peaks: Any) -> Any:
-    """Index of the chosen plan for every peak: the planner's ranking (:func:`rank`: servers,
-    GPUs, cost, whole-GPU instances before shared ones, more spare capacity, label) with its
+    """Index of the chosen plan for every peak: the planner's ranking (:func:`rank`: servers
+    and GPUs paid for, cost, power, GPUs used, whole-GPU instances before shared ones, more
+    spare capacity, label) with its
     sizing arithmetic (:mod:`inferencesize.packing`; instances sharing a GPU take
     ceil(n / per GPU) GPUs), for all peaks at once. A closed-loop plan's instances follow from
     its rate; an open-loop plan's from its instance search at each peak (a router's effect
@@ -351,24 +352,31 @@ def choose(feasible: Sequence[Plan], peaks: Any) -> Any:
             inst[i, j] = n
     per = np.array([p.gpus_per_instance for p in feasible])[None, :]
     node = np.array([p.gpus_per_node for p in feasible])[None, :]
-    price = np.array(
-        [
-            p.cost_per_hour_usd / p.gpus if p.cost_per_hour_usd is not None else np.inf
-            for p in feasible
-        ]
-    )[None, :]
+    unit_nodes = np.array([p.fleet.unit.nodes for p in feasible])[None, :]
+    unit_gpus = np.array([p.fleet.unit.gpus for p in feasible])[None, :]
+
+    def per_unit(total: float | None, units: int) -> float:
+        return total / units if total is not None else np.inf
+
+    price = np.array([per_unit(p.cost_per_hour_usd, p.fleet.units) for p in feasible])[None, :]
+    watts = np.array([per_unit(p.power_watts, p.fleet.units) for p in feasible])[None, :]
     labels = [p.candidate.label() for p in feasible]
     label_rank = np.broadcast_to(np.argsort(np.argsort(np.array(labels)))[None, :], shape)
     per_gpu = np.array([p.candidate.share.per_gpu if p.candidate.share else 1 for p in feasible])
     shared = np.broadcast_to(np.array([p.candidate.share is not None for p in feasible]), shape)
     groups = np.ceil(inst / per_gpu[None, :])  # GPUs (GPU groups) the instances occupy
     gpus = np.broadcast_to(groups * per, shape)
-    servers = np.broadcast_to(servers_needed(groups, per, node), shape)
-    cost = np.broadcast_to(np.where(np.isinf(price), np.inf, price * gpus), shape)
-    order = np.lexsort((label_rank, shared, cost, gpus, servers), axis=-1)
+    # what is paid for: whole units of their nodes and GPUs (economics.fleet_of)
+    units = -(-servers_needed(groups, per, node) // unit_nodes)
+    servers = np.broadcast_to(units * unit_nodes, shape)
+    gpus_paid = np.broadcast_to(units * unit_gpus, shape)
+    cost = np.broadcast_to(np.where(np.isinf(price), np.inf, price * units), shape)
+    power = np.broadcast_to(np.where(np.isinf(watts), np.inf, watts * units), shape)
+    # economics.objective_key("servers", ...), then Plan.prefix's shared, then the label
+    order = np.lexsort((label_rank, shared, gpus, power, cost, gpus_paid, servers), axis=-1)
     first = order[:, 0].copy()
     for i in range(shape[0]):  # a tie on everything paid: more headroom first (Plan.sort_key)
-        row = (servers[i], gpus[i], cost[i], shared[i])
+        row = (servers[i], gpus_paid[i], cost[i], power[i], gpus[i], shared[i])
         best = tuple(r[first[i]] for r in row)
         tied = [int(j) for j in order[i] if tuple(r[j] for r in row) == best]
         if len(tied) > 1:

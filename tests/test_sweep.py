@@ -192,6 +192,22 @@ def test_choose_and_at_peak_equal_plan(peak: float) -> None:
     assert resized == direct.chosen
 
 
+@pytest.mark.parametrize("peak", [5.0, 200.0, 2000.0])
+def test_choose_ranks_on_what_is_paid_as_plan_does(peak: float) -> None:
+    """A sweep's vectorised choice counts whole units as the planner does: a few GPUs of a
+    GB200 NVL72 rack weigh as the 72-GPU rack against a DGX B200."""
+    c = _catalog()
+    args = (c.model("gpt-oss-120b"), [c.hardware("gb200-nvl72"), c.hardware("dgx-b200")])
+    rest = (["fp8"], 2000, 200)
+    limits = Limits(ttft_s=0.5)
+    once = plan(*args, *rest, 1.0, limits, _est(), top=0, tps=[1, 2], pps=[1])
+    direct = plan(*args, *rest, peak, limits, _est(), top=0, tps=[1, 2], pps=[1])
+    assert direct.chosen is not None
+    pick = int(choose(once.feasible, [peak])[0])
+    resized = at_peak(once.feasible[pick], peak, 2000, 200, _est())
+    assert resized == direct.chosen
+
+
 def test_at_peak_arithmetic() -> None:
     c = _catalog()
     result = plan(

@@ -17,6 +17,7 @@ from inferencesize.cli.options import (
     study_from,
     with_options,
 )
+from inferencesize.economics import Budget
 from inferencesize.errors import InfeasibleError, InputError, OverBudgetError, UsageError
 from inferencesize.render import plan as records
 from inferencesize.render import plan_table as tables
@@ -25,14 +26,17 @@ from inferencesize.study import Study
 FORMATS = report.FORMATS
 
 
-def solve(study: Study, top: int, percentiles: bool = True) -> tuple[dict[str, Any], Any]:
+def solve(
+    study: Study, top: int, percentiles: bool = True, budget: Budget | None = None
+) -> tuple[dict[str, Any], Any]:
     """The record of a study's answer and the result it renders (plan or pipeline);
     ``percentiles`` False: of the open-loop percentiles, only those the limits are held at
-    (what a table shows; the rest are then never computed)."""
+    (what a table shows; the rest are then never computed); ``budget``: the plan is the best
+    within it where one exists."""
     if study.spec.pipeline is not None:
         piped = study.pipeline(top)
         return records.pipeline_record(study, piped), piped
-    result = study.plan(top)
+    result = study.plan(top, budget)
     rec = records.result_record(study, result, percentiles)
     cmp = study.disaggregated(result)
     if cmp is not None:
@@ -132,8 +136,9 @@ def plan_command(
     """The fewest servers and GPUs that serve the peak within the latency limits.
 
     Searches every hardware × native precision × TP/PP/EP split (flags or the scenario narrow
-    it), finds each one's highest-rate load meeting TTFT/ITL/E2E, and ranks plans by servers, GPUs,
-    then cost. Says what it searched and which values were tool defaults. Exit 3 when nothing
+    it), finds each one's highest-rate load meeting TTFT/ITL/E2E, and ranks plans by what is
+    paid for (whole servers or racks: their servers, GPUs, cost, power); the alternatives show
+    the best plan of each other hardware first. Says what it searched and which values were tool defaults. Exit 3 when nothing
     meets the limits (with the nearest miss). CSV: one row per plan (rank, layout: aggregated
     or disaggregated), nested fields flattened.
 
@@ -204,7 +209,9 @@ def _check_tables(out: Any, rec: dict[str, Any], verdict: dict[str, Any]) -> Non
         (BUDGET_NAMES[k], report.number(v)) for k, v in verdict["budget"].items() if v is not None
     ]
     state = "within budget" if verdict["within_budget"] else "; ".join(verdict["over"]) or "—"
-    out.print(report.key_value_table("budget", [*budget, ("verdict", state)]))
+    held = verdict["held"]["plan"] if verdict["held"] else "—"
+    rows = [*budget, ("plan held", held), ("verdict", state)]
+    out.print(report.key_value_table("budget", rows))
 
 
 BUDGET_NAMES = {
@@ -244,9 +251,11 @@ def check_command(
     ] = "text",
     **flags: Any,
 ) -> None:
-    """For CI: plan the scenario and hold it to a budget (flags or its budget:).
+    """For CI: the best plan within a budget (flags or its budget:) of what is paid for.
 
-    Exit 0 within budget, 4 over budget, 3 infeasible, 1 bad input. One summary line on
+    GPUs and servers count whole units (an NVL72 rack: 72 GPUs, 18 trays). Exit 0 when a plan
+    is within the budget (it is named), 4 when none is (the best plan is named, with what it
+    is over by), 3 infeasible, 1 bad input. One summary line on
     stderr; --format table|json|yaml|csv also prints the plan and the budget check on stdout
     (CSV: one row per plan, with the budget and within_budget columns first).
 
@@ -272,7 +281,15 @@ def check_command(
             "check needs a budget: --max-gpus, --max-servers, --max-cost-per-hour,"
             " --max-power-kw or budget: in the scenario"
         )
-    rec, result = solve(study, 0, percentiles=fmt not in ("text", "table"))
+    gpus, servers, usd, kw = (limits[k] for k in BUDGET_NAMES)
+    caps = Budget(
+        max_gpus=int(gpus) if gpus is not None else None,
+        max_servers=int(servers) if servers is not None else None,
+        max_cost_per_hour_usd=usd,
+        max_power_w=kw * 1e3 if kw is not None else None,
+    )
+    # the best plan within the budget where one exists, else the best plan (over it)
+    rec, result = solve(study, 0, percentiles=fmt not in ("text", "table"), budget=caps)
     totals = records.plan_totals(result)
     over: list[str] = []
     for key, cap in limits.items():
@@ -293,14 +310,32 @@ def check_command(
                 f"{name} {report.number(have)} > {report.number(cap)}"
                 f" (over by {report.number(have - cap)})"
             )
+    summary = records.plan_summary(result) if totals is not None else None
     if fmt != "text":
-        verdict = {"budget": limits, "within_budget": totals is not None and not over, "over": over}
+        held = None
+        if totals is not None:  # what the plan held to the budget pays for
+            gpus_paid, servers_paid = totals["max_gpus"], totals["max_servers"]
+            held = {
+                "plan": summary,
+                "gpus": int(gpus_paid) if gpus_paid is not None else None,
+                "servers": int(servers_paid) if servers_paid is not None else None,
+                "cost_per_hour_usd": totals["max_cost_per_hour_usd"],
+                "power_kw": totals["max_power_kw"],
+            }
+        verdict = {
+            "budget": limits,
+            "within_budget": totals is not None and not over,
+            "over": over,
+            "held": held,
+        }
         out = {"schema_version": records.SCHEMA_VERSION, **verdict, **rec}
         rows = [{**verdict, **row} for row in _csv_rows(rec)] if fmt == "csv" else None
         emit_data(fmt, out, rows, lambda con: _check_tables(con, rec, verdict))
     if totals is None:
         raise InfeasibleError(f"no feasible plan: {_miss(rec, result)}")
-    summary = records.plan_summary(result)
     if over:
-        raise OverBudgetError(f"over budget: {summary}: {'; '.join(over)}")
-    sys.stderr.write(f"ok: {summary} within budget\n")
+        best = (
+            f"{summary}" if rec.get("pipeline") else f"no plan is within it; the best is {summary}"
+        )
+        raise OverBudgetError(f"over budget: {best}: {'; '.join(over)}")
+    sys.stderr.write(f"ok: {summary}: within budget\n")

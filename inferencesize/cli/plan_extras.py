@@ -9,9 +9,8 @@ from typing import Any
 
 from inferencesize.cli.common import Progress
 from inferencesize.io_write import Input
-from inferencesize.plotting import check_plot_path, save_rate_vs_ttft
+from inferencesize.plotting import check_plot_path, save_rate_vs_latency
 from inferencesize.render.plan import limits_record, verify_record
-from inferencesize.report import format_load
 from inferencesize.study import Study
 
 
@@ -32,26 +31,38 @@ def add_verification(study: Study, rec: dict[str, Any], result: Any) -> None:
 
 
 def draw_plan(path: Path, study: Study, result: Any, inputs: list[Input]) -> None:
-    """Req/s per instance against TTFT on the chosen hardware; the TTFT limit and the chosen
-    operating point marked (``inputs``: the command's input files, never overwritten)."""
+    """Req/s per instance against latency on the chosen hardware, under the plan's traffic
+    model: a panel per limited metric with its limit, the chosen operating point (and, open
+    loop, the planned load) marked (``inputs``: the command's input files, never
+    overwritten)."""
     check_plot_path(path, inputs=inputs)
     chosen = result.chosen
     if chosen is None:
         sys.stderr.write(f"no plot: no feasible plan ({path} not written)\n")
         return
-    s, op = study.spec, chosen.point
-    save_rate_vs_ttft(
+    s = study.spec
+    limits = study.limits
+    lines = [(name, limits.statistic(name), limit) for name, limit in limits.active()]
+    open_loop = chosen.sizing is not None
+    stats = limits.stats if open_loop else ("mean", "mean", "mean")
+    traffic = f"open loop, {s.router} router" if open_loop else "closed-loop clients"
+    ceiling = None
+    if chosen.binding == "memory":  # no latency limit binds: what caps one instance
+        if chosen.sizing is not None:  # the rate it cannot keep up with, λ_max
+            top = chosen.sizing.search.top_rps
+            ceiling = (f"sustainable rate (λ_max): {top:.3g} req/s per instance", top)
+        else:  # the load the KV cache holds
+            rate = chosen.point.requests_per_s
+            ceiling = (f"KV-cache capacity: {rate:.3g} req/s per instance", rate)
+    save_rate_vs_latency(
         path,
         study.rate_curves(result),
-        s.ttft_ms / 1e3 if s.ttft_ms is not None else None,
-        (
-            op.ttft_s,
-            op.requests_per_s,
-            f"chosen: concurrency {format_load(op.concurrency)}, {op.requests_per_s:.3g} req/s,"
-            f" TTFT {op.ttft_s * 1e3:.0f} ms",
-        ),
-        f"{s.model} · ISL {study.isl} · OSL {study.osl} · {s.batching} · "
-        f"{chosen.candidate.hardware_id} · binding {chosen.binding}",
+        lines,
+        stats,
+        f"{s.model} · ISL {study.isl} · OSL {study.osl} · {s.batching} · {traffic} · "
+        f"{chosen.candidate.hardware_id} × {chosen.instances} instances · binding"
+        f" {chosen.binding}",
         inputs=inputs,
+        ceiling=ceiling,
     )
     sys.stderr.write(f"wrote {path}\n")

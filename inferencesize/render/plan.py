@@ -135,6 +135,7 @@ def economics_record(p: Plan) -> dict[str, Any] | None:
         "unit": f.unit.label() if f else None,
         "units": f.units if f else None,
         "gpus_paid": f.gpus_paid if f else None,
+        "servers_paid": f.nodes_paid if f else None,
         "utilisation": f.utilisation if f else None,
         "spare_servers": e.spare_servers,
         "basis": c.basis if c else None,
@@ -565,40 +566,46 @@ def verify_record(
 
 
 def plan_totals(result: PlanResult | PipelineResult) -> dict[str, float | None] | None:
-    """Budget key -> the plan's value (None: the catalog has no price/power); None when
-    infeasible."""
+    """Budget key -> what the plan pays for (GPUs and servers of whole units, cost per hour,
+    power; None: the catalog has no price/power); None when infeasible."""
     if isinstance(result, PlanResult):
         p = result.chosen
         if p is None:
             return None
         return {
-            "max_gpus": float(p.gpus),
-            "max_servers": float(p.servers),
+            "max_gpus": float(p.gpus_paid),
+            "max_servers": float(p.servers_paid),
             "max_cost_per_hour_usd": p.cost_per_hour_usd,
             "max_power_kw": kw(p.power_watts),
         }
     if not result.feasible:
         return None
     return {
-        "max_gpus": float(result.gpus or 0),
-        "max_servers": float(result.servers or 0),
+        "max_gpus": float(result.gpus_paid or 0),
+        "max_servers": float(result.servers_paid or 0),
         "max_cost_per_hour_usd": result.cost_per_hour_usd,
         "max_power_kw": kw(result.power_watts),
     }
 
 
 def plan_summary(result: PlanResult | PipelineResult) -> str:
-    """One line naming what a feasible result deploys."""
+    """One line naming what a feasible result deploys: the whole units paid for, their GPUs
+    (and how many run an instance, when fewer), the split and the instances."""
     if not isinstance(result, PlanResult):
         return (
             f"pipeline of {report.count(len(result.stages), 'stage')}: "
-            f"{report.count(result.servers or 0, 'server')}, {report.count(result.gpus or 0, 'GPU')}"
+            f"{report.count(result.servers_paid or 0, 'server')},"
+            f" {report.count(result.gpus_paid or 0, 'GPU')}"
         )
     p = result.chosen
     assert p is not None
     share = f" {p.candidate.share.label()}" if p.candidate.share else ""
+    unit = p.fleet.unit
+    what = f"{unit.label()}; " if unit.nodes > 1 else ""
+    used = f", {p.gpus:,} used" if p.gpus != p.gpus_paid else ""
     return (
-        f"{p.servers:,} × {p.candidate.hardware_id}, {report.count(p.gpus, 'GPU')} "
-        f"({p.candidate.precision} {p.candidate.par.label()}{share}, "
-        f"{report.count(p.instances, 'instance')})"
+        f"{p.fleet.units:,} × {p.candidate.hardware_id}"
+        f" ({what}{report.count(p.gpus_paid, 'GPU')}{used}),"
+        f" {report.count(p.instances, 'instance')} of {p.candidate.precision}"
+        f" {p.candidate.par.label()}{share}"
     )

@@ -338,8 +338,7 @@ def alternatives_table(rec: dict[str, Any]) -> Any:
     rows = [
         [
             f"{a['hardware']} {a['precision']} {split_text(a)}",
-            a["servers"],
-            a["gpus"],
+            *paid_cells(a),
             a["instances"],
             report.format_load(a["per_instance_at_peak"]["concurrency"]),
             f"{a['per_instance_at_peak']['requests_per_s']:,.2f}",
@@ -348,13 +347,15 @@ def alternatives_table(rec: dict[str, Any]) -> Any:
             f"{a['headroom']:+.0%}",
             a["binding_constraint"],
             "unpriced" if a["cost_per_hour_usd"] is None else f"{a['cost_per_hour_usd']:,.0f}",
+            "—" if a["power_kw"] is None else f"{a['power_kw']:,.1f}",
         ]
         for a in rec["alternatives"]
     ]
     columns = ["candidate", "servers", "GPUs", "inst.", "conc.", "req/s/inst"]
     columns += [f"TTFT {_stat_word(rec, ttft)}ms", f"ITL {_stat_word(rec, itl)}ms"]
-    columns += ["headroom", "binding", "$/h"]
-    return report.table("alternatives (at the peak load)", columns, rows)
+    columns += ["headroom", "binding", "$/h", "kW"]
+    title = "alternatives at the peak load (the best on each other hardware first)"
+    return report.table(title, columns, rows)
 
 
 def _stat_word(rec: dict[str, Any], stat: str) -> str:
@@ -362,6 +363,16 @@ def _stat_word(rec: dict[str, Any], stat: str) -> str:
     alts = rec.get("alternatives") or []
     shown = stat != "mean" and alts and f"ttft_ms_{stat}" in alts[0]["per_instance_at_peak"]
     return f"{stat} " if shown else ""
+
+
+def paid_cells(p: dict[str, Any]) -> tuple[str, str]:
+    """Servers and GPUs a plan pays for (whole units), with the GPUs used when fewer:
+    ("18", "3 of 72") for three GPUs of a GB200 NVL72 rack."""
+    e = p["economics"] or {}
+    servers = e.get("servers_paid") or p["servers"]
+    paid = e.get("gpus_paid") or p["gpus"]
+    gpus = f"{p['gpus']:,} of {paid:,}" if paid != p["gpus"] else f"{paid:,}"
+    return f"{servers:,}", gpus
 
 
 def rejected_table(title_text: str, rejected: list[dict[str, Any]]) -> Any:

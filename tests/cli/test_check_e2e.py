@@ -56,13 +56,14 @@ def test_over_budget_exits_4_and_says_by_how_much() -> None:
     assert "servers 3 > 2 (over by 1)" in line
 
 
-def test_over_gpu_budget_counts_the_gpus_of_the_plan() -> None:
+def test_over_gpu_budget_counts_the_gpus_paid_for() -> None:
     done = _run("--max-gpus", "8", "--format", "json")
     assert done.returncode == 4, done.stderr
     out = json.loads(done.stdout)
-    gpus = out["plan"]["gpus"]
-    assert gpus > 8
+    gpus = out["plan"]["economics"]["gpus_paid"]  # whole 8-GPU servers, idle GPUs included
+    assert gpus == 8 * out["plan"]["servers"] and gpus >= out["plan"]["gpus"] > 8
     assert out["within_budget"] is False
+    assert out["held"]["gpus"] == gpus and out["held"]["plan"].startswith("3 × dgx-h100")
     line = _one_line(done.stderr)
     assert f"GPUs {gpus} > 8 (over by {gpus - 8})" in line
 

@@ -157,7 +157,9 @@ def test_pipeline_scenario_json_and_check() -> None:
     assert data["total"]["gpus"] == sum(s["plan"]["gpus"] for s in stages)
     assert data["total"]["e2e_ms"] <= data["e2e_limit_ms"] == 30_000
     assert stages[1]["plan"]["per_instance"]["itl_ms"] <= 50  # the main stage's own ITL limit
-    total = data["total"]["gpus"]
+    # a budget holds what is paid for: each stage's whole servers
+    total = sum(s["plan"]["economics"]["gpus_paid"] for s in stages)
+    assert total >= data["total"]["gpus"]
     over = runner.invoke(app, ["check", "pipeline-guardrail-judge", "--max-gpus", str(total - 1)])
     assert over.exit_code == 4, over.stderr
     ok = runner.invoke(app, ["check", "pipeline-guardrail-judge", "--max-gpus", str(total)])

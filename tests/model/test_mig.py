@@ -200,9 +200,11 @@ def test_whenever_a_shared_plan_is_chosen_it_is_smaller() -> None:
     for peak in (1.0, 10.0, 60.0, 100.0, 250.0):
         res, alone = _plan("llama-3-8b", peak), _plan("llama-3-8b", peak, share_gpus=False)
         assert res.chosen is not None and alone.chosen is not None
-        assert res.chosen.sort_key()[:2] <= alone.chosen.sort_key()[:2]
+        # what it pays for, then the GPUs it uses (the rank before whole-GPU-first)
+        mine, whole = res.chosen.prefix()[:-1], alone.chosen.prefix()[:-1]
+        assert mine <= whole
         if res.chosen.candidate.share is not None:
-            assert res.chosen.sort_key()[:2] < alone.chosen.sort_key()[:2]
+            assert mine < whole
 
 
 def test_more_traffic_never_fewer_gpus() -> None:
