@@ -37,6 +37,13 @@ FloatArray = npt.NDArray[np.float64]
 _EPS = 1e-12
 #: Nodes that stand for the distribution of a decode step's batch inside the chain.
 BATCH_NODES = 9
+#: Most numbers (counts × points of the circle × phases) the exact count of interruptions in
+#: a request's life may take for phase-type arrivals (about 0.2 s); past it, the busy period's
+#: inverse Gaussian (what the count tends to when many arrive).
+OWN_WORK = 4_000_000
+#: Most interruptions counted one by one (near saturation, where a life's count has a long
+#: tail, the inverse Gaussian takes over).
+MAX_INTERRUPTIONS = 100_000
 
 
 def batch_pmf(mean: Any, idc: float, slots: int) -> FloatArray:
@@ -339,19 +346,24 @@ def itl_mixture(
     w_e = per_arrival / (1.0 + rate * per_arrival)
     work = life / (1.0 + rate * per_arrival)
     mean_a = rate * life
+    counted = None
     if exact and mean_a * idc_a < 300.0:
         # Takács (1962): P(A = n) = D/(D + n·w_e) · P(n arrivals in D + n·w_e), counted from
         # an arrival (Borel–Tanner for Poisson arrivals)
-        n_max = int(mean_a + 14.0 * math.sqrt(mean_a * idc_a * g * g + 1.0) * g + 16)
-        n = np.arange(n_max + 1, dtype=float)
-        span = work + n * w_e
+        n_max = min(
+            mean_a + 14.0 * math.sqrt(mean_a * idc_a * g * g + 1.0) * g + 16, MAX_INTERRUPTIONS
+        )
+        span = work + np.arange(int(n_max) + 1, dtype=float) * w_e
         top_count = rate * float(span[-1])
         need = max(n_max + 1.0, top_count + 12.0 * math.sqrt(top_count * idc_a + 1.0) + 16.0)
         size = 32
         while size < need:
             size *= 2
-        pa = work / span * Counts(arr, size).own(span)
-        lives = span
+        fits = arr.poisson or span.size * size * arr.phases <= OWN_WORK
+        if fits and n_max < MAX_INTERRUPTIONS:
+            counted = span, work / span * Counts(arr, size).own(span)
+    if counted is not None:
+        lives, pa = counted
     elif mean_a * idc_a * per_arrival**2 <= (1e-9 * life) ** 2:  # no interruption varies it
         lives, pa = np.array([life]), np.array([1.0])
     else:  # many arrivals: the busy period is inverse Gaussian (first passage with drift)

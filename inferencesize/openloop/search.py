@@ -212,7 +212,8 @@ class RateSearch:
 
     def _ratios(self, rate: float) -> list[float]:
         """Statistic / limit per limit at ``rate`` (inf: unstable or missed outright; 0: a
-        vanishing statistic within a limit ≥ 0)."""
+        vanishing statistic within a limit ≥ 0, or one the point does not have, as the ITL of
+        one-token answers)."""
         self.solves += 1
         inst = self._instance
         near = min(self._warm, key=lambda rw: abs(math.log(rw[0] / rate)), default=None)
@@ -229,7 +230,9 @@ class RateSearch:
         out = []
         for metric, stat, lim in self._wanted:
             value = p.statistic(metric, stat)
-            if lim > 0 and value > 0 and math.isfinite(value):
+            if math.isnan(value):  # no such latency (one-token answers have no ITL): met
+                out.append(0.0)
+            elif lim > 0 and value > 0 and math.isfinite(value):
                 out.append(value / lim)
             else:
                 out.append(0.0 if value <= lim else math.inf)
