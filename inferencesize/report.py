@@ -208,8 +208,10 @@ class Records:
         *,
         header: bool = True,
         compact: bool = False,
+        whole: Sequence[int] = (),
     ) -> None:
         self.title = title
+        self.whole = (0, *whole)  # the first column names the row: never wrapped
         self.caption = caption
         self.columns = [str(c) for c in columns]
         self.rows = [[_text(v) for v in row] for row in rows]
@@ -238,8 +240,10 @@ class Records:
             for h, col in zip(heads, cols, strict=True)
         ]
         # the first column names the row (a key, a candidate, an id): it stays on one line,
-        # so a row never wraps into a second line that reads as a row of its own
-        lo[0] = hi[0]
+        # so a row never wraps into a second line that reads as a row of its own (and so
+        # do the columns asked to: a count such as "3 of 72")
+        for i in self.whole:
+            lo[i] = hi[i]
         room = width - self._overhead(self.compact if compact is None else compact)
         if sum(hi) <= room:
             return hi
@@ -316,11 +320,12 @@ def table(
     caption: str | None = None,
     *,
     compact: bool = False,
+    whole: Sequence[int] = (),
 ) -> Records:
     """Rows under column headers (see :class:`Records` for the layout at any width);
     non-string cells go through :func:`display_cell`. ``compact``: no outer border (a long
-    listing)."""
-    return Records(title, columns, rows, caption, compact=compact)
+    listing); ``whole``: columns (by index) whose cells are never wrapped ("3 of 72")."""
+    return Records(title, columns, rows, caption, compact=compact, whole=whole)
 
 
 def key_value_table(title: str | None, pairs: Sequence[tuple[str, Any]]) -> Records:

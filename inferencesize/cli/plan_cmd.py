@@ -251,7 +251,7 @@ def check_command(
     ] = "text",
     **flags: Any,
 ) -> None:
-    """For CI: the best plan within a budget (flags or its budget:) of what is paid for.
+    """For CI: the best plan within a budget (flags or budget:) of what is paid.
 
     GPUs and servers count whole units (an NVL72 rack: 72 GPUs, 18 trays). Exit 0 when a plan
     is within the budget (it is named), 4 when none is (the best plan is named, with what it

@@ -346,7 +346,7 @@ def alternatives_table(rec: dict[str, Any]) -> Any:
             f"{at_statistic_ms(a['per_instance_at_peak'], 'itl', itl):,.1f}",
             f"{a['headroom']:+.0%}",
             a["binding_constraint"],
-            "unpriced" if a["cost_per_hour_usd"] is None else f"{a['cost_per_hour_usd']:,.0f}",
+            "—" if a["cost_per_hour_usd"] is None else f"{a['cost_per_hour_usd']:,.0f}",
             "—" if a["power_kw"] is None else f"{a['power_kw']:,.1f}",
         ]
         for a in rec["alternatives"]
@@ -355,7 +355,7 @@ def alternatives_table(rec: dict[str, Any]) -> Any:
     columns += [f"TTFT {_stat_word(rec, ttft)}ms", f"ITL {_stat_word(rec, itl)}ms"]
     columns += ["headroom", "binding", "$/h", "kW"]
     title = "alternatives at the peak load (the best on each other hardware first)"
-    return report.table(title, columns, rows)
+    return report.table(title, columns, rows, whole=(1, 2))
 
 
 def _stat_word(rec: dict[str, Any], stat: str) -> str:

@@ -17,6 +17,7 @@ import pytest
 from typer.testing import CliRunner
 
 from inferencesize.cli import app
+from inferencesize.render.plan_table import paid_cells
 
 runner = CliRunner()
 
@@ -115,7 +116,8 @@ def test_ids_never_wrap_into_rows_of_their_own(columns: int) -> None:
     alternatives = text[text.index("alternatives") : text.index("searched")]
     for p in rec["alternatives"]:
         name = re.escape(f"{p['hardware']} {p['precision']} tp{p['tp']}") + r"(?: [a-z]+\S+)*"
-        row = rf"^[│ ]*{name}[ │]+{p['servers']:,}[ │]+{p['gpus']:,}[ │]"
+        servers, gpus = paid_cells(p)  # what is paid: servers, "GPUs used of paid"
+        row = rf"^[│ ]*{name}[ │]+{re.escape(servers)}[ │]+{re.escape(gpus)}[ │]"
         assert re.search(row, alternatives, re.MULTILINE), (p, alternatives)
     rows = [line for line in alternatives.splitlines()[1:] if re.search(r"\d", line)]
     assert rows and not any(re.match(r"^[│ ]*[│ ] {3}", line) for line in rows), alternatives
