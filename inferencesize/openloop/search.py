@@ -117,6 +117,7 @@ class RateSearch:
         self._widths: list[int] = []
         #: Points solved so far (``_point`` calls).
         self.solves = 0
+        self._judged: dict[float, float] = {}  # rate → the largest statistic / limit there
 
     def _alone(self) -> list[float]:
         """Statistic / limit per limit at a vanishing rate, where every request is alone (the
@@ -225,6 +226,12 @@ class RateSearch:
         if solved[0] is not None:
             self._warm.append((rate, solved[0]))
         self.points[rate] = p
+        out = self._judge(p)
+        self._judged[rate] = max(out, default=0.0)
+        return out
+
+    def _judge(self, p: OpenLoopPoint) -> list[float]:
+        """Statistic / limit per limit at point ``p`` (see :meth:`_ratios`)."""
         if not p.stable:
             return [math.inf] * len(self._wanted)
         out = []
@@ -237,6 +244,17 @@ class RateSearch:
             else:
                 out.append(0.0 if value <= lim else math.inf)
         return out
+
+    def worst_ratio(self, rate: float) -> float:
+        """The largest statistic / limit at ``rate`` (one point, unless solved already; inf
+        where unstable): how near its limits an instance runs there."""
+        if rate not in self._judged and 0 < rate < self.top_rps:
+            self.meets(rate)  # (narrows the bracket if it solves the point)
+        if rate not in self._judged:  # decided by the bracket, or unstable
+            if not 0 < rate < self.top_rps:
+                return math.inf
+            self._ratios(rate)
+        return self._judged[rate]
 
     def meets(self, rate: float) -> bool:
         """Do the statistics at ``rate`` (requests/s) meet every limit? (One point, at most;
@@ -460,6 +478,12 @@ class InstanceSearch:
         """The largest capacity found so far as a share of the sustainable rate (0: none)."""
         done = [s.highest() / s.top_rps for s in self._searches.values() if s.done]
         return max(done, default=0.0)
+
+    def margin(self, peak_rps: float, n: int) -> float:
+        """How near its limits one of ``n`` instances runs at the planned load, peak / n: the
+        largest statistic / limit there (below 1 when the count meets; the point the count
+        search solved, or one more). Smaller is more room: a tie-break that costs no search."""
+        return self.search(n).worst_ratio(peak_rps / (n + _RATE_SLACK))
 
     def planned_point(self, peak_rps: float, n: int) -> OpenLoopPoint:
         """One of ``n`` instances at the planned load, peak / n (every percentile, tables
