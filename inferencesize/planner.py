@@ -214,6 +214,11 @@ class FixedCapacity:
         """Requests/s one instance serves."""
         return self.point.requests_per_s
 
+    def room(self, n: int, peak_rps: float) -> float:
+        """How much room ``n`` instances leave at ``peak_rps`` (more is better): the
+        headroom of their capacity over the peak."""
+        return n * self.point.requests_per_s / peak_rps - 1.0
+
 
 @dataclass(frozen=True)
 class Plan:
@@ -342,11 +347,18 @@ class Plan:
         )
         return (float(not self.within(budget)), *key, self.shared)
 
+    @cached_property
+    def room(self) -> float:
+        """How much room it leaves at the peak, for breaking ties on everything paid (more
+        first): open loop, 1 − the largest statistic / limit at the planned load; closed
+        loop, its headroom."""
+        return self.capacity.room(self.instances, self.peak_rps)
+
     def sort_key(
         self, objective: Objective = "servers", budget: Budget | None = None
     ) -> tuple[Any, ...]:
-        """Its whole rank: :meth:`prefix`, then more headroom first, then its label."""
-        return (*self.prefix(objective, budget), -self.headroom, self.candidate.label())
+        """Its whole rank: :meth:`prefix`, then more room at the peak first, then its label."""
+        return (*self.prefix(objective, budget), -self.room, self.candidate.label())
 
 
 def rank(
@@ -356,7 +368,7 @@ def rank(
     budget: Budget | None = None,
 ) -> list[Plan]:
     """``plans`` best first: by :meth:`Plan.sort_key` — the one ranking rule. A plan's
-    headroom (open loop: one instance's capacity, a rate search) is worked out only where it
+    room at the peak (open loop: the point at the planned load) is worked out only where it
     breaks a tie, and with ``exact`` only for ties among the first ``exact`` places (those
     shown) or holding the first plan of a hardware option (shown by :func:`alternatives`);
     later ties keep the order of their labels."""
@@ -371,7 +383,7 @@ def rank(
         group = list(tied)
         hardware = {p.candidate.hardware_id for p in group}
         if len(group) > 1 and (exact is None or len(out) < exact or not hardware <= seen):
-            group.sort(key=lambda p: (-p.headroom, p.candidate.label()))
+            group.sort(key=lambda p: (-p.room, p.candidate.label()))
         out.extend(group)
         seen |= hardware
     return out
@@ -754,6 +766,12 @@ class OpenLoopSizing:
         """Requests/s one of ``n`` instances serving ``peak_rps`` serves at most within the
         limits (its point is not solved)."""
         return self.search.capacity_rps(n, peak_rps)
+
+    def room(self, n: int, peak_rps: float) -> float:
+        """How much room ``n`` instances leave at ``peak_rps`` (more is better): 1 − the
+        largest statistic / limit at the planned load (the point the count search solved; no
+        capacity search)."""
+        return 1.0 - self.search.margin(peak_rps, n)
 
     def at(self, n: int, peak_rps: float) -> tuple[OperatingPoint, Binding]:
         """One of ``n`` instances serving ``peak_rps`` at the most it serves within the

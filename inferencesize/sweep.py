@@ -375,20 +375,15 @@ def choose(feasible: Sequence[Plan], peaks: Any) -> Any:
     # economics.objective_key("servers", ...), then Plan.prefix's shared, then the label
     order = np.lexsort((label_rank, shared, gpus, power, cost, gpus_paid, servers), axis=-1)
     first = order[:, 0].copy()
-    for i in range(shape[0]):  # a tie on everything paid: more headroom first (Plan.sort_key)
+    for i in range(shape[0]):  # a tie on everything paid: more room first (Plan.sort_key)
         row = (servers[i], gpus_paid[i], cost[i], power[i], gpus[i], shared[i])
         best = tuple(r[first[i]] for r in row)
         tied = [int(j) for j in order[i] if tuple(r[j] for r in row) == best]
         if len(tied) > 1:
             pk = float(peak[i, 0])
-            spare = {j: inst[i, j] * _rate(feasible[j], int(inst[i, j]), pk) for j in tied}
+            spare = {j: feasible[j].capacity.room(int(inst[i, j]), pk) for j in tied}
             first[i] = min(tied, key=lambda j: (-spare[j], label_rank[i, j]))
     return first
-
-
-def _rate(p: Plan, n: int, peak_rps: float) -> float:
-    """What one of ``n`` instances of ``p`` serves within the limits at ``peak_rps``."""
-    return p.rate if p.sizing is None else p.sizing.rate_at(n, peak_rps)
 
 
 @dataclass
