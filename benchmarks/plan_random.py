@@ -94,10 +94,10 @@ def command(q: dict[str, Any], closed: bool = False) -> list[str]:
     if closed:
         return [*args, "--arrivals", "closed-loop"]
     return [*args, "--cv", str(q["cv"]), "--router", q["router"]]
-    # (the statistic last, so a copied command line reads naturally)
 
 
 def _with_stat(args: list[str], q: dict[str, Any]) -> list[str]:
+    """``args`` with the question's statistic last (a copied command line reads naturally)."""
     return [*args, "--latency-stat", q["latency_stat"]]
 
 
