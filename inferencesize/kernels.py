@@ -1,0 +1,245 @@
+"""The kernel tier: a few physical parameters per GPU × engine × dtype × kernel family, fitted
+on measured kernel latencies (NVIDIA aiconfigurator's per-kernel tables, Apache-2.0).
+
+GEMM ``m × n × k`` (activations ``m × k``, weights ``k × n``, output ``m × n``)::
+
+    t = launch_s + max(2·m·n·k / (eta_c · peak), bytes / (eta_mem · hbm_bw))
+    eta_c = eta_max · m/(m + m_half) · n/(n + n_half) · k/(k + k_half)
+
+The compute share rises with each dimension: a tile is padded to its height and width and a
+short reduction cannot hide its prologue, so a dimension well below its ``*_half`` (elements)
+wastes most of the tensor cores. ``eta_max`` is the share of the datasheet peak a large GEMM
+reaches, ``eta_mem`` the share of the datasheet HBM bandwidth a memory-bound one reaches (it may
+exceed 1 where a small GEMM runs out of L2), ``launch_s`` the fixed cost of one call. A single
+half-saturation on the work ``m·n·k`` does not work: ``(w + w_half)/(eta_max·peak)`` is a
+constant added to every call, indistinguishable from the launch time.
+
+Collective of ``message_bytes`` over ``n`` GPUs (latency + inverse bandwidth)::
+
+    t = alpha_s + alpha_hop_s·(n − 1) + traffic(kind, n)·message_bytes / (eta_link · link_bw)
+
+with the ring traffic factors 2(n−1)/n (all-reduce) and (n−1)/n (all-gather, reduce-scatter,
+all-to-all) and ``link_bw`` the GPU's per-direction scale-up bandwidth (half the bidirectional
+NVLink figure of the datasheet; PCIe where the GPU has no NVLink).
+
+Fits are in log space (relative error), with scipy's ``least_squares`` and a soft-L1 loss, and
+bounded to physical ranges. Every function takes arrays and datasheet numbers; none reads a file.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, fields
+from typing import Literal, TypeVar
+
+import numpy as np
+import numpy.typing as npt
+from scipy.optimize import least_squares
+
+FloatArray = npt.NDArray[np.float64]
+ArrayLike = FloatArray | float
+
+CollectiveKind = Literal["all_reduce", "all_gather", "reduce_scatter", "alltoall"]
+
+#: per GEMM dtype of the tables: (datasheet precision of the math, activation bytes/element,
+#: weight bytes/element, output bytes/element). NVFP4 carries one FP8 scale per 16 values;
+#: weight-only int4/int8 run 16-bit math on dequantised weights; SmoothQuant is int8 × int8.
+GEMM_DTYPES: dict[str, tuple[str, float, float, float]] = {
+    "bfloat16": ("bf16", 2.0, 2.0, 2.0),
+    "float16": ("fp16", 2.0, 2.0, 2.0),
+    "fp8": ("fp8", 1.0, 1.0, 2.0),
+    "fp8_block": ("fp8", 1.0, 1.0, 2.0),
+    "nvfp4": ("fp4", 0.5625, 0.5625, 2.0),
+    "int8_wo": ("bf16", 2.0, 1.0, 2.0),
+    "int4_wo": ("bf16", 2.0, 0.5, 2.0),
+    "sq": ("int8", 1.0, 1.0, 2.0),
+}
+
+#: bytes per element of the collectives' dtypes
+ELEMENT_BYTES = {"half": 2.0, "float16": 2.0, "bfloat16": 2.0, "int8": 1.0, "float32": 4.0}
+
+
+@dataclass(frozen=True)
+class GemmParams:
+    """Fitted GEMM parameters (shares of the datasheet, elements, seconds)."""
+
+    eta_max: float
+    m_half: float
+    n_half: float
+    k_half: float
+    eta_mem: float
+    launch_s: float
+
+
+@dataclass(frozen=True)
+class CollectiveParams:
+    """Fitted collective parameters: fixed and per-hop latency (s), share of link bandwidth."""
+
+    alpha_s: float
+    alpha_hop_s: float
+    eta_link: float
+
+
+P = TypeVar("P", GemmParams, CollectiveParams)
+
+GEMM_LOWER = GemmParams(0.01, 0.0, 0.0, 0.0, 0.01, 0.0)
+GEMM_UPPER = GemmParams(1.0, 4096.0, 4096.0, 4096.0, 2.0, 1e-3)
+COLLECTIVE_LOWER = CollectiveParams(0.0, 0.0, 0.01)
+COLLECTIVE_UPPER = CollectiveParams(1e-3, 1e-3, 1.0)
+
+
+def _vector(p: GemmParams | CollectiveParams) -> FloatArray:
+    return np.array([getattr(p, f.name) for f in fields(p)], dtype=np.float64)
+
+
+def gemm_bytes(m: ArrayLike, n: ArrayLike, k: ArrayLike, dtype: str) -> FloatArray:
+    """HBM traffic of one GEMM read and written once: activations, weights, output (bytes)."""
+    _, act, weight, out = GEMM_DTYPES[dtype]
+    return np.asarray(m * k * act + k * n * weight + m * n * out, dtype=np.float64)
+
+
+def gemm_time_s(
+    m: ArrayLike,
+    n: ArrayLike,
+    k: ArrayLike,
+    bytes_moved: ArrayLike,
+    peak_flops_per_s: ArrayLike,
+    hbm_bytes_per_s: ArrayLike,
+    p: GemmParams,
+) -> FloatArray:
+    """Latency of one GEMM call (s) under :class:`GemmParams` ``p``."""
+    eta_c = p.eta_max * (m / (m + p.m_half)) * (n / (n + p.n_half)) * (k / (k + p.k_half))
+    compute_s = 2.0 * m * n * k / (eta_c * peak_flops_per_s)
+    memory_s = bytes_moved / (p.eta_mem * hbm_bytes_per_s)
+    return np.asarray(p.launch_s + np.maximum(compute_s, memory_s), dtype=np.float64)
+
+
+def fit_gemm(
+    m: FloatArray,
+    n: FloatArray,
+    k: FloatArray,
+    bytes_moved: FloatArray,
+    peak_flops_per_s: ArrayLike,
+    hbm_bytes_per_s: ArrayLike,
+    latency_s: FloatArray,
+) -> GemmParams:
+    """Fit :class:`GemmParams` to measured latencies; peak and bandwidth may differ per row
+    (several GPUs fitted together share their shares, not their datasheets)."""
+    lower, upper = _vector(GEMM_LOWER), _vector(GEMM_UPPER)
+    log_t = np.log(latency_s)
+
+    def residual(x: FloatArray) -> FloatArray:
+        pred = gemm_time_s(m, n, k, bytes_moved, peak_flops_per_s, hbm_bytes_per_s, GemmParams(*x))
+        return np.log(pred) - log_t
+
+    best: FloatArray | None = None
+    best_cost = np.inf
+    floor_s = float(np.percentile(latency_s, 1))
+    for start in (
+        [0.7, 32.0, 32.0, 64.0, 0.8, 0.5 * floor_s],
+        [0.5, 128.0, 256.0, 256.0, 0.6, 0.2 * floor_s],
+    ):
+        x0 = np.clip(np.array(start), lower + 1e-9, upper - 1e-9)
+        fit = least_squares(
+            residual,
+            x0,
+            bounds=(lower, upper),
+            loss="soft_l1",
+            f_scale=0.1,
+            x_scale=np.array([0.1, 100.0, 100.0, 100.0, 0.1, 1e-6]),
+        )
+        if fit.cost < best_cost:
+            best, best_cost = fit.x, fit.cost
+    assert best is not None
+    return GemmParams(*(float(v) for v in best))
+
+
+def traffic_factor(kind: CollectiveKind, n_gpus: ArrayLike) -> FloatArray:
+    """Bytes each GPU sends per byte of message in a ring: 2(n−1)/n for all-reduce,
+    (n−1)/n for all-gather, reduce-scatter and all-to-all."""
+    share = (np.asarray(n_gpus, dtype=np.float64) - 1.0) / np.asarray(n_gpus, dtype=np.float64)
+    return 2.0 * share if kind == "all_reduce" else share
+
+
+def collective_time_s(
+    kind: CollectiveKind,
+    n_gpus: ArrayLike,
+    message_bytes: ArrayLike,
+    link_bytes_per_s: ArrayLike,
+    p: CollectiveParams,
+) -> FloatArray:
+    """Latency of one collective (s) under :class:`CollectiveParams` ``p``."""
+    hops = np.asarray(n_gpus, dtype=np.float64) - 1.0
+    wire_s = traffic_factor(kind, n_gpus) * message_bytes / (p.eta_link * link_bytes_per_s)
+    return np.asarray(p.alpha_s + p.alpha_hop_s * hops + wire_s, dtype=np.float64)
+
+
+def fit_collective(
+    kind: CollectiveKind,
+    n_gpus: FloatArray,
+    message_bytes: FloatArray,
+    link_bytes_per_s: ArrayLike,
+    latency_s: FloatArray,
+) -> CollectiveParams:
+    """Fit :class:`CollectiveParams` to measured latencies of one kind of collective."""
+    lower, upper = _vector(COLLECTIVE_LOWER), _vector(COLLECTIVE_UPPER)
+    log_t = np.log(latency_s)
+
+    def residual(x: FloatArray) -> FloatArray:
+        pred = collective_time_s(
+            kind, n_gpus, message_bytes, link_bytes_per_s, CollectiveParams(*x)
+        )
+        return np.log(pred) - log_t
+
+    floor_s = float(np.min(latency_s))
+    x0 = np.clip(np.array([0.8 * floor_s, 0.05 * floor_s, 0.5]), lower + 1e-12, upper - 1e-12)
+    fit = least_squares(
+        residual,
+        x0,
+        bounds=(lower, upper),
+        loss="soft_l1",
+        f_scale=0.1,
+        x_scale=np.array([1e-6, 1e-6, 0.1]),
+    )
+    return CollectiveParams(*(float(v) for v in fit.x))
+
+
+def relative_errors(predicted: FloatArray, measured: FloatArray) -> FloatArray:
+    """|predicted / measured − 1| per row."""
+    return np.asarray(np.abs(predicted / measured - 1.0), dtype=np.float64)
+
+
+def error_summary(errors: FloatArray) -> tuple[float, float]:
+    """Median and 90th percentile of |relative error|."""
+    return float(np.median(errors)), float(np.percentile(errors, 90))
+
+
+def average(params: Sequence[P]) -> P:
+    """Average of several fits of one kind, taken in log space (shares, sizes and latencies
+    are positive ratios); a parameter at zero in any fit stays near zero."""
+    values = np.array([_vector(p) for p in params])
+    mean = np.exp(np.mean(np.log(np.maximum(values, 1e-15)), axis=0))
+    return type(params[0])(*(float(v) for v in mean))
+
+
+def transferred(
+    gpu_id: str,
+    architecture: str | None,
+    fits: dict[str, P],
+    architecture_of: dict[str, str | None],
+) -> tuple[P, str]:
+    """The parameters a GPU runs with, and where they come from.
+
+    Its own fit where it has one (``"measured"``); else the log-space average of the fits of
+    the GPUs of its architecture (``"same architecture"``); else of all fits (``"all GPUs"``).
+    The parameters are shares of the datasheet, sizes and latencies, so a GPU that takes
+    another's fit is scaled by its own datasheet peak and bandwidth when they are applied.
+    """
+    if gpu_id in fits:
+        return fits[gpu_id], "measured"
+    same = [p for g, p in fits.items() if architecture and architecture_of.get(g) == architecture]
+    if same:
+        return average(same), "same architecture"
+    if not fits:
+        raise ValueError("no fitted GPU to take parameters from")
+    return average(list(fits.values())), "all GPUs"
