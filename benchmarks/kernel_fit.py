@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import cast
@@ -216,32 +217,39 @@ def run_collectives(
         report.left_out[(gpu, family)].append(relative_errors(pred, latency_s[rows]))
 
 
-def print_table(report: Report) -> None:
-    print("| GPU | family | rows | in-sample median | p90 | leave-one-GPU-out median | p90 |")
-    print("|---|---|---:|---:|---:|---:|---:|")
-    for gpu, family in sorted(report.fitted, key=lambda key: (key[1], key[0])):
-        fitted = np.concatenate(report.fitted[(gpu, family)])
-        a = error_summary(fitted)
-        left = report.left_out.get((gpu, family))
-        b = error_summary(np.concatenate(left)) if left else None
-        held = f"{100 * b[0]:.1f} % | {100 * b[1]:.1f} %" if b else "no other GPU | —"
-        print(
-            f"| {gpu} | {family} | {len(fitted)} | {100 * a[0]:.1f} % | {100 * a[1]:.1f} % "
-            f"| {held} |"
-        )
-    print()
-    print("| family | in-sample median | p90 | leave-one-GPU-out median | p90 |")
-    print("|---|---:|---:|---:|---:|")
-    families = sorted({f.split()[0] for _, f in report.fitted})
-    for fam in families:
-        ins = [e for (_, f), es in report.fitted.items() if f.split()[0] == fam for e in es]
-        out = [e for (_, f), es in report.left_out.items() if f.split()[0] == fam for e in es]
-        a = error_summary(np.concatenate(ins))
-        b = error_summary(np.concatenate(out))
-        print(
-            f"| {fam} | {100 * a[0]:.1f} % | {100 * a[1]:.1f} % "
-            f"| {100 * b[0]:.1f} % | {100 * b[1]:.1f} % |"
-        )
+def _cells(errors: list[FloatArray]) -> str:
+    if not errors:
+        return "no other GPU | —"
+    med, p90 = error_summary(np.concatenate(errors))
+    return f"{100 * med:.1f} % | {100 * p90:.1f} %"
+
+
+def _pooled(
+    table: dict[tuple[str, str], list[FloatArray]], key: Callable[[str, str], str | None]
+) -> dict[str, list[FloatArray]]:
+    pooled: dict[str, list[FloatArray]] = defaultdict(list)
+    for (gpu, family), errors in table.items():
+        name = key(gpu, family)
+        if name is not None:
+            pooled[name].extend(errors)
+    return pooled
+
+
+def print_tables(report: Report) -> None:
+    """Markdown tables: per kernel family, per GPU × family, per GPU × GEMM dtype."""
+    head = "in-sample median | p90 | leave-one-GPU-out median | p90 |"
+    for title, key in (
+        ("family", lambda gpu, family: family.split()[0]),
+        ("GPU | family", lambda gpu, family: f"{gpu} | {family.split()[0]}"),
+        ("GPU | GEMM dtype", lambda gpu, f: f"{gpu} | {f.split()[1]}" if " " in f else None),
+    ):
+        fitted, left = _pooled(report.fitted, key), _pooled(report.left_out, key)
+        print(f"| {title} | rows | {head}")
+        print("|---" * (title.count("|") + 1) + "|---:" * 5 + "|")
+        for name in sorted(fitted, key=lambda n: n.split(" | ")[::-1]):
+            rows = sum(len(e) for e in fitted[name])
+            print(f"| {name} | {rows} | {_cells(fitted[name])} | {_cells(left.get(name, []))} |")
+        print()
 
 
 def main() -> int:
@@ -262,7 +270,7 @@ def main() -> int:
     run_collectives(
         custom, specs, report, "kernel_source", "op_name", "allreduce_dtype", "custom_allreduce"
     )
-    print_table(report)
+    print_tables(report)
     if args.write:
         document = {
             "about": "Kernel tier of infersize (inferencesize.kernels), fitted by"
