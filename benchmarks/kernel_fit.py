@@ -263,7 +263,7 @@ def main() -> int:
     gemm = read_kernel_table(args.kernels / "gemm_perf.csv.gz", *GEMM_COLUMNS)
     run_gemm(gemm, specs, report)
     nccl = read_kernel_table(args.kernels / "nccl_perf.csv.gz", *NCCL_COLUMNS)
-    run_collectives(nccl, specs, report, "framework", "op_name", "nccl_dtype", "nccl")
+    run_collectives(nccl, specs, report, "kernel_source", "op_name", "nccl_dtype", "nccl")
     custom = read_kernel_table(
         args.kernels / "custom_allreduce_perf.csv.gz", *CUSTOM_ALLREDUCE_COLUMNS
     )

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import csv
 import gzip
+import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -20,13 +21,14 @@ import numpy as np
 import numpy.typing as npt
 
 from inferencesize.errors import InputError
+from inferencesize.kernels import CollectiveParams, GemmParams
 
 FloatArray = npt.NDArray[np.float64]
 
 #: the columns each table needs: (text columns, number columns)
 GEMM_COLUMNS = (("gpu", "framework", "gemm_dtype", "source_detail"), ("m", "n", "k", "latency"))
 NCCL_COLUMNS = (
-    ("gpu", "framework", "op_name", "nccl_dtype", "source_detail"),
+    ("gpu", "framework", "op_name", "kernel_source", "nccl_dtype", "source_detail"),
     ("num_gpus", "message_size", "latency"),
 )
 CUSTOM_ALLREDUCE_COLUMNS = (
@@ -94,3 +96,42 @@ def _number(cell: str, shown: str, line: int, column: str) -> float:
             f"{shown}: line {line}: column {column!r}: expected a finite number >= 0, got {cell!r}"
         )
     return value
+
+
+@dataclass(frozen=True)
+class KernelFit:
+    """The fitted kernel tier (``data/kernels/fit.json``), keyed by catalog GPU id."""
+
+    gemm: dict[tuple[str, str, str], GemmParams]
+    collectives: dict[tuple[str, str, str, int], CollectiveParams]
+
+
+def read_kernel_fit(path: Path) -> KernelFit:
+    """Read the parameters written by ``benchmarks/kernel_fit.py``; a malformed entry is one
+    InputError naming the file and the entry."""
+    shown = str(path)
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+        entries = document["entries"]
+    except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError) as err:
+        raise InputError(f"{shown}: cannot read the kernel fit: {err}") from err
+    gemm: dict[tuple[str, str, str], GemmParams] = {}
+    collectives: dict[tuple[str, str, str, int], CollectiveParams] = {}
+    for i, entry in enumerate(entries):
+        try:
+            gpu = str(entry["catalog_id"])
+            if entry["family"] == "gemm":
+                gemm[(gpu, str(entry["engine"]), str(entry["dtype"]))] = GemmParams(
+                    **entry["params"]
+                )
+            else:
+                key = (
+                    gpu,
+                    str(entry["implementation"]),
+                    str(entry["kind"]),
+                    int(entry["num_gpus"]),
+                )
+                collectives[key] = CollectiveParams(**entry["params"])
+        except (KeyError, TypeError, ValueError) as err:
+            raise InputError(f"{shown}: entries[{i}]: malformed entry ({err!r})") from err
+    return KernelFit(gemm, collectives)

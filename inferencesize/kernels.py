@@ -248,3 +248,33 @@ def transferred(
     if not fits:
         raise ValueError("no fitted GPU to take parameters from")
     return average(list(fits.values())), "all GPUs"
+
+
+def gemm_params_for(
+    gpu_id: str,
+    architecture: str | None,
+    engine: str,
+    dtype: str,
+    fits: dict[tuple[str, str, str], GemmParams],
+    architecture_of: dict[str, str | None],
+) -> tuple[GemmParams, str] | None:
+    """GEMM parameters of any GPU for one engine and dtype (keys: GPU id, engine, dtype), with
+    their origin as in :func:`transferred`; None where no GPU was fitted for that pair."""
+    same = {g: p for (g, e, d), p in fits.items() if (e, d) == (engine, dtype)}
+    return transferred(gpu_id, architecture, same, architecture_of) if same else None
+
+
+def collective_params_for(
+    gpu_id: str,
+    architecture: str | None,
+    implementation: str,
+    kind: str,
+    n_gpus: int,
+    fits: dict[tuple[str, str, str, int], CollectiveParams],
+    architecture_of: dict[str, str | None],
+) -> tuple[CollectiveParams, str] | None:
+    """Collective parameters of any GPU (keys: GPU id, implementation, kind, GPU count), with
+    their origin as in :func:`transferred`; None where nothing was fitted for that key. The
+    caller applies them to the GPU's own link bandwidth."""
+    same = {g: p for (g, i, k, n), p in fits.items() if (i, k, n) == (implementation, kind, n_gpus)}
+    return transferred(gpu_id, architecture, same, architecture_of) if same else None

@@ -226,3 +226,54 @@ def test_shipped_fit_reproduces_measured_rows() -> None:
     m, n, k, ms = (np.array(c, dtype=float) for c in zip(*H100_ROWS, strict=True))
     pred = gemm_time_s(m, n, k, gemm_bytes(m, n, k, "bfloat16"), H100_BF16_FLOPS, H100_HBM, p)
     assert np.all(np.abs(pred / (ms * 1e-3) - 1) < 0.3)
+
+
+def test_any_catalog_gpu_gets_gemm_parameters_from_the_shipped_fit() -> None:
+    from shipped import catalog
+
+    from inferencesize.io_kernels import read_kernel_fit
+    from inferencesize.kernels import collective_params_for, gemm_params_for
+
+    fit = read_kernel_fit(ROOT / "data" / "kernels" / "fit.json")
+    gpus = catalog().gpus
+    arch = {gpu_id: spec.architecture for gpu_id, spec in gpus.items()}
+    h100 = fit.gemm[("h100-sxm", "TRTLLM", "bfloat16")]
+    h200 = fit.gemm[("h200-sxm", "TRTLLM", "bfloat16")]
+
+    own = gemm_params_for("h100-sxm", "hopper", "TRTLLM", "bfloat16", fit.gemm, arch)
+    assert own == (h100, "measured")
+    # H20 (Hopper, no kernels): the log-space mean of H100 and H200, on its own datasheet
+    got = gemm_params_for("h20", gpus["h20"].architecture, "TRTLLM", "bfloat16", fit.gemm, arch)
+    assert got is not None
+    h20, label = got
+    assert label == "same architecture"
+    assert h20.eta_max == pytest.approx((h100.eta_max * h200.eta_max) ** 0.5)
+    assert h20.launch_s == pytest.approx((h100.launch_s * h200.launch_s) ** 0.5)
+    big = 16384.0
+    moved = gemm_bytes(big, big, big, "bfloat16")
+    peak = gpus["h20"].dense_flops.bf16
+    assert peak is not None
+    t = float(gemm_time_s(big, big, big, moved, peak, gpus["h20"].hbm_bandwidth_bytes_per_s, h20))
+    assert t > 2 * big**3 / peak  # never faster than its own datasheet
+    # MI300X (an architecture never measured): the average of every fitted GPU
+    got = gemm_params_for("mi300x", "cdna3", "TRTLLM", "bfloat16", fit.gemm, arch)
+    assert got is not None and got[1] == "all GPUs"
+    assert gemm_params_for("h20", "hopper", "TRTLLM", "no-such-dtype", fit.gemm, arch) is None
+    document = json.loads((ROOT / "data" / "kernels" / "fit.json").read_text(encoding="utf-8"))
+    families = [e["family"] for e in document["entries"]]
+    assert len(fit.gemm) == families.count("gemm")  # no two entries share a key
+    assert len(fit.collectives) == len(families) - families.count("gemm")
+    nccl = collective_params_for("h20", "hopper", "NCCL", "all_reduce", 8, fit.collectives, arch)
+    assert nccl is not None and nccl[1] == "same architecture"
+
+
+def test_fit_reader_names_a_malformed_entry(tmp_path: Path) -> None:
+    from inferencesize.io_kernels import read_kernel_fit
+
+    path = tmp_path / "fit.json"
+    path.write_text(
+        json.dumps({"entries": [{"family": "gemm", "catalog_id": "x", "engine": "e"}]}),
+        encoding="utf-8",
+    )
+    with pytest.raises(InputError, match=r"fit\.json: entries\[0\]: malformed entry"):
+        read_kernel_fit(path)
