@@ -14,18 +14,20 @@ exceed 1 where a small GEMM runs out of L2), ``launch_s`` the fixed cost of one 
 half-saturation on the work ``m·n·k`` does not work: ``(w + w_half)/(eta_max·peak)`` is a
 constant added to every call, indistinguishable from the launch time.
 
-Collective of ``message_bytes`` over ``n`` GPUs (latency + inverse bandwidth), fitted per GPU
-count ``n``::
+Collective of ``message_bytes`` over ``n`` GPUs, fitted per GPU count ``n``: latency plus
+inverse bandwidth, for each of two protocols, the library running the faster one::
 
-    t = alpha_s(n) + traffic(kind, n)·message_bytes / (eta_link(n) · link_bw)
+    t = min(alpha_s + w / eta_link,  alpha_s + bulk_extra_s + w / eta_bulk)
+    w = traffic(kind, n) · message_bytes / link_bw
 
 with the ring traffic factors 2(n−1)/n (all-reduce) and (n−1)/n (all-gather, reduce-scatter,
 all-to-all) and ``link_bw`` the GPU's per-direction scale-up bandwidth (half the bidirectional
-NVLink figure of the datasheet; PCIe where the GPU has no NVLink). The share is fitted per GPU
-count because the algorithm changes with it: NCCL's 8-GPU all-reduce on an NVSwitch reduces in
-the switch and moves less than the ring's 2(n−1)/n, so its share of the ring figure exceeds 1
-(up to 2); a latency growing by hop, one ``alpha`` for all counts, left +50 % errors on
-8-GPU all-reduce of large messages on H100.
+NVLink figure of the datasheet; PCIe where the GPU has no NVLink). NCCL switches from a
+low-latency protocol (flags travel with the data, so it reaches a smaller share of the link)
+to a bulk one (a longer start, the full share) as messages grow; a single latency and
+bandwidth under-predicted 1 – 8 MB messages by up to half. The shares are fitted per GPU count
+because the algorithm changes with it too: an 8-GPU all-reduce on an NVSwitch reduces in the
+switch and moves less than a ring, so its share of the ring figure may exceed 1 (up to 2).
 
 Fits are in log space (relative error), with scipy's ``least_squares`` and a soft-L1 loss, and
 bounded to physical ranges. Every function takes arrays and datasheet numbers; none reads a file.
@@ -78,19 +80,22 @@ class GemmParams:
 
 @dataclass(frozen=True)
 class CollectiveParams:
-    """Fitted parameters of one collective at one GPU count: latency (s) and the share of the
-    ring's link bandwidth reached (above 1 where the algorithm moves less than a ring)."""
+    """Fitted parameters of one collective at one GPU count: the low-latency protocol's
+    latency (s) and share of the ring's link bandwidth (above 1 where the algorithm moves less
+    than a ring); the bulk protocol's extra latency (s) and share."""
 
     alpha_s: float
     eta_link: float
+    bulk_extra_s: float
+    eta_bulk: float
 
 
 P = TypeVar("P", GemmParams, CollectiveParams)
 
 GEMM_LOWER = GemmParams(0.01, 0.0, 0.0, 0.0, 0.01, 0.0)
 GEMM_UPPER = GemmParams(1.0, 4096.0, 4096.0, 4096.0, 2.0, 1e-3)
-COLLECTIVE_LOWER = CollectiveParams(0.0, 0.01)
-COLLECTIVE_UPPER = CollectiveParams(1e-3, 2.0)
+COLLECTIVE_LOWER = CollectiveParams(0.0, 0.01, 0.0, 0.01)
+COLLECTIVE_UPPER = CollectiveParams(1e-3, 2.0, 1e-3, 2.0)
 
 
 def _vector(p: GemmParams | CollectiveParams) -> FloatArray:
@@ -174,8 +179,10 @@ def collective_time_s(
     p: CollectiveParams,
 ) -> FloatArray:
     """Latency of one collective (s) under :class:`CollectiveParams` ``p``."""
-    wire_s = traffic_factor(kind, n_gpus) * message_bytes / (p.eta_link * link_bytes_per_s)
-    return np.asarray(p.alpha_s + wire_s, dtype=np.float64)
+    ideal_s = traffic_factor(kind, n_gpus) * message_bytes / link_bytes_per_s
+    low_latency_s = p.alpha_s + ideal_s / p.eta_link
+    bulk_s = p.alpha_s + p.bulk_extra_s + ideal_s / p.eta_bulk
+    return np.asarray(np.minimum(low_latency_s, bulk_s), dtype=np.float64)
 
 
 def fit_collective(
@@ -197,16 +204,21 @@ def fit_collective(
         return np.log(pred) - log_t
 
     floor_s = float(np.min(latency_s))
-    x0 = np.clip(np.array([0.8 * floor_s, 0.5]), lower + 1e-12, upper - 1e-12)
-    fit = least_squares(
-        residual,
-        x0,
-        bounds=(lower, upper),
-        loss="soft_l1",
-        f_scale=0.1,
-        x_scale=np.array([1e-6, 0.1]),
-    )
-    return CollectiveParams(*(float(v) for v in fit.x))
+    best: tuple[float, FloatArray] | None = None
+    for start in ([0.8 * floor_s, 0.3, floor_s, 0.8], [0.5 * floor_s, 0.1, 4 * floor_s, 0.6]):
+        x0 = np.clip(np.array(start), lower + 1e-12, upper - 1e-12)
+        fit = least_squares(
+            residual,
+            x0,
+            bounds=(lower, upper),
+            loss="soft_l1",
+            f_scale=0.1,
+            x_scale=np.array([1e-6, 0.1, 1e-6, 0.1]),
+        )
+        if best is None or fit.cost < best[0]:
+            best = (float(fit.cost), fit.x)
+    assert best is not None
+    return CollectiveParams(*(float(v) for v in best[1]))
 
 
 def relative_errors(predicted: FloatArray, measured: FloatArray) -> FloatArray:

@@ -54,13 +54,13 @@ def test_gemm_fit_recovers_known_parameters() -> None:
 
 
 def test_collective_fit_recovers_known_parameters() -> None:
-    true = CollectiveParams(alpha_s=8e-6, eta_link=0.7)
+    true = CollectiveParams(alpha_s=8e-6, eta_link=0.3, bulk_extra_s=12e-6, eta_bulk=0.8)
     message = 2.0 ** np.arange(8, 30)
     link = 450e9  # H100 NVLink 900 GB/s bidirectional, per direction
     latency = collective_time_s("all_reduce", 8, message, link, true)
     fit = fit_collective("all_reduce", 8, message, link, latency)
-    assert fit.alpha_s == pytest.approx(true.alpha_s, rel=0.02)
-    assert fit.eta_link == pytest.approx(true.eta_link, rel=0.02)
+    for f in fields(CollectiveParams):
+        assert getattr(fit, f.name) == pytest.approx(getattr(true, f.name), rel=0.02), f.name
 
 
 def test_bytes_and_traffic_by_hand() -> None:
@@ -103,7 +103,7 @@ def test_gemm_time_is_monotone_in_each_dimension(seed: int) -> None:
 def test_collective_time_is_monotone_in_message_size() -> None:
     message = 2.0 ** np.arange(0, 32)
     for kind in ("all_reduce", "all_gather", "reduce_scatter", "alltoall"):
-        t = collective_time_s(kind, 4, message, 450e9, CollectiveParams(5e-6, 0.6))
+        t = collective_time_s(kind, 4, message, 450e9, CollectiveParams(5e-6, 0.3, 10e-6, 0.9))
         assert np.all(np.diff(t) > 0)
 
 
@@ -121,8 +121,9 @@ def test_fits_stay_within_physical_bounds() -> None:
     message = 2.0 ** np.arange(8, 20)
     flat = np.full_like(message, 1e-7)
     c = fit_collective("all_gather", 2, message, 1e12, flat)
-    assert COLLECTIVE_LOWER.alpha_s <= c.alpha_s <= COLLECTIVE_UPPER.alpha_s
-    assert COLLECTIVE_LOWER.eta_link <= c.eta_link <= COLLECTIVE_UPPER.eta_link
+    for f in fields(CollectiveParams):
+        assert getattr(COLLECTIVE_LOWER, f.name) <= getattr(c, f.name)
+        assert getattr(c, f.name) <= getattr(COLLECTIVE_UPPER, f.name)
 
 
 def test_gpu_without_kernels_takes_its_architecture_on_its_datasheet() -> None:
