@@ -58,8 +58,11 @@ DEFAULT_KERNELS = ROOT.parent / "shared" / "calibration" / "kernels"
 LONG_S = 10e-6
 LONG_GEMM = "gemm_from_10us"
 
-#: the kernel tables' gpu names -> catalog ids (every one has a catalog entry)
+#: the kernel tables' gpu names -> catalog ids (every one has a catalog entry); rows whose
+#: device is a GB300 (filed under b300_sxm) are fitted as the GB300 they were measured on
+DEVICE_GPU = {"NVIDIA GB300": "gb300"}
 CATALOG_ID = {
+    "gb300": "gb300",
     "a100_sxm": "a100-sxm-80gb",
     "h100_sxm": "h100-sxm",
     "h200_sxm": "h200-sxm",
@@ -147,6 +150,7 @@ def run_gemm(table: KernelTable, specs: dict[str, GpuSpec], report: Report) -> N
                 "params": rounded(asdict(p)),
                 "rows": len(rows),
                 "source": source_of(table, rows),
+                "table": "calibration/kernels/" + Path(table.path).name,
             }
         )
         others = [g for g in donors(gpu, sorted(specs), specs) if (g, engine, dtype) in groups]
@@ -208,6 +212,7 @@ def run_collectives(
                 "params": rounded(asdict(p)),
                 "rows": len(rows),
                 "source": source_of(table, rows),
+                "table": "calibration/kernels/" + Path(table.path).name,
             }
         )
         others = [g for g in donors(gpu, sorted(specs), specs) if (g, impl, kind, count) in groups]
@@ -269,6 +274,8 @@ def main() -> int:
     specs = {name: catalog.gpus[cid] for name, cid in CATALOG_ID.items()}
     report = Report()
     gemm = read_kernel_table(args.kernels / "gemm_perf.csv.gz", *GEMM_COLUMNS)
+    by_device = zip(gemm.text["gpu"], gemm.text["device"], strict=True)
+    gemm.text["gpu"] = [DEVICE_GPU.get(device, gpu) for gpu, device in by_device]
     run_gemm(gemm, specs, report)
     nccl = read_kernel_table(args.kernels / "nccl_perf.csv.gz", *NCCL_COLUMNS)
     run_collectives(nccl, specs, report, "kernel_source", "op_name", "nccl_dtype", "nccl")

@@ -26,7 +26,10 @@ from inferencesize.kernels import CollectiveParams, GemmParams
 FloatArray = npt.NDArray[np.float64]
 
 #: the columns each table needs: (text columns, number columns)
-GEMM_COLUMNS = (("gpu", "framework", "gemm_dtype", "source_detail"), ("m", "n", "k", "latency"))
+GEMM_COLUMNS = (
+    ("gpu", "device", "framework", "gemm_dtype", "source_detail"),
+    ("m", "n", "k", "latency"),
+)
 NCCL_COLUMNS = (
     ("gpu", "framework", "op_name", "kernel_source", "nccl_dtype", "source_detail"),
     ("num_gpus", "message_size", "latency"),

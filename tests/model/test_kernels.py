@@ -154,7 +154,7 @@ def _write_gz(path: Path, text: str) -> Path:
     return path
 
 
-HEADER = "gpu,framework,version,gemm_dtype,m,n,k,latency,source_detail\n"
+HEADER = "gpu,device,framework,gemm_dtype,m,n,k,latency,source_detail\n"
 
 
 def test_loader_reads_columns(tmp_path: Path) -> None:
@@ -187,7 +187,7 @@ def test_loader_rejects_a_malformed_row(tmp_path: Path, row: str, expected: str)
 
 def test_loader_names_a_missing_column(tmp_path: Path) -> None:
     path = _write_gz(tmp_path / "g.csv.gz", "gpu,m,n\nh100_sxm,1,2\n")
-    with pytest.raises(InputError, match=r"g\.csv\.gz: line 1: column 'framework' is missing"):
+    with pytest.raises(InputError, match=r"g\.csv\.gz: line 1: column 'device' is missing"):
         read_kernel_table(path, *GEMM_COLUMNS)
 
 
