@@ -245,7 +245,7 @@ class Plan:
     isl: float
     osl: float
     pricing: Pricing = field(compare=False, repr=False)
-    prefill_one_s: float  # one prompt alone: the input share of GPU time
+    prefill_per_prompt_s: float  # GPU time of one prompt in a batched prompt step
     fleet: Fleet = field(compare=False, repr=False)  # the whole units paid for
     trust: str = "datasheet"  # how far its efficiencies were measured (estimate.Resolved)
 
@@ -296,7 +296,7 @@ class Plan:
     @cached_property
     def economics(self) -> PlanEconomics:
         c = self.candidate
-        share = input_share(self.rate, self.prefill_one_s)
+        share = input_share(self.rate, self.prefill_per_prompt_s)
         return _plan_economics(
             self.pricing, c.gpu, c.system, self.gpus, self.servers, self.gpus_per_node,
             self.capacity_rps, self.isl, self.osl, share,
@@ -359,6 +359,18 @@ class Plan:
     ) -> tuple[Any, ...]:
         """Its whole rank: :meth:`prefix`, then more room at the peak first, then its label."""
         return (*self.prefix(objective, budget), -self.room, self.candidate.label())
+
+
+def prefill_per_prompt_s(dep: Any, isl: float) -> float:
+    """GPU time one prompt of ``isl`` tokens takes when prompts are batched as the engine
+    does, K = ⌊8192 / ISL⌋ a step (at least one): p(K) / K. The input share of an instance's
+    time is the rate times this (:func:`inferencesize.economics.input_share`); one prompt
+    alone would count the weights read per step once per prompt (an MoE on a fast GPU: a
+    share over 1, every cost and joule put on input, none on output)."""
+    from inferencesize.openloop.steps import STEP_TOKENS  # (the open-loop package on demand)
+
+    k = max(1, int(STEP_TOKENS // max(isl, 1.0)))
+    return float(prefill(dep, k, isl).total_s) / k
 
 
 def rank(
@@ -912,7 +924,7 @@ def _plan_for(
         isl=isl,
         osl=osl,
         pricing=pricing,
-        prefill_one_s=float(prefill(res.deployment, 1, isl).total_s),
+        prefill_per_prompt_s=prefill_per_prompt_s(res.deployment, isl),
         fleet=paid.fleet,
         trust=res.trust,
     )

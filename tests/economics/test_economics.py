@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from shipped import catalog as _catalog
 from shipped import estimator as _est
@@ -229,14 +231,31 @@ def test_plan_carries_consistent_economics() -> None:
     # one $/M output tokens: the plan's figure is the economics' one
     assert p.cost_per_million_output_tokens_usd == p.economics.tokens.usd_per_million_output
     assert p.economics.facility_watts == pytest.approx(1.3 * p.power_watts)
-    # input share = per-instance rate × one prompt's prefill time
+    # input share = per-instance rate × one prompt's time in a prompt step of ⌊8192 / 1000⌋ = 8
     c = _catalog()
     res = _est().resolve(p.candidate, 1300)
     assert res.deployment is not None
-    t = float(prefill(res.deployment, 1, 1000).total_s)
+    t = float(prefill(res.deployment, 8, 1000).total_s) / 8
     assert p.economics.tokens.input_share == pytest.approx(p.rate * t)
     assert 0.0 < p.economics.tokens.input_share < 1.0
     assert c is not None
+
+
+def test_a_batched_prompt_step_leaves_output_tokens_their_share() -> None:
+    """gpt-oss-120b on one B200 at 35 req/s per instance: one 2,000-token prompt alone takes
+    about 30 ms (the experts' weights read once per step), so rate × that put the whole
+    instance on input (share 1: output tokens at $0 and 0 J). Prompts are batched four to a
+    step (⌊8192 / 2000⌋), and the share is the rate × a quarter of that step."""
+    from typer.testing import CliRunner
+
+    from inferencesize.cli import app
+
+    args = ["plan", "default", "--model", "gpt-oss-120b", "--hardware", "dgx-b200", "-f", "json"]
+    got = CliRunner().invoke(app, args)
+    assert got.exit_code == 0, got.output
+    e = json.loads(got.stdout)["plan"]["economics"]
+    assert 0.0 < e["input_share"] < 1.0
+    assert e["joules_per_output_token"] > e["joules_per_input_token"] > 0.0
 
 
 def test_owned_pricing_in_the_planner_is_the_hand_formula() -> None:
