@@ -35,7 +35,7 @@ bounded to physical ranges. Every function takes arrays and datasheet numbers; n
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields
 from typing import Literal, TypeVar
 
@@ -142,26 +142,36 @@ def fit_gemm(
         pred = gemm_time_s(m, n, k, bytes_moved, peak_flops_per_s, hbm_bytes_per_s, GemmParams(*x))
         return np.log(pred) - log_t
 
-    best: FloatArray | None = None
-    best_cost = np.inf
     floor_s = float(np.percentile(latency_s, 1))
-    for start in (
+    starts = (
         [0.7, 32.0, 32.0, 64.0, 0.8, 0.5 * floor_s],
         [0.5, 128.0, 256.0, 256.0, 0.6, 0.2 * floor_s],
-    ):
-        x0 = np.clip(np.array(start), lower + 1e-9, upper - 1e-9)
-        fit = least_squares(
-            residual,
-            x0,
-            bounds=(lower, upper),
-            loss="soft_l1",
-            f_scale=0.1,
-            x_scale=np.array([0.1, 100.0, 100.0, 100.0, 0.1, 1e-6]),
-        )
-        if fit.cost < best_cost:
-            best, best_cost = fit.x, fit.cost
-    assert best is not None
+    )
+    best = _best_fit(residual, starts, lower, upper, [0.1, 100.0, 100.0, 100.0, 0.1, 1e-6], 1e-9)
     return GemmParams(*(float(v) for v in best))
+
+
+def _best_fit(
+    residual: Callable[[FloatArray], FloatArray],
+    starts: Sequence[Sequence[float]],
+    lower: FloatArray,
+    upper: FloatArray,
+    x_scale: Sequence[float],
+    eps: float,
+) -> FloatArray:
+    """The least-cost robust fit (soft-L1 on log residuals, within the bounds) over the
+    starting points ``starts`` (each moved ``eps`` inside the bounds)."""
+    best: tuple[float, FloatArray] | None = None
+    for start in starts:
+        x0 = np.clip(np.array(start), lower + eps, upper - eps)
+        fit = least_squares(
+            residual, x0, bounds=(lower, upper), loss="soft_l1", f_scale=0.1,
+            x_scale=np.array(x_scale),
+        )  # fmt: skip
+        if best is None or fit.cost < best[0]:
+            best = (float(fit.cost), fit.x)
+    assert best is not None
+    return best[1]
 
 
 def traffic_factor(kind: CollectiveKind, n_gpus: ArrayLike) -> FloatArray:
@@ -204,21 +214,9 @@ def fit_collective(
         return np.log(pred) - log_t
 
     floor_s = float(np.min(latency_s))
-    best: tuple[float, FloatArray] | None = None
-    for start in ([0.8 * floor_s, 0.3, floor_s, 0.8], [0.5 * floor_s, 0.1, 4 * floor_s, 0.6]):
-        x0 = np.clip(np.array(start), lower + 1e-12, upper - 1e-12)
-        fit = least_squares(
-            residual,
-            x0,
-            bounds=(lower, upper),
-            loss="soft_l1",
-            f_scale=0.1,
-            x_scale=np.array([1e-6, 0.1, 1e-6, 0.1]),
-        )
-        if best is None or fit.cost < best[0]:
-            best = (float(fit.cost), fit.x)
-    assert best is not None
-    return CollectiveParams(*(float(v) for v in best[1]))
+    starts = ([0.8 * floor_s, 0.3, floor_s, 0.8], [0.5 * floor_s, 0.1, 4 * floor_s, 0.6])
+    best = _best_fit(residual, starts, lower, upper, [1e-6, 0.1, 1e-6, 0.1], 1e-12)
+    return CollectiveParams(*(float(v) for v in best))
 
 
 def relative_errors(predicted: FloatArray, measured: FloatArray) -> FloatArray:
