@@ -1,4 +1,4 @@
-"""The README's `plan --format json` reference names every key the command prints."""
+"""The `plan --format json` reference (docs/output.md) names every key the command prints."""
 
 from __future__ import annotations
 
@@ -11,14 +11,14 @@ from typer.testing import CliRunner
 
 from inferencesize.cli import app
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+REFERENCE = Path(__file__).resolve().parents[2] / "docs" / "output.md"
 
 
 def _schema_section() -> str:
-    text = README.read_text(encoding="utf-8")
-    start = text.index("### `plan --format json` (schema_version 1)")
+    text = REFERENCE.read_text(encoding="utf-8")
+    start = text.index("## `plan --format json` (schema_version 1)")
     ends = [text.find(mark, start + 1) for mark in ("\n## ", "\n### ")]
-    return text[start : min(e for e in ends if e > 0)]
+    return text[start : min((e for e in ends if e > 0), default=len(text))]
 
 
 def _documented_names(section: str) -> set[str]:
@@ -56,7 +56,7 @@ def test_every_plan_key_is_documented() -> None:
     emitted |= _keys(feasible["plan"]) | _keys(feasible["power_budget"])
     emitted |= _keys(infeasible["rejected"])
     missing = sorted(emitted - documented)
-    assert not missing, f"README plan JSON section misses {missing}"
+    assert not missing, f"docs/output.md plan JSON section misses {missing}"
 
 
 def test_check_json_additions_are_documented() -> None:
