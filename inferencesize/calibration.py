@@ -266,7 +266,8 @@ def fit(
     """Fit ``base``'s parameters to ``rows`` (all predicted with the set being fitted), then
     write its architecture entries and per-GPU defaults (:func:`conservative`) from every GPU
     entry (``architectures``: GPU id -> architecture of the catalog; the rows' GPUs else)."""
-    pairs = _pairs(rows)
+    # a set whose kernels carry the hardware fits only its set-wide (engine) terms
+    pairs = {} if base.kernels else _pairs(rows)
     counts = Counter((r.candidate.gpu.id, precision_class(r.candidate.precision)) for r in rows)
     free = list(free_globals)
     x0, lo, hi = [], [], []

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from inferencesize import units
+from inferencesize.kernel_data import hardware_for
 from inferencesize.deployment import build_deployment, choose_efficiency, default_kv_precision
 from inferencesize.latency import Deployment
 from inferencesize.memory import MemoryBudget, memory_budget
@@ -123,7 +124,9 @@ class Estimator:
         key += (cand.kv_precision, cand.par, cand.share)
         gpu = cand.instance_gpu
         if key not in self._deps:
-            _, found = choose_efficiency(self.efficiency, self.others, cand.gpu, cand.precision)
+            chosen, found = choose_efficiency(
+                self.efficiency, self.others, cand.gpu, cand.precision
+            )
             eff = Efficiency(**{k: v for k, v in found.values.items() if v is not None})
             if cand.share:
                 eff = shared_efficiency(eff, cand.share)
@@ -137,6 +140,11 @@ class Estimator:
                 eff,
                 self.techniques,
             )
+            if chosen.kernels and not isinstance(dep, str):
+                kh = hardware_for(
+                    gpu.id, gpu.architecture, chosen.kernels, cand.precision, cand.par.tp
+                )
+                dep = replace(dep, kernels=kh)
             self._deps[key] = (dep, found.origin, found.trust)
         dep, origin, trust = self._deps[key]
         if isinstance(dep, str):

@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from inferencesize.comm import Link, allreduce_latency, allreduce_time, alltoall_time, p2p_time
+from inferencesize.kernel_step import GemmWork, KernelHardware, allreduce_s, gemm_s
 from inferencesize.parallelism import (
     Parallelism,
     kv_heads_per_gpu,
@@ -68,12 +69,19 @@ class Deployment:
     eff: Efficiency
     ep_link: Link | None = None  # all-to-all across DP groups (attention DP); None = tp_link
     techniques: Techniques = NO_TECHNIQUES  # applied by step_time
+    #: The kernel tier of the GPU, engine and precision (``kernel_step``): GEMMs and the TP
+    #: all-reduce from measured kernels instead of the set's shares of the datasheet.
+    kernels: KernelHardware | None = None
 
     @property
     def handoff_s(self) -> float:
-        """Request hand-off of an instance on more than one GPU (``Efficiency.handoff_s``);
-        0 on one GPU."""
-        return self.eff.handoff_s if self.par.gpus > 1 else 0.0
+        """Request hand-off (``Efficiency.handoff_s``), added once to TTFT. A set with a
+        kernel tier pays it on every request (tokenising, the hop between the server and the
+        engine process, the first token back); the older sets, fitted with it, on instances
+        of more than one GPU only."""
+        if self.kernels is not None or self.par.gpus > 1:
+            return self.eff.handoff_s
+        return 0.0
 
 
 @dataclass(frozen=True)
@@ -201,6 +209,34 @@ def _roofline_step(
     ) + expert_flops / (dep.peak_flops * gemm_efficiency(eff, per_expert))
     gemm_memory = weight_bytes / (dep.hbm_bytes_per_s * eff.memory)
     gemm = np.maximum(gemm_compute, gemm_memory)
+    stream_share = eff.memory
+    if dep.kernels is not None:
+        layers_stage = layers_per_stage(c, pp)
+        moe_stage = c.moe_layers * layer_frac
+        touched = _touched_expert_params(c, instance_tokens if par.dp > 1 else tokens)
+        if par.dp > 1:
+            touched = touched / par.dp
+        work = GemmWork(
+            tokens=tokens,
+            dense_params_per_layer=c.dense_linear_params / c.num_layers / tp,
+            layers=layers_stage,
+            expert_rows=per_expert,
+            expert_params_per_layer=touched / max(c.moe_layers, 1) / tp,
+            moe_layers=moe_stage,
+            head_rows=dec * decode_tokens + pre,
+            head_params=c.lm_head_params / tp,
+            hidden=c.hidden_size,
+        )
+        gemm, bound = gemm_s(
+            dep.kernels,
+            work,
+            dep.weight_bytes_per_param,
+            dep.peak_flops,
+            dep.peak_flops_attention,
+            dep.hbm_bytes_per_s,
+        )
+        gemm_compute, gemm_memory = np.where(bound, 1.0, 0.0), 0.0
+        stream_share = dep.kernels.stream_share
 
     # Attention. Decode: read the KV cache (memory-bound). Prefill: FLOP-bound.
     pair_flops = c.attention_flops_per_pair / tp * layer_frac
@@ -211,10 +247,10 @@ def _roofline_step(
     # linear-attention layers read and write their recurrent state once per step
     kv_read = kv_read + 2.0 * linear_state_bytes_per_sequence(c) / tp
     kv_bytes = dec * kv_read * layer_frac
-    kv_memory_eff: Any = eff.memory
+    kv_memory_eff: Any = stream_share
     if eff.kv_items_half > 0:  # few (sequence, KV head) pairs cannot fill the memory system
         items = np.maximum(dec * kv_heads_per_gpu(c, tp), 1e-9)
-        kv_memory_eff = eff.memory * items / (items + eff.kv_items_half)
+        kv_memory_eff = stream_share * items / (items + eff.kv_items_half)
     decode_attn = op_time(
         dec * decode_tokens * (attended * pair_flops + decode_extra_flops(c, ctx) * shard),
         kv_bytes,
@@ -232,9 +268,12 @@ def _roofline_step(
     # all-to-all for EP; PP sends.
     layers = layers_per_stage(c, pp)
     message = tokens * c.hidden_size * ACTIVATION_BYTES
-    comm = (
-        c.allreduces_per_layer * layers * allreduce_time_array(message, tp, dep.tp_link, eff.comm)
-    )
+    kh = dep.kernels
+    if kh is not None and kh.allreduce and dep.tp_link.name == "nvlink":
+        reduce = allreduce_s(kh, message, tp, dep.tp_link.bytes_per_s)
+    else:
+        reduce = allreduce_time_array(message, tp, dep.tp_link, eff.comm)
+    comm = c.allreduces_per_layer * layers * reduce
     if par.ep > 1 and c.moe_layers:
         routed = message * c.top_k
         moe_layers_stage = c.moe_layers * layer_frac

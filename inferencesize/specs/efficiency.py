@@ -233,6 +233,13 @@ class EfficiencySet(Spec):
         " engines",
     )
     source: Source
+    kernels: str | None = Field(
+        default=None,
+        description="the engine whose measured kernels (the kernel tier, data/kernels/fit.json)"
+        " carry the hardware: TRTLLM, VLLM or SGLang. The set's GEMMs and tensor-parallel"
+        " all-reduces then come from them and it fits only engine terms; None: from its"
+        " fitted shares of the datasheet",
+    )
     defaults: EfficiencyValues
     entries: list[EfficiencyEntry] = Field(default_factory=list)
 
