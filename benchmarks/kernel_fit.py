@@ -34,14 +34,13 @@ from inferencesize.io_kernels import (
     KernelTable,
     read_kernel_table,
 )
+from inferencesize.kernel_fit import fit_collective, fit_gemm
 from inferencesize.kernels import (
     ELEMENT_BYTES,
     GEMM_DTYPES,
     CollectiveKind,
     collective_time_s,
     error_summary,
-    fit_collective,
-    fit_gemm,
     gemm_bytes,
     gemm_time_s,
     relative_errors,

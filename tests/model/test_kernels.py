@@ -14,16 +14,18 @@ import pytest
 
 from inferencesize.errors import InputError
 from inferencesize.io_kernels import GEMM_COLUMNS, read_kernel_table
-from inferencesize.kernels import (
+from inferencesize.kernel_fit import (
     COLLECTIVE_LOWER,
     COLLECTIVE_UPPER,
     GEMM_LOWER,
     GEMM_UPPER,
+    fit_collective,
+    fit_gemm,
+)
+from inferencesize.kernels import (
     CollectiveParams,
     GemmParams,
     collective_time_s,
-    fit_collective,
-    fit_gemm,
     gemm_bytes,
     gemm_time_s,
     traffic_factor,
@@ -278,3 +280,15 @@ def test_fit_reader_names_a_malformed_entry(tmp_path: Path) -> None:
     )
     with pytest.raises(InputError, match=r"fit\.json: entries\[0\]: malformed entry"):
         read_kernel_fit(path)
+
+
+def test_evaluating_the_kernel_tier_does_not_import_scipy() -> None:
+    # the planning path imports inferencesize.kernels; scipy (the fits) costs startup there
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, inferencesize.kernels, inferencesize.io_kernels;"
+        "sys.exit(any(m == 'scipy' or m.startswith('scipy.') for m in sys.modules))"
+    )
+    assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0
