@@ -21,6 +21,12 @@ from inferencesize.kernels import (
     collective_time_s,
     gemm_time_s,
 )
+from inferencesize.kernels_attention import (
+    ContextAttentionParams,
+    GenerationAttentionParams,
+    context_attention_time_s,
+    generation_attention_time_s,
+)
 
 #: physical ranges of the fitted parameters
 GEMM_LOWER = GemmParams(0.01, 0.0, 0.0, 0.0, 0.01, 0.0)
@@ -101,3 +107,65 @@ def fit_collective(
     starts = ([0.8 * floor_s, 0.3, floor_s, 0.8], [0.5 * floor_s, 0.1, 4 * floor_s, 0.6])
     best = _best_fit(residual, starts, lower, upper, [1e-6, 0.1, 1e-6, 0.1], 1e-12)
     return CollectiveParams(*(float(v) for v in best))
+
+
+CONTEXT_ATTENTION_LOWER = ContextAttentionParams(0.01, 0.0, 0.0, 0.01, 0.0)
+CONTEXT_ATTENTION_UPPER = ContextAttentionParams(1.0, 65536.0, 65536.0, 2.0, 1e-3)
+GENERATION_ATTENTION_LOWER = GenerationAttentionParams(0.01, 0.0, 0.0, 0.001, 0.0)
+GENERATION_ATTENTION_UPPER = GenerationAttentionParams(2.0, 65536.0, 65536.0, 1.0, 1e-3)
+
+
+def fit_context_attention(
+    flops: FloatArray,
+    bytes_moved: FloatArray,
+    seq: FloatArray,
+    items: FloatArray,
+    peak_flops_per_s: ArrayLike,
+    hbm_bytes_per_s: ArrayLike,
+    latency_s: FloatArray,
+) -> ContextAttentionParams:
+    """Fit :class:`ContextAttentionParams` to measured prefill attention latencies."""
+    log_t = np.log(latency_s)
+
+    def residual(x: FloatArray) -> FloatArray:
+        pred = context_attention_time_s(
+            flops, bytes_moved, seq, items, peak_flops_per_s, hbm_bytes_per_s,
+            ContextAttentionParams(*x),
+        )  # fmt: skip
+        return np.log(pred) - log_t
+
+    floor_s = float(np.percentile(latency_s, 1))
+    starts = ([0.5, 256.0, 64.0, 0.8, 0.5 * floor_s], [0.3, 1024.0, 512.0, 0.5, 0.2 * floor_s])
+    best = _best_fit(
+        residual, starts, as_vector(CONTEXT_ATTENTION_LOWER),
+        as_vector(CONTEXT_ATTENTION_UPPER), [0.1, 100.0, 100.0, 0.1, 1e-6], 1e-9,
+    )  # fmt: skip
+    return ContextAttentionParams(*(float(v) for v in best))
+
+
+def fit_generation_attention(
+    flops: FloatArray,
+    bytes_moved: FloatArray,
+    kv_len: FloatArray,
+    items: FloatArray,
+    peak_flops_per_s: ArrayLike,
+    hbm_bytes_per_s: ArrayLike,
+    latency_s: FloatArray,
+) -> GenerationAttentionParams:
+    """Fit :class:`GenerationAttentionParams` to measured decode attention latencies."""
+    log_t = np.log(latency_s)
+
+    def residual(x: FloatArray) -> FloatArray:
+        pred = generation_attention_time_s(
+            flops, bytes_moved, kv_len, items, peak_flops_per_s, hbm_bytes_per_s,
+            GenerationAttentionParams(*x),
+        )  # fmt: skip
+        return np.log(pred) - log_t
+
+    floor_s = float(np.percentile(latency_s, 1))
+    starts = ([0.8, 64.0, 64.0, 0.3, 0.5 * floor_s], [0.5, 512.0, 256.0, 0.1, 0.2 * floor_s])
+    best = _best_fit(
+        residual, starts, as_vector(GENERATION_ATTENTION_LOWER),
+        as_vector(GENERATION_ATTENTION_UPPER), [0.1, 100.0, 100.0, 0.1, 1e-6], 1e-9,
+    )  # fmt: skip
+    return GenerationAttentionParams(*(float(v) for v in best))

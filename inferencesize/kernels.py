@@ -37,7 +37,7 @@ file.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
 from typing import Literal, TypeVar
 
@@ -68,7 +68,13 @@ ELEMENT_BYTES = {"half": 2.0, "float16": 2.0, "bfloat16": 2.0, "int8": 1.0, "flo
 
 
 @dataclass(frozen=True)
-class GemmParams:
+class KernelParams:
+    """Base of every family's fitted parameters: positive floats, in field order the fits'
+    vector."""
+
+
+@dataclass(frozen=True)
+class GemmParams(KernelParams):
     """Fitted GEMM parameters (shares of the datasheet, elements, seconds)."""
 
     eta_max: float
@@ -80,7 +86,7 @@ class GemmParams:
 
 
 @dataclass(frozen=True)
-class CollectiveParams:
+class CollectiveParams(KernelParams):
     """Fitted parameters of one collective at one GPU count: the low-latency protocol's
     latency (s) and share of the ring's link bandwidth (above 1 where the algorithm moves less
     than a ring); the bulk protocol's extra latency (s) and share."""
@@ -91,10 +97,11 @@ class CollectiveParams:
     eta_bulk: float
 
 
-P = TypeVar("P", GemmParams, CollectiveParams)
+P = TypeVar("P", bound=KernelParams)
+K = TypeVar("K", bound=tuple[object, ...])
 
 
-def as_vector(p: GemmParams | CollectiveParams) -> FloatArray:
+def as_vector(p: KernelParams) -> FloatArray:
     """The parameters in field order (the fits' vector)."""
     return np.array([getattr(p, f.name) for f in fields(p)], dtype=np.float64)
 
@@ -183,6 +190,19 @@ def transferred(
     return average(list(fits.values())), "all GPUs"
 
 
+def params_for(
+    gpu_id: str,
+    architecture: str | None,
+    key: tuple[object, ...],
+    fits: Mapping[K, P],
+    architecture_of: dict[str, str | None],
+) -> tuple[P, str] | None:
+    """Parameters of any GPU for one kernel key (``fits`` keyed by GPU id followed by ``key``),
+    with their origin as in :func:`transferred`; None where no GPU was fitted for ``key``."""
+    same = {str(g): p for (g, *rest), p in fits.items() if tuple(rest) == key}
+    return transferred(gpu_id, architecture, same, architecture_of) if same else None
+
+
 def gemm_params_for(
     gpu_id: str,
     architecture: str | None,
@@ -193,8 +213,7 @@ def gemm_params_for(
 ) -> tuple[GemmParams, str] | None:
     """GEMM parameters of any GPU for one engine and dtype (keys: GPU id, engine, dtype), with
     their origin as in :func:`transferred`; None where no GPU was fitted for that pair."""
-    same = {g: p for (g, e, d), p in fits.items() if (e, d) == (engine, dtype)}
-    return transferred(gpu_id, architecture, same, architecture_of) if same else None
+    return params_for(gpu_id, architecture, (engine, dtype), fits, architecture_of)
 
 
 def collective_params_for(
@@ -209,5 +228,4 @@ def collective_params_for(
     """Collective parameters of any GPU (keys: GPU id, implementation, kind, GPU count), with
     their origin as in :func:`transferred`; None where nothing was fitted for that key. The
     caller applies them to the GPU's own link bandwidth."""
-    same = {g: p for (g, i, k, n), p in fits.items() if (i, k, n) == (implementation, kind, n_gpus)}
-    return transferred(gpu_id, architecture, same, architecture_of) if same else None
+    return params_for(gpu_id, architecture, (implementation, kind, n_gpus), fits, architecture_of)

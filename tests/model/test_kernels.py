@@ -189,7 +189,7 @@ def test_loader_rejects_a_malformed_row(tmp_path: Path, row: str, expected: str)
 
 def test_loader_names_a_missing_column(tmp_path: Path) -> None:
     path = _write_gz(tmp_path / "g.csv.gz", "gpu,m,n\nh100_sxm,1,2\n")
-    with pytest.raises(InputError, match=r"g\.csv\.gz: line 1: column 'device' is missing"):
+    with pytest.raises(InputError, match=r"g\.csv\.gz: line 1: column 'framework' is missing"):
         read_kernel_table(path, *GEMM_COLUMNS)
 
 
@@ -264,8 +264,11 @@ def test_any_catalog_gpu_gets_gemm_parameters_from_the_shipped_fit() -> None:
     assert gemm_params_for("h20", "hopper", "TRTLLM", "no-such-dtype", fit.gemm, arch) is None
     document = json.loads((ROOT / "data" / "kernels" / "fit.json").read_text(encoding="utf-8"))
     families = [e["family"] for e in document["entries"]]
-    assert len(fit.gemm) == families.count("gemm")  # no two entries share a key
-    assert len(fit.collectives) == len(families) - families.count("gemm")
+    # no two entries share a key
+    assert len(fit.gemm) == families.count("gemm")
+    assert len(fit.collectives) == families.count("nccl") + families.count("custom_allreduce")
+    assert len(fit.context_attention) == families.count("context_attention")
+    assert len(fit.generation_attention) == families.count("generation_attention")
     nccl = collective_params_for("h20", "hopper", "NCCL", "all_reduce", 8, fit.collectives, arch)
     assert nccl is not None and nccl[1] == "same architecture"
 
