@@ -10,11 +10,12 @@ is dropped silently. Fitting lives in :mod:`inferencesize.kernels`, which never 
 from __future__ import annotations
 
 import csv
+import functools
 import gzip
 import json
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -22,22 +23,39 @@ import numpy.typing as npt
 
 from inferencesize.errors import InputError
 from inferencesize.kernels import CollectiveParams, GemmParams
+from inferencesize.kernels_attention import ContextAttentionParams, GenerationAttentionParams
 
 FloatArray = npt.NDArray[np.float64]
 
 #: the columns each table needs: (text columns, number columns)
+#: (columns ``device`` and ``source_detail`` may be left out: blank, and the file's name)
 GEMM_COLUMNS = (
     ("gpu", "device", "framework", "gemm_dtype", "source_detail"),
     ("m", "n", "k", "latency"),
 )
 NCCL_COLUMNS = (
-    ("gpu", "framework", "op_name", "kernel_source", "nccl_dtype", "source_detail"),
+    ("gpu", "op_name", "kernel_source", "nccl_dtype", "source_detail"),
     ("num_gpus", "message_size", "latency"),
 )
 CUSTOM_ALLREDUCE_COLUMNS = (
-    ("gpu", "framework", "op_name", "kernel_source", "allreduce_dtype", "source_detail"),
+    ("gpu", "op_name", "kernel_source", "allreduce_dtype", "source_detail"),
     ("num_gpus", "message_size", "latency"),
 )
+_ATTENTION_TEXT = ("gpu", "framework", "attn_dtype", "kv_cache_dtype", "source_detail")
+CONTEXT_ATTENTION_COLUMNS = (
+    _ATTENTION_TEXT,
+    ("batch_size", "isl", "num_heads", "num_key_value_heads", "head_dim", "window_size", "latency"),
+)
+GENERATION_ATTENTION_COLUMNS = (
+    _ATTENTION_TEXT,
+    (
+        "batch_size", "isl", "step", "num_heads", "num_key_value_heads", "head_dim",
+        "window_size", "latency",
+    ),
+)  # fmt: skip
+#: text columns a table may leave out, and number columns whose blank cell means 0
+OPTIONAL_TEXT = ("device", "source_detail")
+BLANK_IS_ZERO = ("window_size",)
 
 
 @dataclass(frozen=True)
@@ -59,6 +77,7 @@ def read_kernel_table(
     shown = str(path)
     text: dict[str, list[str]] = {name: [] for name in text_columns}
     numbers: dict[str, list[float]] = {name: [] for name in number_columns}
+    missing = {"device": "", "source_detail": path.name}
     opener = gzip.open if path.suffix == ".gz" else open
     try:
         with opener(path, "rt", encoding="utf-8", newline="") as handle:
@@ -68,7 +87,7 @@ def read_kernel_table(
                 raise InputError(f"{shown}: line 1: the file is empty (expected a CSV header)")
             where = {name: i for i, name in enumerate(header)}
             for name in (*text_columns, *number_columns):
-                if name not in where:
+                if name not in where and name not in OPTIONAL_TEXT:
                     raise InputError(f"{shown}: line 1: column {name!r} is missing")
             for row in reader:
                 line = reader.line_num
@@ -77,14 +96,24 @@ def read_kernel_table(
                         f"{shown}: line {line}: {len(row)} fields, the header has {len(header)}"
                     )
                 for name in text_columns:
-                    text[name].append(row[where[name]])
+                    text[name].append(row[where[name]] if name in where else missing[name])
                 for name in number_columns:
-                    numbers[name].append(_number(row[where[name]], shown, line, name))
+                    cell = row[where[name]]
+                    blank = name in BLANK_IS_ZERO and not cell.strip()
+                    numbers[name].append(0.0 if blank else _number(cell, shown, line, name))
     except (OSError, UnicodeDecodeError, EOFError, csv.Error) as err:
         raise InputError(f"{shown}: cannot read: {err}") from err
     return KernelTable(
         shown, text, {name: np.asarray(v, dtype=np.float64) for name, v in numbers.items()}
     )
+
+
+def table_path(folder: Path, name: str) -> Path | None:
+    """``folder/name.csv.gz`` or ``folder/name.csv``, whichever exists (None: neither)."""
+    for candidate in (folder / f"{name}.csv.gz", folder / f"{name}.csv"):
+        if candidate.is_file():
+            return candidate
+    return None
 
 
 def _number(cell: str, shown: str, line: int, column: str) -> float:
@@ -103,38 +132,66 @@ def _number(cell: str, shown: str, line: int, column: str) -> float:
 
 @dataclass(frozen=True)
 class KernelFit:
-    """The fitted kernel tier (``data/kernels/fit.json``), keyed by catalog GPU id."""
+    """The fitted kernel tier (``data/kernels/fit.json``), keyed by catalog GPU id first:
+
+    * ``gemm``: (GPU, engine, GEMM dtype);
+    * ``collectives``: (GPU, implementation, kind, GPU count);
+    * ``context_attention``, ``generation_attention``: (GPU, engine, math dtype, KV dtype).
+    """
 
     gemm: dict[tuple[str, str, str], GemmParams]
     collectives: dict[tuple[str, str, str, int], CollectiveParams]
+    context_attention: dict[tuple[str, str, str, str], ContextAttentionParams] = field(
+        default_factory=dict
+    )
+    generation_attention: dict[tuple[str, str, str, str], GenerationAttentionParams] = field(
+        default_factory=dict
+    )
 
 
 def read_kernel_fit(path: Path) -> KernelFit:
-    """Read the parameters written by ``benchmarks/kernel_fit.py``; a malformed entry is one
-    InputError naming the file and the entry."""
+    """Read the parameters written by ``benchmarks/kernel_fit.py`` or ``infersize calibrate
+    --kernels``; a malformed entry is one InputError naming the file and the entry."""
     shown = str(path)
     try:
         document = json.loads(path.read_text(encoding="utf-8"))
         entries = document["entries"]
     except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError) as err:
         raise InputError(f"{shown}: cannot read the kernel fit: {err}") from err
-    gemm: dict[tuple[str, str, str], GemmParams] = {}
-    collectives: dict[tuple[str, str, str, int], CollectiveParams] = {}
+    fit = KernelFit({}, {})
     for i, entry in enumerate(entries):
         try:
-            gpu = str(entry["catalog_id"])
-            if entry["family"] == "gemm":
-                gemm[(gpu, str(entry["engine"]), str(entry["dtype"]))] = GemmParams(
+            gpu, family = str(entry["catalog_id"]), str(entry["family"])
+            if family == "gemm":
+                key3 = (gpu, str(entry["engine"]), str(entry["dtype"]))
+                fit.gemm[key3] = GemmParams(**entry["params"])
+            elif family in ("nccl", "custom_allreduce"):
+                key = (gpu, str(entry["implementation"]), str(entry["kind"]))
+                fit.collectives[(*key, int(entry["num_gpus"]))] = CollectiveParams(
                     **entry["params"]
                 )
+            elif family == "context_attention":
+                key4 = (gpu, str(entry["engine"]), str(entry["dtype"]), str(entry["kv_dtype"]))
+                fit.context_attention[key4] = ContextAttentionParams(**entry["params"])
+            elif family == "generation_attention":
+                key4 = (gpu, str(entry["engine"]), str(entry["dtype"]), str(entry["kv_dtype"]))
+                fit.generation_attention[key4] = GenerationAttentionParams(**entry["params"])
             else:
-                key = (
-                    gpu,
-                    str(entry["implementation"]),
-                    str(entry["kind"]),
-                    int(entry["num_gpus"]),
-                )
-                collectives[key] = CollectiveParams(**entry["params"])
+                raise ValueError(f"unknown family {family!r}")
         except (KeyError, TypeError, ValueError) as err:
             raise InputError(f"{shown}: entries[{i}]: malformed entry ({err!r})") from err
-    return KernelFit(gemm, collectives)
+    return fit
+
+
+def kernel_fit_path() -> Path:
+    """The shipped fit: inside the wheel (``_catalog/data/kernels``) or the source checkout's
+    ``data/kernels``."""
+    here = Path(__file__).resolve().parent
+    packaged = here / "_catalog" / "data" / "kernels" / "fit.json"
+    return packaged if packaged.is_file() else here.parent / "data" / "kernels" / "fit.json"
+
+
+@functools.cache
+def load_kernel_fit() -> KernelFit:
+    """The shipped kernel tier, read once per process."""
+    return read_kernel_fit(kernel_fit_path())

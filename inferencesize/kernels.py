@@ -29,19 +29,20 @@ bandwidth under-predicted 1 – 8 MB messages by up to half. The shares are fitt
 because the algorithm changes with it too: an 8-GPU all-reduce on an NVSwitch reduces in the
 switch and moves less than a ring, so its share of the ring figure may exceed 1 (up to 2).
 
-Fits are in log space (relative error), with scipy's ``least_squares`` and a soft-L1 loss, and
-bounded to physical ranges. Every function takes arrays and datasheet numbers; none reads a file.
+This module evaluates (numpy only, cheap to import on the planning path); the fits, in log
+space with scipy's ``least_squares``, a soft-L1 loss and the bounds below, are in
+:mod:`inferencesize.kernel_fit`. Every function takes arrays and datasheet numbers; none reads a
+file.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
 from typing import Literal, TypeVar
 
 import numpy as np
 import numpy.typing as npt
-from scipy.optimize import least_squares
 
 FloatArray = npt.NDArray[np.float64]
 ArrayLike = FloatArray | float
@@ -67,7 +68,13 @@ ELEMENT_BYTES = {"half": 2.0, "float16": 2.0, "bfloat16": 2.0, "int8": 1.0, "flo
 
 
 @dataclass(frozen=True)
-class GemmParams:
+class KernelParams:
+    """Base of every family's fitted parameters: positive floats, in field order the fits'
+    vector."""
+
+
+@dataclass(frozen=True)
+class GemmParams(KernelParams):
     """Fitted GEMM parameters (shares of the datasheet, elements, seconds)."""
 
     eta_max: float
@@ -79,7 +86,7 @@ class GemmParams:
 
 
 @dataclass(frozen=True)
-class CollectiveParams:
+class CollectiveParams(KernelParams):
     """Fitted parameters of one collective at one GPU count: the low-latency protocol's
     latency (s) and share of the ring's link bandwidth (above 1 where the algorithm moves less
     than a ring); the bulk protocol's extra latency (s) and share."""
@@ -90,15 +97,12 @@ class CollectiveParams:
     eta_bulk: float
 
 
-P = TypeVar("P", GemmParams, CollectiveParams)
-
-GEMM_LOWER = GemmParams(0.01, 0.0, 0.0, 0.0, 0.01, 0.0)
-GEMM_UPPER = GemmParams(1.0, 4096.0, 4096.0, 4096.0, 2.0, 1e-3)
-COLLECTIVE_LOWER = CollectiveParams(0.0, 0.01, 0.0, 0.01)
-COLLECTIVE_UPPER = CollectiveParams(1e-3, 2.0, 1e-3, 2.0)
+P = TypeVar("P", bound=KernelParams)
+K = TypeVar("K", bound=tuple[object, ...])
 
 
-def _vector(p: GemmParams | CollectiveParams) -> FloatArray:
+def as_vector(p: KernelParams) -> FloatArray:
+    """The parameters in field order (the fits' vector)."""
     return np.array([getattr(p, f.name) for f in fields(p)], dtype=np.float64)
 
 
@@ -124,56 +128,6 @@ def gemm_time_s(
     return np.asarray(p.launch_s + np.maximum(compute_s, memory_s), dtype=np.float64)
 
 
-def fit_gemm(
-    m: FloatArray,
-    n: FloatArray,
-    k: FloatArray,
-    bytes_moved: FloatArray,
-    peak_flops_per_s: ArrayLike,
-    hbm_bytes_per_s: ArrayLike,
-    latency_s: FloatArray,
-) -> GemmParams:
-    """Fit :class:`GemmParams` to measured latencies; peak and bandwidth may differ per row
-    (several GPUs fitted together share their shares, not their datasheets)."""
-    lower, upper = _vector(GEMM_LOWER), _vector(GEMM_UPPER)
-    log_t = np.log(latency_s)
-
-    def residual(x: FloatArray) -> FloatArray:
-        pred = gemm_time_s(m, n, k, bytes_moved, peak_flops_per_s, hbm_bytes_per_s, GemmParams(*x))
-        return np.log(pred) - log_t
-
-    floor_s = float(np.percentile(latency_s, 1))
-    starts = (
-        [0.7, 32.0, 32.0, 64.0, 0.8, 0.5 * floor_s],
-        [0.5, 128.0, 256.0, 256.0, 0.6, 0.2 * floor_s],
-    )
-    best = _best_fit(residual, starts, lower, upper, [0.1, 100.0, 100.0, 100.0, 0.1, 1e-6], 1e-9)
-    return GemmParams(*(float(v) for v in best))
-
-
-def _best_fit(
-    residual: Callable[[FloatArray], FloatArray],
-    starts: Sequence[Sequence[float]],
-    lower: FloatArray,
-    upper: FloatArray,
-    x_scale: Sequence[float],
-    eps: float,
-) -> FloatArray:
-    """The least-cost robust fit (soft-L1 on log residuals, within the bounds) over the
-    starting points ``starts`` (each moved ``eps`` inside the bounds)."""
-    best: tuple[float, FloatArray] | None = None
-    for start in starts:
-        x0 = np.clip(np.array(start), lower + eps, upper - eps)
-        fit = least_squares(
-            residual, x0, bounds=(lower, upper), loss="soft_l1", f_scale=0.1,
-            x_scale=np.array(x_scale),
-        )  # fmt: skip
-        if best is None or fit.cost < best[0]:
-            best = (float(fit.cost), fit.x)
-    assert best is not None
-    return best[1]
-
-
 def traffic_factor(kind: CollectiveKind, n_gpus: ArrayLike) -> FloatArray:
     """Bytes each GPU sends per byte of message in a ring: 2(n−1)/n for all-reduce,
     (n−1)/n for all-gather, reduce-scatter and all-to-all."""
@@ -195,30 +149,6 @@ def collective_time_s(
     return np.asarray(np.minimum(low_latency_s, bulk_s), dtype=np.float64)
 
 
-def fit_collective(
-    kind: CollectiveKind,
-    n_gpus: float,
-    message_bytes: FloatArray,
-    link_bytes_per_s: ArrayLike,
-    latency_s: FloatArray,
-) -> CollectiveParams:
-    """Fit :class:`CollectiveParams` to measured latencies of one kind of collective at one
-    GPU count."""
-    lower, upper = _vector(COLLECTIVE_LOWER), _vector(COLLECTIVE_UPPER)
-    log_t = np.log(latency_s)
-
-    def residual(x: FloatArray) -> FloatArray:
-        pred = collective_time_s(
-            kind, n_gpus, message_bytes, link_bytes_per_s, CollectiveParams(*x)
-        )
-        return np.log(pred) - log_t
-
-    floor_s = float(np.min(latency_s))
-    starts = ([0.8 * floor_s, 0.3, floor_s, 0.8], [0.5 * floor_s, 0.1, 4 * floor_s, 0.6])
-    best = _best_fit(residual, starts, lower, upper, [1e-6, 0.1, 1e-6, 0.1], 1e-12)
-    return CollectiveParams(*(float(v) for v in best))
-
-
 def relative_errors(predicted: FloatArray, measured: FloatArray) -> FloatArray:
     """|predicted / measured − 1| per row."""
     return np.asarray(np.abs(predicted / measured - 1.0), dtype=np.float64)
@@ -232,7 +162,7 @@ def error_summary(errors: FloatArray) -> tuple[float, float]:
 def average(params: Sequence[P]) -> P:
     """Average of several fits of one kind, taken in log space (shares, sizes and latencies
     are positive ratios); a parameter at zero in any fit stays near zero."""
-    values = np.array([_vector(p) for p in params])
+    values = np.array([as_vector(p) for p in params])
     mean = np.exp(np.mean(np.log(np.maximum(values, 1e-15)), axis=0))
     return type(params[0])(*(float(v) for v in mean))
 
@@ -260,6 +190,19 @@ def transferred(
     return average(list(fits.values())), "all GPUs"
 
 
+def params_for(
+    gpu_id: str,
+    architecture: str | None,
+    key: tuple[object, ...],
+    fits: Mapping[K, P],
+    architecture_of: dict[str, str | None],
+) -> tuple[P, str] | None:
+    """Parameters of any GPU for one kernel key (``fits`` keyed by GPU id followed by ``key``),
+    with their origin as in :func:`transferred`; None where no GPU was fitted for ``key``."""
+    same = {str(g): p for (g, *rest), p in fits.items() if tuple(rest) == key}
+    return transferred(gpu_id, architecture, same, architecture_of) if same else None
+
+
 def gemm_params_for(
     gpu_id: str,
     architecture: str | None,
@@ -270,8 +213,7 @@ def gemm_params_for(
 ) -> tuple[GemmParams, str] | None:
     """GEMM parameters of any GPU for one engine and dtype (keys: GPU id, engine, dtype), with
     their origin as in :func:`transferred`; None where no GPU was fitted for that pair."""
-    same = {g: p for (g, e, d), p in fits.items() if (e, d) == (engine, dtype)}
-    return transferred(gpu_id, architecture, same, architecture_of) if same else None
+    return params_for(gpu_id, architecture, (engine, dtype), fits, architecture_of)
 
 
 def collective_params_for(
@@ -286,5 +228,4 @@ def collective_params_for(
     """Collective parameters of any GPU (keys: GPU id, implementation, kind, GPU count), with
     their origin as in :func:`transferred`; None where nothing was fitted for that key. The
     caller applies them to the GPU's own link bandwidth."""
-    same = {g: p for (g, i, k, n), p in fits.items() if (i, k, n) == (implementation, kind, n_gpus)}
-    return transferred(gpu_id, architecture, same, architecture_of) if same else None
+    return params_for(gpu_id, architecture, (implementation, kind, n_gpus), fits, architecture_of)

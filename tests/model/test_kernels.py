@@ -14,16 +14,18 @@ import pytest
 
 from inferencesize.errors import InputError
 from inferencesize.io_kernels import GEMM_COLUMNS, read_kernel_table
-from inferencesize.kernels import (
+from inferencesize.kernel_fit import (
     COLLECTIVE_LOWER,
     COLLECTIVE_UPPER,
     GEMM_LOWER,
     GEMM_UPPER,
+    fit_collective,
+    fit_gemm,
+)
+from inferencesize.kernels import (
     CollectiveParams,
     GemmParams,
     collective_time_s,
-    fit_collective,
-    fit_gemm,
     gemm_bytes,
     gemm_time_s,
     traffic_factor,
@@ -187,7 +189,7 @@ def test_loader_rejects_a_malformed_row(tmp_path: Path, row: str, expected: str)
 
 def test_loader_names_a_missing_column(tmp_path: Path) -> None:
     path = _write_gz(tmp_path / "g.csv.gz", "gpu,m,n\nh100_sxm,1,2\n")
-    with pytest.raises(InputError, match=r"g\.csv\.gz: line 1: column 'device' is missing"):
+    with pytest.raises(InputError, match=r"g\.csv\.gz: line 1: column 'framework' is missing"):
         read_kernel_table(path, *GEMM_COLUMNS)
 
 
@@ -262,8 +264,11 @@ def test_any_catalog_gpu_gets_gemm_parameters_from_the_shipped_fit() -> None:
     assert gemm_params_for("h20", "hopper", "TRTLLM", "no-such-dtype", fit.gemm, arch) is None
     document = json.loads((ROOT / "data" / "kernels" / "fit.json").read_text(encoding="utf-8"))
     families = [e["family"] for e in document["entries"]]
-    assert len(fit.gemm) == families.count("gemm")  # no two entries share a key
-    assert len(fit.collectives) == len(families) - families.count("gemm")
+    # no two entries share a key
+    assert len(fit.gemm) == families.count("gemm")
+    assert len(fit.collectives) == families.count("nccl") + families.count("custom_allreduce")
+    assert len(fit.context_attention) == families.count("context_attention")
+    assert len(fit.generation_attention) == families.count("generation_attention")
     nccl = collective_params_for("h20", "hopper", "NCCL", "all_reduce", 8, fit.collectives, arch)
     assert nccl is not None and nccl[1] == "same architecture"
 
@@ -278,3 +283,15 @@ def test_fit_reader_names_a_malformed_entry(tmp_path: Path) -> None:
     )
     with pytest.raises(InputError, match=r"fit\.json: entries\[0\]: malformed entry"):
         read_kernel_fit(path)
+
+
+def test_evaluating_the_kernel_tier_does_not_import_scipy() -> None:
+    # the planning path imports inferencesize.kernels; scipy (the fits) costs startup there
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, inferencesize.kernels, inferencesize.io_kernels;"
+        "sys.exit(any(m == 'scipy' or m.startswith('scipy.') for m in sys.modules))"
+    )
+    assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0

@@ -1,0 +1,414 @@
+"""Fit the kernel tier on a folder of measured kernel tables, family by family, and judge it.
+
+Shared by ``benchmarks/kernel_fit.py`` (the shipped fit, on ``calibration/kernels``) and
+``infersize calibrate --kernels DIR`` (a user's own tables in the same columns). Each table
+present in the folder is read (:mod:`inferencesize.io_kernels`), grouped per GPU × engine ×
+dtype (collectives: per GPU × implementation × kind × GPU count), fitted
+(:mod:`inferencesize.kernel_fit`) on the GPU's datasheet, and scored in-sample and, where other
+GPUs measured the same key, leave-one-GPU-out: the left-out GPU predicted from the parameters
+fitted jointly on the other GPUs of its architecture (all others where none is of it), on its
+own datasheet. Large groups are thinned to :data:`MAX_ROWS` rows by a fixed stride, so a fit of
+every table stays within minutes on one core.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import cast
+
+import numpy as np
+import numpy.typing as npt
+
+from inferencesize.comm import PCIE_BYTES_PER_S
+from inferencesize.errors import InputError
+from inferencesize.io_kernels import (
+    CONTEXT_ATTENTION_COLUMNS,
+    CUSTOM_ALLREDUCE_COLUMNS,
+    GEMM_COLUMNS,
+    GENERATION_ATTENTION_COLUMNS,
+    NCCL_COLUMNS,
+    KernelTable,
+    read_kernel_table,
+    table_path,
+)
+from inferencesize.kernel_fit import (
+    fit_collective,
+    fit_context_attention,
+    fit_gemm,
+    fit_generation_attention,
+)
+from inferencesize.kernels import (
+    ELEMENT_BYTES,
+    GEMM_DTYPES,
+    CollectiveKind,
+    CollectiveParams,
+    FloatArray,
+    GemmParams,
+    KernelParams,
+    collective_time_s,
+    gemm_bytes,
+    gemm_time_s,
+    relative_errors,
+)
+from inferencesize.kernels_attention import (
+    ATTENTION_BYTES,
+    ATTENTION_PRECISION,
+    ContextAttentionParams,
+    GenerationAttentionParams,
+    attended,
+    context_attention_bytes,
+    context_attention_flops,
+    context_attention_time_s,
+    generation_attention_bytes,
+    generation_attention_flops,
+    generation_attention_time_s,
+)
+from inferencesize.specs.hardware import GpuSpec
+
+Rows = npt.NDArray[np.intp]
+#: the six arrays a family's time function takes before its parameters
+Shape6 = tuple[FloatArray, FloatArray, FloatArray, FloatArray, FloatArray, FloatArray]
+
+#: rows fitted per group at most (a stride through the group keeps its spread of shapes); the
+#: shared tables hold at most 5,000 rows per GPU × engine, so they are fitted whole
+MAX_ROWS = 5000
+
+#: GEMM calls of at least this long are also reported apart: a step's time is mostly theirs
+LONG_S = 10e-6
+LONG_GEMM = "gemm_from_10us"
+
+#: the shared tables' gpu names -> catalog ids; rows whose device is a GB300 (filed under
+#: b300_sxm) are fitted as the GB300 they were measured on. Any other name must be a GPU id of
+#: the catalog.
+DEVICE_GPU = {"NVIDIA GB300": "gb300"}
+CATALOG_ID = {
+    "gb300": "gb300",
+    "a100_sxm": "a100-sxm-80gb",
+    "h100_sxm": "h100-sxm",
+    "h200_sxm": "h200-sxm",
+    "b200_sxm": "b200",
+    "b300_sxm": "b300",
+    "gb200": "gb200",
+    "l40s": "l40s",
+}
+
+
+def link_bytes_per_s(gpu: GpuSpec) -> float:
+    """Per-direction scale-up bandwidth: half the bidirectional NVLink figure, else PCIe."""
+    if gpu.scale_up_bandwidth_bytes_per_s > 0:
+        return gpu.scale_up_bandwidth_bytes_per_s / 2.0
+    return PCIE_BYTES_PER_S[gpu.pcie_gen or 4]
+
+
+@dataclass(frozen=True)
+class TableGpus:
+    """The GPUs of the tables by their name there: datasheet and catalog id."""
+
+    specs: dict[str, GpuSpec]
+    catalog_id: dict[str, str]
+
+
+@dataclass
+class KernelReport:
+    """|relative error| arrays per (GPU, family), in-sample and leave-one-GPU-out, and the
+    fitted entries (the ``entries`` of a fit document)."""
+
+    fitted: dict[tuple[str, str], list[FloatArray]] = field(
+        default_factory=lambda: defaultdict(list)
+    )
+    left_out: dict[tuple[str, str], list[FloatArray]] = field(
+        default_factory=lambda: defaultdict(list)
+    )
+    entries: list[dict[str, object]] = field(default_factory=list)
+
+
+def rounded(params: KernelParams) -> dict[str, float]:
+    """Four significant digits: the fit is not better than that."""
+    return {name: float(f"{value:.4g}") for name, value in asdict(params).items()}
+
+
+def _groups(table: KernelTable, columns: tuple[str, ...]) -> dict[tuple[str, ...], Rows]:
+    """Row indices per distinct value of ``columns``."""
+    groups: dict[tuple[str, ...], list[int]] = defaultdict(list)
+    cells = [
+        table.text[c] if c in table.text else [f"{v:g}" for v in table.numbers[c]] for c in columns
+    ]
+    for i, key in enumerate(zip(*cells, strict=True)):
+        groups[key].append(i)
+    return {key: np.array(rows) for key, rows in groups.items()}
+
+
+def _thin(rows: Rows) -> Rows:
+    if len(rows) <= MAX_ROWS:
+        return rows
+    return rows[np.linspace(0, len(rows) - 1, MAX_ROWS).astype(np.intp)]
+
+
+def _donors(gpu: str, gpus: list[str], specs: dict[str, GpuSpec]) -> list[str]:
+    """The GPUs whose fit a left-out GPU takes: same architecture if any, else all others."""
+    others = [g for g in gpus if g != gpu]
+    same = [g for g in others if specs[g].architecture == specs[gpu].architecture]
+    return same or others
+
+
+def _source(table: KernelTable, rows: Rows) -> str:
+    return "; ".join(sorted({table.text["source_detail"][i] for i in rows}))
+
+
+#: a family's fit and prediction over rows of one table: (fit(rows), predict(rows, params))
+Fitter = Callable[[Rows], KernelParams]
+Predictor = Callable[[Rows, KernelParams], FloatArray]
+
+
+def _run_family(
+    table: KernelTable,
+    gpus: TableGpus,
+    key_columns: tuple[str, ...],
+    family: Callable[[tuple[str, ...]], str],
+    fit: Fitter,
+    predict: Predictor,
+    entry: Callable[[tuple[str, ...]], dict[str, object]],
+    report: KernelReport,
+) -> None:
+    """Fit every group of ``table`` (keyed by ``gpu`` then ``key_columns``), score it and,
+    leaving each GPU out, score the fit of the other GPUs on it."""
+    latency_s = table.numbers["latency"] * 1e-3
+    groups = _groups(table, ("gpu", *key_columns))
+    names = sorted({key[0] for key in groups})
+    for key, rows in sorted(groups.items()):
+        gpu, rest = key[0], key[1:]
+        p = fit(_thin(rows))
+        errors = relative_errors(predict(rows, p), latency_s[rows])
+        report.fitted[(gpu, family(rest))].append(errors)
+        if family(rest).startswith("gemm"):
+            report.fitted[(gpu, LONG_GEMM)].append(errors[latency_s[rows] >= LONG_S])
+        head = entry(key)
+        report.entries.append(
+            {
+                "family": head.pop("family"),
+                "gpu": gpu,
+                "catalog_id": gpus.catalog_id[gpu],
+                **head,
+                "params": rounded(p),
+                "rows": len(rows),
+                "source": _source(table, rows),
+                "table": "calibration/kernels/" + Path(table.path).name,
+            }
+        )
+        others = [g for g in _donors(gpu, names, gpus.specs) if (g, *rest) in groups]
+        if not others:
+            continue
+        pool = np.concatenate([_thin(groups[(g, *rest)]) for g in others])
+        errors = relative_errors(predict(rows, fit(pool)), latency_s[rows])
+        report.left_out[(gpu, family(rest))].append(errors)
+        if family(rest).startswith("gemm"):
+            report.left_out[(gpu, LONG_GEMM)].append(errors[latency_s[rows] >= LONG_S])
+
+
+def _sheet(
+    table: KernelTable, gpus: TableGpus, rows: Rows, precision: str
+) -> tuple[FloatArray, FloatArray]:
+    """Per row: the GPU's datasheet dense peak at ``precision`` (NaN where it has none) and
+    its HBM bandwidth."""
+    names = [table.text["gpu"][i] for i in rows]
+    peak = [gpus.specs[g].dense_flops.get(precision) or float("nan") for g in names]
+    bw = [gpus.specs[g].hbm_bandwidth_bytes_per_s for g in names]
+    return np.array(peak, dtype=np.float64), np.array(bw, dtype=np.float64)
+
+
+def _catalog_entry(
+    family: str, names: tuple[str, ...]
+) -> Callable[[tuple[str, ...]], dict[str, object]]:
+    def entry(key: tuple[str, ...]) -> dict[str, object]:
+        return {"family": family, **dict(zip(names, key[1:], strict=True))}
+
+    return entry
+
+
+def run_gemm(table: KernelTable, gpus: TableGpus, report: KernelReport) -> None:
+    """GEMM per GPU × engine × dtype."""
+    m, n, k = (table.numbers[c] for c in ("m", "n", "k"))
+    latency_s = table.numbers["latency"] * 1e-3
+    dtypes = table.text["gemm_dtype"]
+
+    def shape(rows: Rows) -> Shape6:
+        dtype = dtypes[rows[0]]
+        peak, bw = _sheet(table, gpus, rows, GEMM_DTYPES[dtype][0])
+        return m[rows], n[rows], k[rows], gemm_bytes(m[rows], n[rows], k[rows], dtype), peak, bw
+
+    def predict(rows: Rows, p: KernelParams) -> FloatArray:
+        return gemm_time_s(*shape(rows), cast(GemmParams, p))
+
+    _run_family(
+        table, gpus, ("framework", "gemm_dtype"), lambda rest: f"gemm {rest[1]}",
+        lambda rows: fit_gemm(*shape(rows), latency_s[rows]), predict,
+        _catalog_entry("gemm", ("engine", "dtype")), report,
+    )  # fmt: skip
+
+
+def run_collectives(
+    table: KernelTable, gpus: TableGpus, report: KernelReport, dtype_column: str, family: str
+) -> None:
+    """Collectives per GPU × implementation × kind × GPU count."""
+    n_gpus = table.numbers["num_gpus"]
+    width = np.array([ELEMENT_BYTES.get(d, 2.0) for d in table.text[dtype_column]])
+    message_bytes = table.numbers["message_size"] * width
+    latency_s = table.numbers["latency"] * 1e-3
+    kinds = table.text["op_name"]
+
+    def link(rows: Rows) -> FloatArray:
+        return np.array([link_bytes_per_s(gpus.specs[table.text["gpu"][i]]) for i in rows])
+
+    def fit(rows: Rows) -> KernelParams:
+        kind = cast(CollectiveKind, kinds[rows[0]])
+        return fit_collective(
+            kind, float(n_gpus[rows[0]]), message_bytes[rows], link(rows), latency_s[rows]
+        )
+
+    def predict(rows: Rows, p: KernelParams) -> FloatArray:
+        kind = cast(CollectiveKind, kinds[rows[0]])
+        return collective_time_s(
+            kind, n_gpus[rows], message_bytes[rows], link(rows), cast(CollectiveParams, p)
+        )
+
+    def entry(key: tuple[str, ...]) -> dict[str, object]:
+        gpu, impl, kind, count = key
+        return {
+            "family": family, "implementation": impl,
+            "kind": kind, "num_gpus": int(float(count)),
+            "link_bytes_per_s": link_bytes_per_s(gpus.specs[gpu]),
+        }  # fmt: skip
+
+    _run_family(
+        table, gpus, ("kernel_source", "op_name", "num_gpus"), lambda rest: family, fit, predict,
+        entry, report,
+    )  # fmt: skip
+
+
+def run_context_attention(table: KernelTable, gpus: TableGpus, report: KernelReport) -> None:
+    """Prefill attention per GPU × engine × math dtype × KV dtype."""
+    num = table.numbers
+    batch, seq, heads = num["batch_size"], num["isl"], num["num_heads"]
+    latency_s = num["latency"] * 1e-3
+    q_bytes = np.array([ATTENTION_BYTES[d] for d in table.text["attn_dtype"]])
+    kv_bytes = np.array([ATTENTION_BYTES[d] for d in table.text["kv_cache_dtype"]])
+    flops = context_attention_flops(batch, seq, heads, num["head_dim"], num["window_size"])
+    moved = context_attention_bytes(
+        batch, seq, heads, num["num_key_value_heads"], num["head_dim"], q_bytes, kv_bytes
+    )
+
+    def shape(rows: Rows) -> Shape6:
+        peak, bw = _sheet(table, gpus, rows, ATTENTION_PRECISION[table.text["attn_dtype"][rows[0]]])
+        return flops[rows], moved[rows], seq[rows], batch[rows] * heads[rows], peak, bw
+
+    def predict(rows: Rows, p: KernelParams) -> FloatArray:
+        return context_attention_time_s(*shape(rows), cast(ContextAttentionParams, p))
+
+    _run_family(
+        table, gpus, ("framework", "attn_dtype", "kv_cache_dtype"), lambda rest: "context_attention",
+        lambda rows: fit_context_attention(*shape(rows), latency_s[rows]), predict,
+        _catalog_entry("context_attention", ("engine", "dtype", "kv_dtype")), report,
+    )  # fmt: skip
+
+
+def run_generation_attention(table: KernelTable, gpus: TableGpus, report: KernelReport) -> None:
+    """Decode attention per GPU × engine × math dtype × KV dtype; the attended tokens are the
+    position ``step`` plus the ``isl`` new ones, at most the window."""
+    num = table.numbers
+    batch, heads, kv_heads = num["batch_size"], num["num_heads"], num["num_key_value_heads"]
+    latency_s = num["latency"] * 1e-3
+    kv_bytes = np.array([ATTENTION_BYTES[d] for d in table.text["kv_cache_dtype"]])
+    kv_len = attended(num["step"] + num["isl"], num["window_size"])
+    flops = generation_attention_flops(batch, kv_len, heads, num["head_dim"])
+    moved = generation_attention_bytes(batch, kv_len, heads, kv_heads, num["head_dim"], kv_bytes)
+
+    def shape(rows: Rows) -> Shape6:
+        peak, bw = _sheet(table, gpus, rows, ATTENTION_PRECISION[table.text["attn_dtype"][rows[0]]])
+        return flops[rows], moved[rows], kv_len[rows], batch[rows] * kv_heads[rows], peak, bw
+
+    def predict(rows: Rows, p: KernelParams) -> FloatArray:
+        return generation_attention_time_s(*shape(rows), cast(GenerationAttentionParams, p))
+
+    _run_family(
+        table, gpus, ("framework", "attn_dtype", "kv_cache_dtype"), lambda rest: "generation_attention",
+        lambda rows: fit_generation_attention(*shape(rows), latency_s[rows]), predict,
+        _catalog_entry("generation_attention", ("engine", "dtype", "kv_dtype")), report,
+    )  # fmt: skip
+
+
+#: the reader of each table: (columns, run)
+RUNS: dict[
+    str,
+    tuple[
+        tuple[tuple[str, ...], tuple[str, ...]],
+        Callable[[KernelTable, TableGpus, KernelReport], None],
+    ],
+] = {
+    "gemm_perf": (GEMM_COLUMNS, run_gemm),
+    "nccl_perf": (NCCL_COLUMNS, lambda t, g, r: run_collectives(t, g, r, "nccl_dtype", "nccl")),
+    "custom_allreduce_perf": (
+        CUSTOM_ALLREDUCE_COLUMNS,
+        lambda t, g, r: run_collectives(t, g, r, "allreduce_dtype", "custom_allreduce"),
+    ),
+    "context_attention_perf": (CONTEXT_ATTENTION_COLUMNS, run_context_attention),
+    "generation_attention_perf": (GENERATION_ATTENTION_COLUMNS, run_generation_attention),
+}
+
+
+def _table_gpus(table: KernelTable, catalog_gpus: Mapping[str, GpuSpec]) -> TableGpus:
+    """Map the table's GPU names to catalog GPUs (a GB300's rows by their device); an unknown
+    name is an InputError naming the file, the line and the column."""
+    names = table.text["gpu"]
+    if "device" in table.text:
+        names = [DEVICE_GPU.get(d, g) for g, d in zip(names, table.text["device"], strict=True)]
+        table.text["gpu"] = names
+    catalog_id: dict[str, str] = {}
+    for i, name in enumerate(names):
+        if name in catalog_id:
+            continue
+        cid = CATALOG_ID.get(name, name)
+        if cid not in catalog_gpus:
+            known = ", ".join(sorted(catalog_gpus)[:6])
+            raise InputError(
+                f"{table.path}: line {i + 2}: column 'gpu': unknown GPU {name!r}"
+                f" (give a catalog GPU id, e.g. {known}; `infersize catalog list gpus`)"
+            )
+        catalog_id[name] = cid
+    return TableGpus({n: catalog_gpus[c] for n, c in catalog_id.items()}, catalog_id)
+
+
+def fit_folder(folder: Path, catalog_gpus: Mapping[str, GpuSpec]) -> KernelReport:
+    """Read every kernel table in ``folder`` (any of :data:`RUNS`, ``.csv`` or ``.csv.gz``),
+    fit it and score it; an InputError where the folder holds none."""
+    report = KernelReport()
+    found = 0
+    for name, (columns, run) in RUNS.items():
+        path = table_path(folder, name)
+        if path is None:
+            continue
+        found += 1
+        table = read_kernel_table(path, *columns)
+        if len(table):
+            run(table, _table_gpus(table, catalog_gpus), report)
+    if not found:
+        raise InputError(
+            f"{folder}: no kernel table (expected one of"
+            f" {', '.join(n + '.csv[.gz]' for n in RUNS)})"
+        )
+    return report
+
+
+def fit_document(report: KernelReport, fitted_by: str) -> dict[str, object]:
+    """The fit as a JSON document (read back by :func:`inferencesize.io_kernels.read_kernel_fit`)."""
+    return {
+        "about": "Kernel tier of infersize (inferencesize.kernels), fitted by"
+        f" {fitted_by} on measured kernel latencies from NVIDIA's"
+        " aiconfigurator (Apache-2.0, copyright NVIDIA); each entry's source names the"
+        " original tables (aiconfigurator source_detail) and rows its row count.",
+        "units": "shares of the datasheet (eta_*), elements (*_half), seconds (*_s),"
+        " bytes/s (link_bytes_per_s)",
+        "entries": report.entries,
+    }
