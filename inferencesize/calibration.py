@@ -22,6 +22,7 @@ from inferencesize.deployment import BARE_GPU_NODE, scale_up_domain
 from inferencesize.errors import UnknownIdError
 from inferencesize.estimate import Estimator
 from inferencesize.io_measurements import stated_precision
+from inferencesize.kernel_step import KernelTier
 from inferencesize.specs import EfficiencyEntry, EfficiencySet, EfficiencyValues, GpuSpec
 from inferencesize.specs.efficiency import OPTIONAL_PARAMS, PARAMETERS
 from inferencesize.validation import Mapped, Prediction, predict_all, summary_table
@@ -262,6 +263,7 @@ def fit(
     free_globals: Sequence[str] = tuple(GLOBAL_PARAMS),
     max_evaluations: int = 400,
     architectures: Mapping[str, str | None] | None = None,
+    kernel_tier: KernelTier | None = None,
 ) -> FitResult:
     """Fit ``base``'s parameters to ``rows`` (all predicted with the set being fitted), then
     write its architecture entries and per-GPU defaults (:func:`conservative`) from every GPU
@@ -299,7 +301,7 @@ def fit(
     def residuals(x: np.ndarray) -> np.ndarray:
         nonlocal evaluations
         evaluations += 1
-        est = Estimator(build_set(base, x, pairs, free, counts))
+        est = Estimator(build_set(base, x, pairs, free, counts), kernel_tier=kernel_tier)
         preds = predict_all(lambda _m: est, rows)
         by_row = {id(p.mapped): p.predicted for p in preds}
         pred = np.array([by_row.get(id(r), np.nan) for r in rows])
@@ -319,5 +321,5 @@ def fit(
     architecture_of = {r.candidate.gpu.id: r.candidate.gpu.architecture for r in rows}
     fitted = build_set(base, result.x, pairs, free, counts)
     fitted = with_conservative(fitted, {**architecture_of, **(architectures or {})})
-    est = Estimator(fitted)
+    est = Estimator(fitted, kernel_tier=kernel_tier)
     return FitResult(fitted, predict_all(lambda _m: est, rows), float(result.cost), evaluations)

@@ -40,6 +40,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from inferencesize.catalog_cache import FileCache, Memo, code_stamp, file_stamp
 from inferencesize.engines import engine_efficiency
 from inferencesize.errors import CatalogError, UnknownIdError
+from inferencesize.io_kernels import kernel_tier, load_kernel_fit, merged_fit, read_kernel_fit
+from inferencesize.kernel_step import KernelTier
 from inferencesize.specs import (
     EfficiencySet,
     GpuSpec,
@@ -595,6 +597,20 @@ class Catalog:
         if found is None:
             raise suggest(name, _names(self.entries(kind)), what)
         return found
+
+    def kernel_tier(self, *sets: EfficiencySet) -> KernelTier | None:
+        """The shipped kernel tier (``data/kernels/fit.json``), with the entries of each of
+        your catalog directories' ``kernels/fit.json`` (``infersize calibrate --kernels``)
+        added and preferred, and this catalog's architectures: what an efficiency set that
+        names ``kernels`` predicts with; None when none of ``sets`` names it (no file read)."""
+        if not any(s.kernels for s in sets):
+            return None
+        fit = load_kernel_fit()
+        for root in self.roots:  # a catalog of your own: its kernels/fit.json adds and overrides
+            path = root / "kernels" / "fit.json"
+            if root != builtin_root() and path.is_file():
+                fit = merged_fit(fit, read_kernel_fit(path))
+        return kernel_tier(fit, {g.id: g.architecture for g in self.gpus.values()})
 
     def gpu(self, name: str) -> GpuSpec:
         spec: GpuSpec = self._lookup("gpus", name, "GPU")

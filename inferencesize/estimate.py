@@ -13,8 +13,8 @@ from typing import Any
 import numpy as np
 
 from inferencesize import units
-from inferencesize.kernel_data import hardware_for
 from inferencesize.deployment import build_deployment, choose_efficiency, default_kv_precision
+from inferencesize.kernel_step import KernelTier, kernel_hardware
 from inferencesize.latency import Deployment
 from inferencesize.memory import MemoryBudget, memory_budget
 from inferencesize.parallelism import Parallelism
@@ -106,6 +106,8 @@ class Estimator:
     #: Sets a GPU × precision that ``efficiency`` is not calibrated on takes where one of them
     #: is (``deployment.choose_efficiency``); empty: ``efficiency`` everywhere.
     others: tuple[EfficiencySet, ...] = ()
+    #: The measured kernels a set that names ``kernels`` predicts with (``Catalog.kernel_tier``).
+    kernel_tier: KernelTier | None = None
     _costs: dict[str, ModelCosts] = field(default_factory=dict)
     _deps: dict[tuple[Any, ...], tuple[Deployment | str, str, str]] = field(default_factory=dict)
 
@@ -141,10 +143,18 @@ class Estimator:
                 self.techniques,
             )
             if chosen.kernels and not isinstance(dep, str):
-                kh = hardware_for(
-                    gpu.id, gpu.architecture, chosen.kernels, cand.precision, cand.par.tp
+                if self.kernel_tier is None:
+                    raise ValueError(f"{chosen.id} names kernels: give the Estimator a kernel tier")
+                kh = kernel_hardware(
+                    self.kernel_tier,
+                    gpu.id,
+                    gpu.architecture,
+                    chosen.kernels,
+                    cand.precision,
+                    cand.kv_precision,
+                    cand.par.tp,
                 )
-                dep = replace(dep, kernels=kh)
+                dep = replace(dep, kernels=kh.launched(eff.launch_share) if kh else None)
             self._deps[key] = (dep, found.origin, found.trust)
         dep, origin, trust = self._deps[key]
         if isinstance(dep, str):

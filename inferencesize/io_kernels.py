@@ -15,13 +15,15 @@ import gzip
 import json
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from inferencesize.errors import InputError
+from inferencesize.kernel_step import KernelTier
 from inferencesize.kernels import CollectiveParams, GemmParams
 from inferencesize.kernels_attention import ContextAttentionParams, GenerationAttentionParams
 
@@ -195,3 +197,31 @@ def kernel_fit_path() -> Path:
 def load_kernel_fit() -> KernelFit:
     """The shipped kernel tier, read once per process."""
     return read_kernel_fit(kernel_fit_path())
+
+
+def kernel_tier(fit: KernelFit, architecture_of: dict[str, str | None]) -> KernelTier:
+    """The tier the step model takes: the fit's tables and the architectures of its GPUs."""
+    return KernelTier(
+        fit.gemm,
+        fit.collectives,
+        fit.context_attention,
+        fit.generation_attention,
+        {g: architecture_of.get(g) for g in _gpus(fit)},
+    )
+
+
+def _gpus(fit: KernelFit) -> set[str]:
+    tables: list[dict[Any, Any]] = [
+        fit.gemm,
+        fit.collectives,
+        fit.context_attention,
+        fit.generation_attention,
+    ]
+    return {key[0] for table in tables for key in table}
+
+
+def merged_fit(base: KernelFit, mine: KernelFit) -> KernelFit:
+    """``base`` with every entry of ``mine`` added, replacing the same key."""
+    return KernelFit(
+        **{f.name: {**getattr(base, f.name), **getattr(mine, f.name)} for f in fields(KernelFit)}
+    )

@@ -23,7 +23,7 @@ Pure math: a :class:`KernelHardware` is built from a fit the caller read.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -35,6 +35,14 @@ from inferencesize.kernels import (
     collective_time_s,
     gemm_params_for,
     gemm_time_s,
+)
+from inferencesize.kernels_attention import (
+    ContextAttentionParams,
+    GenerationAttentionParams,
+    context_attention_params_for,
+    context_attention_time_s,
+    generation_attention_params_for,
+    generation_attention_time_s,
 )
 
 #: Kernel-table GEMM dtype a precision's linear layers run (weight-only int4 / int8: the
@@ -77,6 +85,24 @@ class KernelHardware:
     head: GemmParams  # 16-bit (output head)
     allreduce: tuple[CollectiveParams, ...]  # at the TP size inside one NVLink domain
     origin: str  # where the GEMM parameters come from (measured, same architecture, ...)
+    context: ContextAttentionParams | None = None  # prefill attention (None: the set's share)
+    generation: GenerationAttentionParams | None = None  # decode attention (None: roofline)
+
+    def launched(self, share: float) -> KernelHardware:
+        """The same kernels with ``share`` of each measured launch cost (CUDA graphs)."""
+        if share == 1.0:
+            return self
+
+        def cut(p: Any) -> Any:
+            return None if p is None else replace(p, launch_s=p.launch_s * share)
+
+        return replace(
+            self,
+            gemm=cut(self.gemm),
+            head=cut(self.head),
+            context=cut(self.context),
+            generation=cut(self.generation),
+        )
 
     @property
     def stream_share(self) -> float:
@@ -99,18 +125,31 @@ def _gemm_fits(
     return None
 
 
+@dataclass(frozen=True, eq=False)
+class KernelTier:
+    """Fitted kernel parameters (``io_kernels.KernelFit``'s tables, keyed by catalog GPU id
+    first) and the architecture of every fitted GPU (what a GPU without kernels borrows)."""
+
+    gemm: dict[tuple[str, str, str], GemmParams]
+    collectives: dict[tuple[str, str, str, int], CollectiveParams]
+    context_attention: dict[tuple[str, str, str, str], ContextAttentionParams]
+    generation_attention: dict[tuple[str, str, str, str], GenerationAttentionParams]
+    architecture_of: dict[str, str | None]
+
+
 def kernel_hardware(
-    gemm_fits: dict[tuple[str, str, str], GemmParams],
-    allreduce_fits: dict[tuple[str, str, str, int], CollectiveParams],
-    architecture_of: dict[str, str | None],
+    fit: KernelTier,
     gpu_id: str,
     architecture: str | None,
     engine: str,
     precision: str,
+    kv_precision: str,
     tp: int,
 ) -> KernelHardware | None:
     """The kernel tier of a GPU under ``engine`` (kernel-table name: TRTLLM, VLLM, SGLang) at
-    ``precision`` and TP size ``tp``; None where no GPU was fitted for the engine."""
+    ``precision`` (KV cache at ``kv_precision``) and TP size ``tp``; None where no GPU was
+    fitted for the engine."""
+    gemm_fits, allreduce_fits, architecture_of = fit.gemm, fit.collectives, fit.architecture_of
     wanted = GEMM_DTYPE.get(precision, "bfloat16")
     linear = _gemm_fits(
         gemm_fits, gpu_id, architecture, engine, (wanted, "bfloat16"), architecture_of
@@ -127,7 +166,28 @@ def kernel_hardware(
             if found is not None:
                 reduce.append(found[0])
     params, dtype, origin = linear
-    return KernelHardware(params, dtype, head[0], tuple(reduce), f"{engine} {dtype}: {origin}")
+    kv = "fp8" if kv_precision == "fp8" else "bfloat16"
+    math_dtypes = ("fp8", "bfloat16") if precision == "fp8" and kv == "fp8" else ("bfloat16",)
+    context = None
+    for d in math_dtypes:
+        found_c = context_attention_params_for(
+            gpu_id, architecture, engine, d, kv, fit.context_attention, architecture_of
+        )
+        if found_c is not None:
+            context = found_c[0]
+            break
+    found_g = generation_attention_params_for(
+        gpu_id, architecture, engine, "bfloat16", kv, fit.generation_attention, architecture_of
+    )
+    return KernelHardware(
+        params,
+        dtype,
+        head[0],
+        tuple(reduce),
+        f"{engine} {dtype}: {origin}",
+        context,
+        found_g[0] if found_g is not None else None,
+    )
 
 
 def _call_s(
@@ -207,3 +267,50 @@ def allreduce_s(kh: KernelHardware, message_bytes: Any, tp: int, link_bytes_per_
     ]
     best = np.minimum.reduce(times) if len(times) > 1 else times[0]
     return np.where(message > 0, best, 0.0)
+
+
+def decode_attention_s(
+    kh: KernelHardware,
+    flops: Any,
+    cache_bytes: Any,
+    layers: float,
+    attended_per_layer: Any,
+    items: Any,
+    peak16_flops: float,
+    hbm_bytes_per_s: float,
+) -> Any:
+    """Decode attention of a step: ``layers`` calls, each over ``attended_per_layer`` cached
+    tokens a sequence and ``items`` (sequence, KV head) pairs per GPU; ``flops`` and
+    ``cache_bytes`` for all of them (0 sequences: no call)."""
+    p = kh.generation
+    assert p is not None
+    n = max(layers, 1e-9)
+    kv_len = np.maximum(np.asarray(attended_per_layer, dtype=float), 1.0)
+    items = np.maximum(np.asarray(items, dtype=float), 1e-9)
+    one = generation_attention_time_s(
+        flops / n, cache_bytes / n, kv_len, items, peak16_flops, hbm_bytes_per_s, p
+    )
+    return np.where(np.asarray(cache_bytes) > 0, layers * one, 0.0)
+
+
+def prefill_attention_s(
+    kh: KernelHardware,
+    flops: Any,
+    moved_bytes: Any,
+    layers: float,
+    seq: Any,
+    items: Any,
+    peak_flops: float,
+    hbm_bytes_per_s: float,
+) -> Any:
+    """Prefill attention of a step: ``layers`` calls over prompts of ``seq`` tokens, ``items``
+    (prompt, head) pairs per GPU; ``flops`` and ``moved_bytes`` for all of them."""
+    p = kh.context
+    assert p is not None
+    n = max(layers, 1e-9)
+    seq = np.maximum(np.asarray(seq, dtype=float), 1.0)
+    items = np.maximum(np.asarray(items, dtype=float), 1e-9)
+    one = context_attention_time_s(
+        flops / n, moved_bytes / n, seq, items, peak_flops, hbm_bytes_per_s, p
+    )
+    return np.where(np.asarray(flops) > 0, layers * one, 0.0)

@@ -30,7 +30,14 @@ from typing import Any
 import numpy as np
 
 from inferencesize.comm import Link, allreduce_latency, allreduce_time, alltoall_time, p2p_time
-from inferencesize.kernel_step import GemmWork, KernelHardware, allreduce_s, gemm_s
+from inferencesize.kernel_step import (
+    GemmWork,
+    KernelHardware,
+    allreduce_s,
+    decode_attention_s,
+    gemm_s,
+    prefill_attention_s,
+)
 from inferencesize.parallelism import (
     Parallelism,
     kv_heads_per_gpu,
@@ -262,13 +269,45 @@ def _roofline_step(
     pairs = attention_pairs(c, prefill_len, prefill_cached)
     extra = prefill_extra_flops(c, prefill_len, prefill_cached) * shard
     prefill_attn = pre * (pairs * pair_flops + extra) / (dep.peak_flops_attention * eff.attention)
+    kh = dep.kernels
+    attn_layers = (c.global_layers + c.local_layers) * layer_frac
+    if kh is not None and kh.generation is not None and attn_layers > 0:
+        # decode attention from the measured kernels: the cache of the attention layers (a
+        # linear-attention state stays a roofline stream); the extra (indexer, linear) FLOPs
+        # ride on the same calls
+        state = dec * 2.0 * linear_state_bytes_per_sequence(c) / tp * layer_frac
+        cache = np.maximum(kv_bytes - state, 0.0)
+        decode_attn = decode_attention_s(
+            kh,
+            dec * decode_tokens * (attended * pair_flops + decode_extra_flops(c, ctx) * shard),
+            cache,
+            attn_layers,
+            attended / (c.global_layers + c.local_layers),
+            dec * kv_heads_per_gpu(c, tp),
+            dep.peak_flops_attention,
+            dep.hbm_bytes_per_s,
+        ) + state / (dep.hbm_bytes_per_s * kh.stream_share)
+    if kh is not None and kh.context is not None and attn_layers > 0:
+        heads = c.num_attention_heads / tp
+        new_tokens = np.maximum(np.asarray(prefill_len, dtype=float) - prefill_cached, 0.0)
+        # queries, keys, values and output of the new tokens, 16-bit, per attention layer
+        moved = pre * new_tokens * 4.0 * c.hidden_size / tp * ACTIVATION_BYTES * attn_layers
+        prefill_attn = prefill_attention_s(
+            kh,
+            pre * (pairs * pair_flops + extra),
+            moved,
+            attn_layers,
+            prefill_len,
+            pre * heads,
+            dep.peak_flops_attention,
+            dep.hbm_bytes_per_s,
+        )
     attention = decode_attn + prefill_attn
 
     # Communication: 2 all-reduces per layer on the TP group (1 with parallel attention + MLP);
     # all-to-all for EP; PP sends.
     layers = layers_per_stage(c, pp)
     message = tokens * c.hidden_size * ACTIVATION_BYTES
-    kh = dep.kernels
     if kh is not None and kh.allreduce and dep.tp_link.name == "nvlink":
         reduce = allreduce_s(kh, message, tp, dep.tp_link.bytes_per_s)
     else:

@@ -55,6 +55,9 @@ class Efficiency:
     # holds no engine time, so it costs a closed-loop client throughput only through its
     # longer cycle. 0 = none.
     handoff_s: float = 0.0
+    # Share of a measured kernel's launch cost the steps pay (kernel tier only): CUDA graphs
+    # replay a step's kernels without launching each from the host. 1 = as measured.
+    launch_share: float = 1.0
 
 
 def gemm_efficiency(eff: Efficiency, tokens: Num) -> Num:

@@ -388,7 +388,10 @@ def planning(
     }
     if spec.economics is not None or spec.redundancy is not None:  # else catalog prices
         options["pricing"] = pricing(spec)
-    est = Estimator(eset, kv_cap=kv_cap(spec), techniques=techniques, others=others)
+    tier = catalog.kernel_tier(eset, *others)
+    est = Estimator(
+        eset, kv_cap=kv_cap(spec), techniques=techniques, others=others, kernel_tier=tier
+    )
     return Planning(est, options)
 
 
@@ -791,7 +794,9 @@ def resolve(
     named = origins.get("engine") != "default"
     others = () if named else auto_sets(catalog.efficiency.values(), eset)
     if spec.pipeline is not None:
-        est, options = Estimator(eset, kv_cap=kv_cap(spec), others=others), {}
+        tier = catalog.kernel_tier(eset, *others)
+        est = Estimator(eset, kv_cap=kv_cap(spec), others=others, kernel_tier=tier)
+        options = {}
     else:
         setup = planning(catalog, eset, spec, shown, others)
         est, options = setup.estimator, dict(setup.options)
@@ -887,7 +892,9 @@ def resolve_point(
     others = () if named else auto_sets(catalog.efficiency.values(), eset)
     spec = parse_spec(TechniquesSpec, dict(techniques), "flags") if techniques else None
     t = resolve_techniques(catalog, spec, target, isl, 0, "flags")
-    return PointStudy(eset, Estimator(eset, kv_cap=kv_window, techniques=t, others=others))
+    tier = catalog.kernel_tier(eset, *others)
+    est = Estimator(eset, kv_cap=kv_window, techniques=t, others=others, kernel_tier=tier)
+    return PointStudy(eset, est)
 
 
 def candidate(

@@ -194,8 +194,10 @@ def estimator_chooser(
     precision narrower than 16 bits that its GPU has no tensor units for (gpt-oss's MXFP4 on
     Hopper) ran weight-only: weights stored narrow, GEMMs on 16-bit units, as the engines run
     it there (``techniques.Techniques.weight_only``)."""
-    one = Estimator(fixed) if fixed is not None else None
-    estimators = {s.id: Estimator(s) for s in catalog.efficiency.values()}
+    one = Estimator(fixed, kernel_tier=catalog.kernel_tier(fixed)) if fixed is not None else None
+    estimators = {
+        s.id: Estimator(s, kernel_tier=catalog.kernel_tier(s)) for s in catalog.efficiency.values()
+    }
     by_label: dict[tuple[str, str, bool], Estimator] = {}
     with_heads: dict[tuple[int, str, bool], Estimator] = {}
 

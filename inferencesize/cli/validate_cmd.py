@@ -361,10 +361,11 @@ def calibrate(
         reasons = sorted({why for _, why in skipped})
         raise InputError(f"{data[0]}: no usable rows ({'; '.join(reasons[:3]) or 'empty'})")
     with Progress(f"fitting {target} to {len(mapped):,} measured points"):
-        start = Estimator(base)
+        tier = catalog.kernel_tier(base)
+        start = Estimator(base, kernel_tier=tier)
         before = predict_all(lambda _m: start, mapped)
         free = ["step_overhead_s", "layer_overhead_s", "gemm_m_half"] if overheads else []
-        result = fit(base, mapped, free)
+        result = fit(base, mapped, free, kernel_tier=tier)
     worse = worse_than_start(before, result.predictions)
     written = force or not worse
     fitted = result.efficiency.model_copy(

@@ -152,6 +152,16 @@ PARAMETERS: tuple[Parameter, ...] = (
         optional=True,
     ),
     Parameter(
+        "launch_share",
+        "share of a measured kernel's fixed cost (its launch) the engine's steps pay: CUDA"
+        " graphs replay a step's kernels without the host launching each (1: every call"
+        " launched as measured); sets with a kernel tier only; optional, default 1",
+        "engine",
+        {"gt": 0.0, "le": 1.0},
+        (0.02, 1.0),
+        optional=True,
+    ),
+    Parameter(
         "kv_read_min_bytes",
         "decode attention reads the KV cache at no fewer than this many bytes per"
         " element's worth of time (2: an 8-bit cache is dequantised at the 16-bit rate);"
@@ -192,6 +202,7 @@ class EfficiencyValues(Spec):
     arrival_spread_s: Float | None = _field("arrival_spread_s")
     seq_overhead_s: Float | None = _field("seq_overhead_s")
     handoff_s: Float | None = _field("handoff_s")
+    launch_share: Float | None = _field("launch_share")
 
 
 class EfficiencyEntry(EfficiencyValues):

@@ -10,6 +10,7 @@ from inferencesize.kernel_step import (
     DENSE_CALLS,
     GemmWork,
     KernelHardware,
+    KernelTier,
     allreduce_s,
     gemm_s,
     kernel_hardware,
@@ -70,7 +71,9 @@ def test_small_dimensions_lose_share_of_the_peak() -> None:
     shaped = GemmParams(0.5, 100.0, 0.0, 0.0, 0.8, 0.0)
     work = _dense(100.0, 4e8, 1.0, 10000)
     slow, _ = gemm_s(_hw(shaped), work, 2.0, PEAK, PEAK, HBM * 1e6)
-    fast, _ = gemm_s(_hw(GemmParams(0.5, 0.0, 0.0, 0.0, 0.8, 0.0)), work, 2.0, PEAK, PEAK, HBM * 1e6)
+    fast, _ = gemm_s(
+        _hw(GemmParams(0.5, 0.0, 0.0, 0.0, 0.8, 0.0)), work, 2.0, PEAK, PEAK, HBM * 1e6
+    )
     # m = 100 rows at m_half = 100: half the share, twice the math time (the head is tiny)
     assert slow / fast == pytest.approx(2.0, rel=1e-3)
 
@@ -110,9 +113,20 @@ def test_a_gpu_without_kernels_takes_its_architecture_and_a_missing_dtype_16_bit
     b = GemmParams(0.2, 100.0, 100.0, 100.0, 0.2, 4e-6)
     fits = {("g1", "VLLM", "bfloat16"): a, ("g2", "VLLM", "bfloat16"): b}
     archs: dict[str, str | None] = {"g1": "x", "g2": "x"}
-    hw = kernel_hardware(fits, {}, archs, "new", "x", "VLLM", "fp8", 1)
+    fit = KernelTier(fits, {}, {}, {}, archs)
+    hw = kernel_hardware(fit, "new", "x", "VLLM", "fp8", "fp8", 1)
     assert hw is not None
     assert hw.gemm_dtype == "bfloat16"  # no fp8 table for the engine: its 16-bit one
     assert hw.gemm.eta_max == pytest.approx(math.sqrt(0.8 * 0.2))  # log-space mean
     assert "same architecture" in hw.origin
-    assert kernel_hardware(fits, {}, archs, "new", "x", "TRTLLM", "bf16", 1) is None
+    assert hw.context is None and hw.generation is None  # no attention tables: the roofline
+    assert kernel_hardware(fit, "new", "x", "TRTLLM", "bf16", "bf16", 1) is None
+
+
+def test_launch_share_scales_every_kernels_fixed_cost() -> None:
+    hw = _hw()
+    graphs = hw.launched(0.25)
+    assert graphs.gemm.launch_s == pytest.approx(0.25 * FLAT.launch_s)
+    assert graphs.head.launch_s == pytest.approx(0.25 * FLAT.launch_s)
+    assert graphs.gemm.eta_max == FLAT.eta_max
+    assert hw.launched(1.0) is hw
