@@ -60,7 +60,6 @@ from inferencesize.kernels_attention import (
     GenerationAttentionParams,
     attended,
     context_attention_bytes,
-    context_attention_flops,
     context_attention_time_s,
     generation_attention_bytes,
     generation_attention_flops,
@@ -71,6 +70,9 @@ from inferencesize.specs.hardware import GpuSpec
 Rows = npt.NDArray[np.intp]
 #: the six arrays a family's time function takes before its parameters
 Shape6 = tuple[FloatArray, FloatArray, FloatArray, FloatArray, FloatArray, FloatArray]
+Shape8 = tuple[
+    FloatArray, FloatArray, FloatArray, FloatArray, FloatArray, FloatArray, FloatArray, FloatArray
+]
 
 #: rows fitted per group at most (a stride through the group keeps its spread of shapes); the
 #: shared tables hold at most 5,000 rows per GPU × engine, so they are fitted whole
@@ -291,18 +293,18 @@ def run_collectives(
 def run_context_attention(table: KernelTable, gpus: TableGpus, report: KernelReport) -> None:
     """Prefill attention per GPU × engine × math dtype × KV dtype."""
     num = table.numbers
-    batch, seq, heads = num["batch_size"], num["isl"], num["num_heads"]
+    batch, seq, heads, head_dim = num["batch_size"], num["isl"], num["num_heads"], num["head_dim"]
     latency_s = num["latency"] * 1e-3
     q_bytes = np.array([ATTENTION_BYTES[d] for d in table.text["attn_dtype"]])
     kv_bytes = np.array([ATTENTION_BYTES[d] for d in table.text["kv_cache_dtype"]])
-    flops = context_attention_flops(batch, seq, heads, num["head_dim"], num["window_size"])
     moved = context_attention_bytes(
-        batch, seq, heads, num["num_key_value_heads"], num["head_dim"], q_bytes, kv_bytes
+        batch, seq, heads, num["num_key_value_heads"], head_dim, q_bytes, kv_bytes
     )
 
-    def shape(rows: Rows) -> Shape6:
+    def shape(rows: Rows) -> Shape8:
         peak, bw = _sheet(table, gpus, rows, ATTENTION_PRECISION[table.text["attn_dtype"][rows[0]]])
-        return flops[rows], moved[rows], seq[rows], batch[rows] * heads[rows], peak, bw
+        window = num["window_size"][rows]
+        return batch[rows], seq[rows], heads[rows], head_dim[rows], window, moved[rows], peak, bw
 
     def predict(rows: Rows, p: KernelParams) -> FloatArray:
         return context_attention_time_s(*shape(rows), cast(ContextAttentionParams, p))

@@ -109,17 +109,19 @@ def fit_collective(
     return CollectiveParams(*(float(v) for v in best))
 
 
-CONTEXT_ATTENTION_LOWER = ContextAttentionParams(0.01, 0.0, 0.0, 0.01, 0.0)
-CONTEXT_ATTENTION_UPPER = ContextAttentionParams(1.0, 65536.0, 65536.0, 2.0, 1e-3)
+CONTEXT_ATTENTION_LOWER = ContextAttentionParams(0.01, 0.0, 0.0, 0.01, 0.0, 0.0, 1.0)
+CONTEXT_ATTENTION_UPPER = ContextAttentionParams(1.0, 65536.0, 65536.0, 2.0, 1e-3, 4096.0, 512.0)
 GENERATION_ATTENTION_LOWER = GenerationAttentionParams(0.01, 0.0, 0.0, 0.001, 0.0)
 GENERATION_ATTENTION_UPPER = GenerationAttentionParams(2.0, 65536.0, 65536.0, 1.0, 1e-3)
 
 
 def fit_context_attention(
-    flops: FloatArray,
-    bytes_moved: FloatArray,
+    batch: FloatArray,
     seq: FloatArray,
-    items: FloatArray,
+    heads: FloatArray,
+    head_dim: FloatArray,
+    window: FloatArray,
+    bytes_moved: FloatArray,
     peak_flops_per_s: ArrayLike,
     hbm_bytes_per_s: ArrayLike,
     latency_s: FloatArray,
@@ -129,16 +131,19 @@ def fit_context_attention(
 
     def residual(x: FloatArray) -> FloatArray:
         pred = context_attention_time_s(
-            flops, bytes_moved, seq, items, peak_flops_per_s, hbm_bytes_per_s,
-            ContextAttentionParams(*x),
+            batch, seq, heads, head_dim, window, bytes_moved, peak_flops_per_s,
+            hbm_bytes_per_s, ContextAttentionParams(*x),
         )  # fmt: skip
         return np.log(pred) - log_t
 
     floor_s = float(np.percentile(latency_s, 1))
-    starts = ([0.5, 256.0, 64.0, 0.8, 0.5 * floor_s], [0.3, 1024.0, 512.0, 0.5, 0.2 * floor_s])
+    starts = (
+        [0.5, 256.0, 64.0, 0.8, 0.5 * floor_s, 32.0, 64.0],
+        [0.3, 1024.0, 512.0, 0.5, 0.2 * floor_s, 64.0, 16.0],
+    )
     best = _best_fit(
         residual, starts, as_vector(CONTEXT_ATTENTION_LOWER),
-        as_vector(CONTEXT_ATTENTION_UPPER), [0.1, 100.0, 100.0, 0.1, 1e-6], 1e-9,
+        as_vector(CONTEXT_ATTENTION_UPPER), [0.1, 100.0, 100.0, 0.1, 1e-6, 10.0, 10.0], 1e-9,
     )  # fmt: skip
     return ContextAttentionParams(*(float(v) for v in best))
 
