@@ -53,6 +53,10 @@ GENERATION_ATTENTION_COLUMNS = (
         "window_size", "latency",
     ),
 )  # fmt: skip
+_MLA_TEXT = ("gpu", "framework", "mla_dtype", "kv_cache_dtype", "source_detail")
+#: MLA tables: ``num_heads`` is per GPU (after tensor parallelism)
+CONTEXT_MLA_COLUMNS = (_MLA_TEXT, ("batch_size", "isl", "num_heads", "latency"))
+GENERATION_MLA_COLUMNS = (_MLA_TEXT, ("batch_size", "isl", "step", "num_heads", "latency"))
 #: text columns a table may leave out, and number columns whose blank cell means 0
 OPTIONAL_TEXT = ("device", "source_detail")
 BLANK_IS_ZERO = ("window_size",)
@@ -136,7 +140,8 @@ class KernelFit:
 
     * ``gemm``: (GPU, engine, GEMM dtype);
     * ``collectives``: (GPU, implementation, kind, GPU count);
-    * ``context_attention``, ``generation_attention``: (GPU, engine, math dtype, KV dtype).
+    * ``context_attention``, ``generation_attention``, ``context_mla``, ``generation_mla``:
+      (GPU, engine, math dtype, KV dtype).
     """
 
     gemm: dict[tuple[str, str, str], GemmParams]
@@ -145,6 +150,12 @@ class KernelFit:
         default_factory=dict
     )
     generation_attention: dict[tuple[str, str, str, str], GenerationAttentionParams] = field(
+        default_factory=dict
+    )
+    context_mla: dict[tuple[str, str, str, str], ContextAttentionParams] = field(
+        default_factory=dict
+    )
+    generation_mla: dict[tuple[str, str, str, str], GenerationAttentionParams] = field(
         default_factory=dict
     )
 
@@ -170,12 +181,12 @@ def read_kernel_fit(path: Path) -> KernelFit:
                 fit.collectives[(*key, int(entry["num_gpus"]))] = CollectiveParams(
                     **entry["params"]
                 )
-            elif family == "context_attention":
+            elif family in ("context_attention", "context_mla"):
                 key4 = (gpu, str(entry["engine"]), str(entry["dtype"]), str(entry["kv_dtype"]))
-                fit.context_attention[key4] = ContextAttentionParams(**entry["params"])
-            elif family == "generation_attention":
+                getattr(fit, family)[key4] = ContextAttentionParams(**entry["params"])
+            elif family in ("generation_attention", "generation_mla"):
                 key4 = (gpu, str(entry["engine"]), str(entry["dtype"]), str(entry["kv_dtype"]))
-                fit.generation_attention[key4] = GenerationAttentionParams(**entry["params"])
+                getattr(fit, family)[key4] = GenerationAttentionParams(**entry["params"])
             else:
                 raise ValueError(f"unknown family {family!r}")
         except (KeyError, TypeError, ValueError) as err:

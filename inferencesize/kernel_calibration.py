@@ -26,9 +26,11 @@ from inferencesize.comm import PCIE_BYTES_PER_S
 from inferencesize.errors import InputError
 from inferencesize.io_kernels import (
     CONTEXT_ATTENTION_COLUMNS,
+    CONTEXT_MLA_COLUMNS,
     CUSTOM_ALLREDUCE_COLUMNS,
     GEMM_COLUMNS,
     GENERATION_ATTENTION_COLUMNS,
+    GENERATION_MLA_COLUMNS,
     NCCL_COLUMNS,
     KernelTable,
     read_kernel_table,
@@ -56,6 +58,7 @@ from inferencesize.kernels import (
 from inferencesize.kernels_attention import (
     ATTENTION_BYTES,
     ATTENTION_PRECISION,
+    MLA_CONTEXT_HEAD_DIM,
     ContextAttentionParams,
     GenerationAttentionParams,
     attended,
@@ -64,6 +67,8 @@ from inferencesize.kernels_attention import (
     generation_attention_bytes,
     generation_attention_flops,
     generation_attention_time_s,
+    mla_generation_bytes,
+    mla_generation_flops,
 )
 from inferencesize.specs.hardware import GpuSpec
 
@@ -341,6 +346,59 @@ def run_generation_attention(table: KernelTable, gpus: TableGpus, report: Kernel
     )  # fmt: skip
 
 
+def run_context_mla(table: KernelTable, gpus: TableGpus, report: KernelReport) -> None:
+    """DeepSeek MLA prefill per GPU × engine × math dtype × KV dtype: context attention with
+    one KV head a query head and head dimension (192 + 128)/2, full causal; ``dim_half`` held
+    at 0 (one head dimension in every row)."""
+    num = table.numbers
+    batch, seq, heads = num["batch_size"], num["isl"], num["num_heads"]
+    latency_s = num["latency"] * 1e-3
+    q_bytes = np.array([ATTENTION_BYTES[d] for d in table.text["mla_dtype"]])
+    kv_bytes = np.array([ATTENTION_BYTES[d] for d in table.text["kv_cache_dtype"]])
+    dim = np.full(len(table), MLA_CONTEXT_HEAD_DIM)
+    moved = context_attention_bytes(batch, seq, heads, heads, dim, q_bytes, kv_bytes)
+
+    def shape(rows: Rows) -> Shape8:
+        peak, bw = _sheet(table, gpus, rows, ATTENTION_PRECISION[table.text["mla_dtype"][rows[0]]])
+        window = np.zeros(len(rows))
+        return batch[rows], seq[rows], heads[rows], dim[rows], window, moved[rows], peak, bw
+
+    def predict(rows: Rows, p: KernelParams) -> FloatArray:
+        return context_attention_time_s(*shape(rows), cast(ContextAttentionParams, p))
+
+    _run_family(
+        table, gpus, ("framework", "mla_dtype", "kv_cache_dtype"), lambda rest: "context_mla",
+        lambda rows: fit_context_attention(*shape(rows), latency_s[rows], fit_dim_half=False),
+        predict, _catalog_entry("context_mla", ("engine", "dtype", "kv_dtype")), report,
+    )  # fmt: skip
+
+
+def run_generation_mla(table: KernelTable, gpus: TableGpus, report: KernelReport) -> None:
+    """DeepSeek MLA decode (weights absorbed) per GPU × engine × math dtype × KV dtype: the
+    latent cache read once per sequence (items = sequences), the FLOPs of
+    :func:`~inferencesize.kernels_attention.mla_generation_flops`."""
+    num = table.numbers
+    batch, heads = num["batch_size"], num["num_heads"]
+    latency_s = num["latency"] * 1e-3
+    kv_bytes = np.array([ATTENTION_BYTES[d] for d in table.text["kv_cache_dtype"]])
+    kv_len = num["step"] + num["isl"]
+    flops = mla_generation_flops(batch, kv_len, heads)
+    moved = mla_generation_bytes(batch, kv_len, heads, kv_bytes)
+
+    def shape(rows: Rows) -> Shape6:
+        peak, bw = _sheet(table, gpus, rows, ATTENTION_PRECISION[table.text["mla_dtype"][rows[0]]])
+        return flops[rows], moved[rows], kv_len[rows], batch[rows], peak, bw
+
+    def predict(rows: Rows, p: KernelParams) -> FloatArray:
+        return generation_attention_time_s(*shape(rows), cast(GenerationAttentionParams, p))
+
+    _run_family(
+        table, gpus, ("framework", "mla_dtype", "kv_cache_dtype"), lambda rest: "generation_mla",
+        lambda rows: fit_generation_attention(*shape(rows), latency_s[rows]), predict,
+        _catalog_entry("generation_mla", ("engine", "dtype", "kv_dtype")), report,
+    )  # fmt: skip
+
+
 #: the reader of each table: (columns, run)
 RUNS: dict[
     str,
@@ -357,6 +415,8 @@ RUNS: dict[
     ),
     "context_attention_perf": (CONTEXT_ATTENTION_COLUMNS, run_context_attention),
     "generation_attention_perf": (GENERATION_ATTENTION_COLUMNS, run_generation_attention),
+    "context_mla_perf": (CONTEXT_MLA_COLUMNS, run_context_mla),
+    "generation_mla_perf": (GENERATION_MLA_COLUMNS, run_generation_mla),
 }
 
 

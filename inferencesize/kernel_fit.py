@@ -125,9 +125,16 @@ def fit_context_attention(
     peak_flops_per_s: ArrayLike,
     hbm_bytes_per_s: ArrayLike,
     latency_s: FloatArray,
+    *,
+    fit_dim_half: bool = True,
 ) -> ContextAttentionParams:
-    """Fit :class:`ContextAttentionParams` to measured prefill attention latencies."""
+    """Fit :class:`ContextAttentionParams` to measured prefill attention latencies;
+    ``fit_dim_half=False`` holds ``dim_half`` at ~0 where every row has one head dimension
+    (MLA), which would leave it and ``eta_max`` indistinguishable."""
     log_t = np.log(latency_s)
+    upper = as_vector(CONTEXT_ATTENTION_UPPER)
+    if not fit_dim_half:
+        upper[5] = 1e-6
 
     def residual(x: FloatArray) -> FloatArray:
         pred = context_attention_time_s(
@@ -142,8 +149,8 @@ def fit_context_attention(
         [0.3, 1024.0, 512.0, 0.5, 0.2 * floor_s, 64.0, 16.0],
     )
     best = _best_fit(
-        residual, starts, as_vector(CONTEXT_ATTENTION_LOWER),
-        as_vector(CONTEXT_ATTENTION_UPPER), [0.1, 100.0, 100.0, 0.1, 1e-6, 10.0, 10.0], 1e-9,
+        residual, starts, as_vector(CONTEXT_ATTENTION_LOWER), upper,
+        [0.1, 100.0, 100.0, 0.1, 1e-6, 10.0, 10.0], 1e-9,
     )  # fmt: skip
     return ContextAttentionParams(*(float(v) for v in best))
 

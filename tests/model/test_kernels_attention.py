@@ -210,3 +210,38 @@ def test_any_catalog_gpu_gets_attention_parameters_from_the_shipped_fit() -> Non
     # a long 16-bit decode on H100 reads its cache within the physical range of the bandwidth
     p = own[0]
     assert CONTEXT_ATTENTION_LOWER.eta_mem <= p.eta_mem <= CONTEXT_ATTENTION_UPPER.eta_mem
+
+
+def test_mla_context_fit_holds_the_head_dimension_share() -> None:
+    # every MLA row has one head dimension: dim_half is held at ~0, eta_max carries the share
+    from inferencesize.kernels_attention import MLA_CONTEXT_HEAD_DIM
+
+    assert MLA_CONTEXT_HEAD_DIM == (128 + 64 + 128) / 2
+    true = ContextAttentionParams(0.45, 128.0, 8.0, 0.5, 1e-5, 0.0, 32.0)
+    batch, seq, heads = (
+        a.ravel()
+        for a in np.meshgrid([1.0, 8.0, 64.0], [16.0, 256.0, 2048.0, 8192.0], [2.0, 16.0, 128.0])
+    )
+    dim = np.full(batch.shape, MLA_CONTEXT_HEAD_DIM)
+    moved = context_attention_bytes(batch, seq, heads, heads, dim, 2.0, 2.0)
+    shape = (batch, seq, heads, dim, np.zeros(batch.shape), moved)
+    latency = context_attention_time_s(*shape, *H100, true)
+    fit = fit_context_attention(*shape, *H100, latency, fit_dim_half=False)
+    assert fit.dim_half < 1e-5
+    assert fit.eta_max == pytest.approx(0.45, rel=0.02)
+    assert np.all(np.abs(context_attention_time_s(*shape, *H100, fit) / latency - 1) < 0.01)
+
+
+def test_shipped_fit_has_mla_for_hopper() -> None:
+    from inferencesize.io_kernels import load_kernel_fit
+
+    fit = load_kernel_fit()
+    key = ("h100-sxm", "TRTLLM", "bfloat16", "fp8")
+    assert key in fit.context_mla and key in fit.generation_mla
+    # a 128-head, 8k-context decode of 64 sequences reads 64·8192·576 bytes of fp8 latent
+    # cache: no faster than the datasheet bandwidth allows
+    p = fit.generation_mla[key]
+    flops = mla_generation_flops(64, 8192, 128)
+    moved = mla_generation_bytes(64, 8192, 128, 1.0)
+    t = float(generation_attention_time_s(flops, moved, 8192, 64, *H100, p))
+    assert t > 64 * 8192 * 576 / H100[1]
