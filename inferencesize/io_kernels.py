@@ -24,6 +24,7 @@ import numpy.typing as npt
 from inferencesize.errors import InputError
 from inferencesize.kernels import CollectiveParams, GemmParams
 from inferencesize.kernels_attention import ContextAttentionParams, GenerationAttentionParams
+from inferencesize.kernels_moe import MoeParams
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -57,6 +58,13 @@ _MLA_TEXT = ("gpu", "framework", "mla_dtype", "kv_cache_dtype", "source_detail")
 #: MLA tables: ``num_heads`` is per GPU (after tensor parallelism)
 CONTEXT_MLA_COLUMNS = (_MLA_TEXT, ("batch_size", "isl", "num_heads", "latency"))
 GENERATION_MLA_COLUMNS = (_MLA_TEXT, ("batch_size", "isl", "step", "num_heads", "latency"))
+MOE_COLUMNS = (
+    ("gpu", "framework", "moe_dtype", "distribution", "source_detail"),
+    (
+        "num_tokens", "hidden_size", "inter_size", "topk", "num_experts", "moe_tp_size",
+        "moe_ep_size", "latency",
+    ),
+)  # fmt: skip
 #: text columns a table may leave out, and number columns whose blank cell means 0
 OPTIONAL_TEXT = ("device", "source_detail")
 BLANK_IS_ZERO = ("window_size",)
@@ -141,7 +149,8 @@ class KernelFit:
     * ``gemm``: (GPU, engine, GEMM dtype);
     * ``collectives``: (GPU, implementation, kind, GPU count);
     * ``context_attention``, ``generation_attention``, ``context_mla``, ``generation_mla``:
-      (GPU, engine, math dtype, KV dtype).
+      (GPU, engine, math dtype, KV dtype);
+    * ``moe``: (GPU, engine, MoE dtype, routing distribution).
     """
 
     gemm: dict[tuple[str, str, str], GemmParams]
@@ -158,6 +167,7 @@ class KernelFit:
     generation_mla: dict[tuple[str, str, str, str], GenerationAttentionParams] = field(
         default_factory=dict
     )
+    moe: dict[tuple[str, str, str, str], MoeParams] = field(default_factory=dict)
 
 
 def read_kernel_fit(path: Path) -> KernelFit:
@@ -187,6 +197,9 @@ def read_kernel_fit(path: Path) -> KernelFit:
             elif family in ("generation_attention", "generation_mla"):
                 key4 = (gpu, str(entry["engine"]), str(entry["dtype"]), str(entry["kv_dtype"]))
                 getattr(fit, family)[key4] = GenerationAttentionParams(**entry["params"])
+            elif family == "moe":
+                key4 = (gpu, str(entry["engine"]), str(entry["dtype"]), str(entry["distribution"]))
+                fit.moe[key4] = MoeParams(**entry["params"])
             else:
                 raise ValueError(f"unknown family {family!r}")
         except (KeyError, TypeError, ValueError) as err:

@@ -31,6 +31,7 @@ from inferencesize.io_kernels import (
     GEMM_COLUMNS,
     GENERATION_ATTENTION_COLUMNS,
     GENERATION_MLA_COLUMNS,
+    MOE_COLUMNS,
     NCCL_COLUMNS,
     KernelTable,
     read_kernel_table,
@@ -41,6 +42,7 @@ from inferencesize.kernel_fit import (
     fit_context_attention,
     fit_gemm,
     fit_generation_attention,
+    fit_moe,
 )
 from inferencesize.kernels import (
     ELEMENT_BYTES,
@@ -69,6 +71,15 @@ from inferencesize.kernels_attention import (
     generation_attention_time_s,
     mla_generation_bytes,
     mla_generation_flops,
+)
+from inferencesize.kernels_moe import (
+    MOE_DTYPES,
+    MoeParams,
+    moe_bytes,
+    moe_flops,
+    moe_pairs,
+    moe_time_s,
+    moe_touched,
 )
 from inferencesize.specs.hardware import GpuSpec
 
@@ -222,6 +233,13 @@ def _sheet(
     its HBM bandwidth."""
     names = [table.text["gpu"][i] for i in rows]
     peak = [gpus.specs[g].dense_flops.get(precision) or float("nan") for g in names]
+    if any(np.isnan(peak)):
+        gpu = names[int(np.argmax(np.isnan(peak)))]
+        raise InputError(
+            f"{table.path}: line {int(rows[0]) + 2}: GPU {gpu!r} has no dense {precision} peak"
+            " in the catalog, so its rows of that precision cannot be fitted (give the"
+            " catalog entry a dense_flops figure for it, or leave those rows out)"
+        )
     bw = [gpus.specs[g].hbm_bandwidth_bytes_per_s for g in names]
     return np.array(peak, dtype=np.float64), np.array(bw, dtype=np.float64)
 
@@ -399,6 +417,45 @@ def run_generation_mla(table: KernelTable, gpus: TableGpus, report: KernelReport
     )  # fmt: skip
 
 
+def run_moe(table: KernelTable, gpus: TableGpus, report: KernelReport) -> None:
+    """MoE layers per GPU × engine × MoE dtype × routing distribution."""
+    num = table.numbers
+    tokens, topk, experts = num["num_tokens"], num["topk"], num["num_experts"]
+    hidden, inter, tp, ep = (
+        num[c] for c in ("hidden_size", "inter_size", "moe_tp_size", "moe_ep_size")
+    )
+    latency_s = num["latency"] * 1e-3
+    dtypes = table.text["moe_dtype"]
+    for i, dtype in enumerate(dtypes):
+        if dtype not in MOE_DTYPES:
+            raise InputError(
+                f"{table.path}: line {i + 2}: column 'moe_dtype': unknown {dtype!r}"
+                f" (one of {', '.join(MOE_DTYPES)})"
+            )
+    pairs = moe_pairs(tokens, topk, ep)
+    routed = tokens * topk
+    rows_per_expert = pairs / np.maximum(moe_touched(tokens, topk, experts, ep), 1e-9)
+    flops = moe_flops(tokens, topk, hidden, inter, tp, ep)
+
+    def shape(rows: Rows) -> Shape6:
+        dtype = dtypes[rows[0]]
+        peak, bw = _sheet(table, gpus, rows, MOE_DTYPES[dtype][0])
+        moved = moe_bytes(
+            tokens[rows], topk[rows], experts[rows], hidden[rows], inter[rows], tp[rows],
+            ep[rows], dtype,
+        )  # fmt: skip
+        return flops[rows], moved, routed[rows], rows_per_expert[rows], peak, bw
+
+    def predict(rows: Rows, p: KernelParams) -> FloatArray:
+        return moe_time_s(*shape(rows), cast(MoeParams, p))
+
+    _run_family(
+        table, gpus, ("framework", "moe_dtype", "distribution"), lambda rest: "moe",
+        lambda rows: fit_moe(*shape(rows), latency_s[rows]), predict,
+        _catalog_entry("moe", ("engine", "dtype", "distribution")), report,
+    )  # fmt: skip
+
+
 #: the reader of each table: (columns, run)
 RUNS: dict[
     str,
@@ -417,6 +474,7 @@ RUNS: dict[
     "generation_attention_perf": (GENERATION_ATTENTION_COLUMNS, run_generation_attention),
     "context_mla_perf": (CONTEXT_MLA_COLUMNS, run_context_mla),
     "generation_mla_perf": (GENERATION_MLA_COLUMNS, run_generation_mla),
+    "moe_perf": (MOE_COLUMNS, run_moe),
 }
 
 

@@ -27,6 +27,7 @@ from inferencesize.kernels_attention import (
     context_attention_time_s,
     generation_attention_time_s,
 )
+from inferencesize.kernels_moe import MoeParams, moe_time_s
 
 #: physical ranges of the fitted parameters
 GEMM_LOWER = GemmParams(0.01, 0.0, 0.0, 0.0, 0.01, 0.0)
@@ -181,3 +182,34 @@ def fit_generation_attention(
         as_vector(GENERATION_ATTENTION_UPPER), [0.1, 100.0, 100.0, 0.1, 1e-6], 1e-9,
     )  # fmt: skip
     return GenerationAttentionParams(*(float(v) for v in best))
+
+
+MOE_LOWER = MoeParams(0.01, 0.0, 0.01, 0.0, 0.0)
+MOE_UPPER = MoeParams(1.0, 4096.0, 2.0, 1e-3, 1e-6)
+
+
+def fit_moe(
+    flops: FloatArray,
+    bytes_moved: FloatArray,
+    routed: FloatArray,
+    rows: FloatArray,
+    peak_flops_per_s: ArrayLike,
+    hbm_bytes_per_s: ArrayLike,
+    latency_s: FloatArray,
+) -> MoeParams:
+    """Fit :class:`MoeParams` to measured MoE layer latencies."""
+    log_t = np.log(latency_s)
+
+    def residual(x: FloatArray) -> FloatArray:
+        pred = moe_time_s(
+            flops, bytes_moved, routed, rows, peak_flops_per_s, hbm_bytes_per_s, MoeParams(*x)
+        )
+        return np.log(pred) - log_t
+
+    floor_s = float(np.percentile(latency_s, 1))
+    starts = ([0.6, 64.0, 0.7, 0.5 * floor_s, 1e-9], [0.4, 256.0, 0.5, 0.2 * floor_s, 1e-8])
+    best = _best_fit(
+        residual, starts, as_vector(MOE_LOWER), as_vector(MOE_UPPER),
+        [0.1, 100.0, 0.1, 1e-6, 1e-9], 1e-12,
+    )  # fmt: skip
+    return MoeParams(*(float(v) for v in best))
