@@ -207,12 +207,17 @@ def read_kernel_fit(path: Path) -> KernelFit:
     return fit
 
 
+#: where the wheel carries ``data/kernels/fit.json``, inside the package (pyproject.toml's
+#: force-include; the catalog's YAML sits beside it in ``_catalog``)
+PACKAGED_FIT = ("_catalog", "data", "kernels", "fit.json")
+
+
 def kernel_fit_path() -> Path:
-    """The shipped fit: inside the wheel (``_catalog/data/kernels``) or the source checkout's
-    ``data/kernels``."""
+    """The shipped fit: inside the wheel (:data:`PACKAGED_FIT`) or the source checkout's
+    ``data/kernels/fit.json``."""
     here = Path(__file__).resolve().parent
-    packaged = here / "_catalog" / "data" / "kernels" / "fit.json"
-    return packaged if packaged.is_file() else here.parent / "data" / "kernels" / "fit.json"
+    packaged = here.joinpath(*PACKAGED_FIT)
+    return packaged if packaged.is_file() else here.parent.joinpath(*PACKAGED_FIT[1:])
 
 
 @functools.cache
