@@ -26,6 +26,7 @@ from inferencesize.errors import InputError
 from inferencesize.kernel_step import KernelTier
 from inferencesize.kernels import CollectiveParams, GemmParams
 from inferencesize.kernels_attention import ContextAttentionParams, GenerationAttentionParams
+from inferencesize.kernels_moe import MoeParams
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -53,6 +54,17 @@ GENERATION_ATTENTION_COLUMNS = (
     (
         "batch_size", "isl", "step", "num_heads", "num_key_value_heads", "head_dim",
         "window_size", "latency",
+    ),
+)  # fmt: skip
+_MLA_TEXT = ("gpu", "framework", "mla_dtype", "kv_cache_dtype", "source_detail")
+#: MLA tables: ``num_heads`` is per GPU (after tensor parallelism)
+CONTEXT_MLA_COLUMNS = (_MLA_TEXT, ("batch_size", "isl", "num_heads", "latency"))
+GENERATION_MLA_COLUMNS = (_MLA_TEXT, ("batch_size", "isl", "step", "num_heads", "latency"))
+MOE_COLUMNS = (
+    ("gpu", "framework", "moe_dtype", "distribution", "source_detail"),
+    (
+        "num_tokens", "hidden_size", "inter_size", "topk", "num_experts", "moe_tp_size",
+        "moe_ep_size", "latency",
     ),
 )  # fmt: skip
 #: text columns a table may leave out, and number columns whose blank cell means 0
@@ -138,7 +150,9 @@ class KernelFit:
 
     * ``gemm``: (GPU, engine, GEMM dtype);
     * ``collectives``: (GPU, implementation, kind, GPU count);
-    * ``context_attention``, ``generation_attention``: (GPU, engine, math dtype, KV dtype).
+    * ``context_attention``, ``generation_attention``, ``context_mla``, ``generation_mla``:
+      (GPU, engine, math dtype, KV dtype);
+    * ``moe``: (GPU, engine, MoE dtype, routing distribution).
     """
 
     gemm: dict[tuple[str, str, str], GemmParams]
@@ -149,6 +163,13 @@ class KernelFit:
     generation_attention: dict[tuple[str, str, str, str], GenerationAttentionParams] = field(
         default_factory=dict
     )
+    context_mla: dict[tuple[str, str, str, str], ContextAttentionParams] = field(
+        default_factory=dict
+    )
+    generation_mla: dict[tuple[str, str, str, str], GenerationAttentionParams] = field(
+        default_factory=dict
+    )
+    moe: dict[tuple[str, str, str, str], MoeParams] = field(default_factory=dict)
 
 
 def read_kernel_fit(path: Path) -> KernelFit:
@@ -172,12 +193,15 @@ def read_kernel_fit(path: Path) -> KernelFit:
                 fit.collectives[(*key, int(entry["num_gpus"]))] = CollectiveParams(
                     **entry["params"]
                 )
-            elif family == "context_attention":
+            elif family in ("context_attention", "context_mla"):
                 key4 = (gpu, str(entry["engine"]), str(entry["dtype"]), str(entry["kv_dtype"]))
-                fit.context_attention[key4] = ContextAttentionParams(**entry["params"])
-            elif family == "generation_attention":
+                getattr(fit, family)[key4] = ContextAttentionParams(**entry["params"])
+            elif family in ("generation_attention", "generation_mla"):
                 key4 = (gpu, str(entry["engine"]), str(entry["dtype"]), str(entry["kv_dtype"]))
-                fit.generation_attention[key4] = GenerationAttentionParams(**entry["params"])
+                getattr(fit, family)[key4] = GenerationAttentionParams(**entry["params"])
+            elif family == "moe":
+                key4 = (gpu, str(entry["engine"]), str(entry["dtype"]), str(entry["distribution"]))
+                fit.moe[key4] = MoeParams(**entry["params"])
             else:
                 raise ValueError(f"unknown family {family!r}")
         except (KeyError, TypeError, ValueError) as err:
@@ -185,12 +209,17 @@ def read_kernel_fit(path: Path) -> KernelFit:
     return fit
 
 
+#: where the wheel carries ``data/kernels/fit.json``, inside the package (pyproject.toml's
+#: force-include; the catalog's YAML sits beside it in ``_catalog``)
+PACKAGED_FIT = ("_catalog", "data", "kernels", "fit.json")
+
+
 def kernel_fit_path() -> Path:
-    """The shipped fit: inside the wheel (``_catalog/data/kernels``) or the source checkout's
-    ``data/kernels``."""
+    """The shipped fit: inside the wheel (:data:`PACKAGED_FIT`) or the source checkout's
+    ``data/kernels/fit.json``."""
     here = Path(__file__).resolve().parent
-    packaged = here / "_catalog" / "data" / "kernels" / "fit.json"
-    return packaged if packaged.is_file() else here.parent / "data" / "kernels" / "fit.json"
+    packaged = here.joinpath(*PACKAGED_FIT)
+    return packaged if packaged.is_file() else here.parent.joinpath(*PACKAGED_FIT[1:])
 
 
 @functools.cache

@@ -26,9 +26,12 @@ from inferencesize.comm import PCIE_BYTES_PER_S
 from inferencesize.errors import InputError
 from inferencesize.io_kernels import (
     CONTEXT_ATTENTION_COLUMNS,
+    CONTEXT_MLA_COLUMNS,
     CUSTOM_ALLREDUCE_COLUMNS,
     GEMM_COLUMNS,
     GENERATION_ATTENTION_COLUMNS,
+    GENERATION_MLA_COLUMNS,
+    MOE_COLUMNS,
     NCCL_COLUMNS,
     KernelTable,
     read_kernel_table,
@@ -39,6 +42,7 @@ from inferencesize.kernel_fit import (
     fit_context_attention,
     fit_gemm,
     fit_generation_attention,
+    fit_moe,
 )
 from inferencesize.kernels import (
     ELEMENT_BYTES,
@@ -56,21 +60,35 @@ from inferencesize.kernels import (
 from inferencesize.kernels_attention import (
     ATTENTION_BYTES,
     ATTENTION_PRECISION,
+    MLA_CONTEXT_HEAD_DIM,
     ContextAttentionParams,
     GenerationAttentionParams,
     attended,
     context_attention_bytes,
-    context_attention_flops,
     context_attention_time_s,
     generation_attention_bytes,
     generation_attention_flops,
     generation_attention_time_s,
+    mla_generation_bytes,
+    mla_generation_flops,
+)
+from inferencesize.kernels_moe import (
+    MOE_DTYPES,
+    MoeParams,
+    moe_bytes,
+    moe_flops,
+    moe_pairs,
+    moe_time_s,
+    moe_touched,
 )
 from inferencesize.specs.hardware import GpuSpec
 
 Rows = npt.NDArray[np.intp]
 #: the six arrays a family's time function takes before its parameters
 Shape6 = tuple[FloatArray, FloatArray, FloatArray, FloatArray, FloatArray, FloatArray]
+Shape8 = tuple[
+    FloatArray, FloatArray, FloatArray, FloatArray, FloatArray, FloatArray, FloatArray, FloatArray
+]
 
 #: rows fitted per group at most (a stride through the group keeps its spread of shapes); the
 #: shared tables hold at most 5,000 rows per GPU × engine, so they are fitted whole
@@ -215,6 +233,13 @@ def _sheet(
     its HBM bandwidth."""
     names = [table.text["gpu"][i] for i in rows]
     peak = [gpus.specs[g].dense_flops.get(precision) or float("nan") for g in names]
+    if any(np.isnan(peak)):
+        gpu = names[int(np.argmax(np.isnan(peak)))]
+        raise InputError(
+            f"{table.path}: line {int(rows[0]) + 2}: GPU {gpu!r} has no dense {precision} peak"
+            " in the catalog, so its rows of that precision cannot be fitted (give the"
+            " catalog entry a dense_flops figure for it, or leave those rows out)"
+        )
     bw = [gpus.specs[g].hbm_bandwidth_bytes_per_s for g in names]
     return np.array(peak, dtype=np.float64), np.array(bw, dtype=np.float64)
 
@@ -291,18 +316,18 @@ def run_collectives(
 def run_context_attention(table: KernelTable, gpus: TableGpus, report: KernelReport) -> None:
     """Prefill attention per GPU × engine × math dtype × KV dtype."""
     num = table.numbers
-    batch, seq, heads = num["batch_size"], num["isl"], num["num_heads"]
+    batch, seq, heads, head_dim = num["batch_size"], num["isl"], num["num_heads"], num["head_dim"]
     latency_s = num["latency"] * 1e-3
     q_bytes = np.array([ATTENTION_BYTES[d] for d in table.text["attn_dtype"]])
     kv_bytes = np.array([ATTENTION_BYTES[d] for d in table.text["kv_cache_dtype"]])
-    flops = context_attention_flops(batch, seq, heads, num["head_dim"], num["window_size"])
     moved = context_attention_bytes(
-        batch, seq, heads, num["num_key_value_heads"], num["head_dim"], q_bytes, kv_bytes
+        batch, seq, heads, num["num_key_value_heads"], head_dim, q_bytes, kv_bytes
     )
 
-    def shape(rows: Rows) -> Shape6:
+    def shape(rows: Rows) -> Shape8:
         peak, bw = _sheet(table, gpus, rows, ATTENTION_PRECISION[table.text["attn_dtype"][rows[0]]])
-        return flops[rows], moved[rows], seq[rows], batch[rows] * heads[rows], peak, bw
+        window = num["window_size"][rows]
+        return batch[rows], seq[rows], heads[rows], head_dim[rows], window, moved[rows], peak, bw
 
     def predict(rows: Rows, p: KernelParams) -> FloatArray:
         return context_attention_time_s(*shape(rows), cast(ContextAttentionParams, p))
@@ -339,6 +364,98 @@ def run_generation_attention(table: KernelTable, gpus: TableGpus, report: Kernel
     )  # fmt: skip
 
 
+def run_context_mla(table: KernelTable, gpus: TableGpus, report: KernelReport) -> None:
+    """DeepSeek MLA prefill per GPU × engine × math dtype × KV dtype: context attention with
+    one KV head a query head and head dimension (192 + 128)/2, full causal; ``dim_half`` held
+    at 0 (one head dimension in every row)."""
+    num = table.numbers
+    batch, seq, heads = num["batch_size"], num["isl"], num["num_heads"]
+    latency_s = num["latency"] * 1e-3
+    q_bytes = np.array([ATTENTION_BYTES[d] for d in table.text["mla_dtype"]])
+    kv_bytes = np.array([ATTENTION_BYTES[d] for d in table.text["kv_cache_dtype"]])
+    dim = np.full(len(table), MLA_CONTEXT_HEAD_DIM)
+    moved = context_attention_bytes(batch, seq, heads, heads, dim, q_bytes, kv_bytes)
+
+    def shape(rows: Rows) -> Shape8:
+        peak, bw = _sheet(table, gpus, rows, ATTENTION_PRECISION[table.text["mla_dtype"][rows[0]]])
+        window = np.zeros(len(rows))
+        return batch[rows], seq[rows], heads[rows], dim[rows], window, moved[rows], peak, bw
+
+    def predict(rows: Rows, p: KernelParams) -> FloatArray:
+        return context_attention_time_s(*shape(rows), cast(ContextAttentionParams, p))
+
+    _run_family(
+        table, gpus, ("framework", "mla_dtype", "kv_cache_dtype"), lambda rest: "context_mla",
+        lambda rows: fit_context_attention(*shape(rows), latency_s[rows], fit_dim_half=False),
+        predict, _catalog_entry("context_mla", ("engine", "dtype", "kv_dtype")), report,
+    )  # fmt: skip
+
+
+def run_generation_mla(table: KernelTable, gpus: TableGpus, report: KernelReport) -> None:
+    """DeepSeek MLA decode (weights absorbed) per GPU × engine × math dtype × KV dtype: the
+    latent cache read once per sequence (items = sequences), the FLOPs of
+    :func:`~inferencesize.kernels_attention.mla_generation_flops`."""
+    num = table.numbers
+    batch, heads = num["batch_size"], num["num_heads"]
+    latency_s = num["latency"] * 1e-3
+    kv_bytes = np.array([ATTENTION_BYTES[d] for d in table.text["kv_cache_dtype"]])
+    kv_len = num["step"] + num["isl"]
+    flops = mla_generation_flops(batch, kv_len, heads)
+    moved = mla_generation_bytes(batch, kv_len, heads, kv_bytes)
+
+    def shape(rows: Rows) -> Shape6:
+        peak, bw = _sheet(table, gpus, rows, ATTENTION_PRECISION[table.text["mla_dtype"][rows[0]]])
+        return flops[rows], moved[rows], kv_len[rows], batch[rows], peak, bw
+
+    def predict(rows: Rows, p: KernelParams) -> FloatArray:
+        return generation_attention_time_s(*shape(rows), cast(GenerationAttentionParams, p))
+
+    _run_family(
+        table, gpus, ("framework", "mla_dtype", "kv_cache_dtype"), lambda rest: "generation_mla",
+        lambda rows: fit_generation_attention(*shape(rows), latency_s[rows]), predict,
+        _catalog_entry("generation_mla", ("engine", "dtype", "kv_dtype")), report,
+    )  # fmt: skip
+
+
+def run_moe(table: KernelTable, gpus: TableGpus, report: KernelReport) -> None:
+    """MoE layers per GPU × engine × MoE dtype × routing distribution."""
+    num = table.numbers
+    tokens, topk, experts = num["num_tokens"], num["topk"], num["num_experts"]
+    hidden, inter, tp, ep = (
+        num[c] for c in ("hidden_size", "inter_size", "moe_tp_size", "moe_ep_size")
+    )
+    latency_s = num["latency"] * 1e-3
+    dtypes = table.text["moe_dtype"]
+    for i, dtype in enumerate(dtypes):
+        if dtype not in MOE_DTYPES:
+            raise InputError(
+                f"{table.path}: line {i + 2}: column 'moe_dtype': unknown {dtype!r}"
+                f" (one of {', '.join(MOE_DTYPES)})"
+            )
+    pairs = moe_pairs(tokens, topk, ep)
+    routed = tokens * topk
+    rows_per_expert = pairs / np.maximum(moe_touched(tokens, topk, experts, ep), 1e-9)
+    flops = moe_flops(tokens, topk, hidden, inter, tp, ep)
+
+    def shape(rows: Rows) -> Shape6:
+        dtype = dtypes[rows[0]]
+        peak, bw = _sheet(table, gpus, rows, MOE_DTYPES[dtype][0])
+        moved = moe_bytes(
+            tokens[rows], topk[rows], experts[rows], hidden[rows], inter[rows], tp[rows],
+            ep[rows], dtype,
+        )  # fmt: skip
+        return flops[rows], moved, routed[rows], rows_per_expert[rows], peak, bw
+
+    def predict(rows: Rows, p: KernelParams) -> FloatArray:
+        return moe_time_s(*shape(rows), cast(MoeParams, p))
+
+    _run_family(
+        table, gpus, ("framework", "moe_dtype", "distribution"), lambda rest: "moe",
+        lambda rows: fit_moe(*shape(rows), latency_s[rows]), predict,
+        _catalog_entry("moe", ("engine", "dtype", "distribution")), report,
+    )  # fmt: skip
+
+
 #: the reader of each table: (columns, run)
 RUNS: dict[
     str,
@@ -355,6 +472,9 @@ RUNS: dict[
     ),
     "context_attention_perf": (CONTEXT_ATTENTION_COLUMNS, run_context_attention),
     "generation_attention_perf": (GENERATION_ATTENTION_COLUMNS, run_generation_attention),
+    "context_mla_perf": (CONTEXT_MLA_COLUMNS, run_context_mla),
+    "generation_mla_perf": (GENERATION_MLA_COLUMNS, run_generation_mla),
+    "moe_perf": (MOE_COLUMNS, run_moe),
 }
 
 

@@ -27,6 +27,7 @@ from inferencesize.kernels_attention import (
     context_attention_time_s,
     generation_attention_time_s,
 )
+from inferencesize.kernels_moe import MoeParams, moe_time_s
 
 #: physical ranges of the fitted parameters
 GEMM_LOWER = GemmParams(0.01, 0.0, 0.0, 0.0, 0.01, 0.0)
@@ -109,36 +110,48 @@ def fit_collective(
     return CollectiveParams(*(float(v) for v in best))
 
 
-CONTEXT_ATTENTION_LOWER = ContextAttentionParams(0.01, 0.0, 0.0, 0.01, 0.0)
-CONTEXT_ATTENTION_UPPER = ContextAttentionParams(1.0, 65536.0, 65536.0, 2.0, 1e-3)
+CONTEXT_ATTENTION_LOWER = ContextAttentionParams(0.01, 0.0, 0.0, 0.01, 0.0, 0.0, 1.0)
+CONTEXT_ATTENTION_UPPER = ContextAttentionParams(1.0, 65536.0, 65536.0, 2.0, 1e-3, 4096.0, 512.0)
 GENERATION_ATTENTION_LOWER = GenerationAttentionParams(0.01, 0.0, 0.0, 0.001, 0.0)
 GENERATION_ATTENTION_UPPER = GenerationAttentionParams(2.0, 65536.0, 65536.0, 1.0, 1e-3)
 
 
 def fit_context_attention(
-    flops: FloatArray,
-    bytes_moved: FloatArray,
+    batch: FloatArray,
     seq: FloatArray,
-    items: FloatArray,
+    heads: FloatArray,
+    head_dim: FloatArray,
+    window: FloatArray,
+    bytes_moved: FloatArray,
     peak_flops_per_s: ArrayLike,
     hbm_bytes_per_s: ArrayLike,
     latency_s: FloatArray,
+    *,
+    fit_dim_half: bool = True,
 ) -> ContextAttentionParams:
-    """Fit :class:`ContextAttentionParams` to measured prefill attention latencies."""
+    """Fit :class:`ContextAttentionParams` to measured prefill attention latencies;
+    ``fit_dim_half=False`` holds ``dim_half`` at ~0 where every row has one head dimension
+    (MLA), which would leave it and ``eta_max`` indistinguishable."""
     log_t = np.log(latency_s)
+    upper = as_vector(CONTEXT_ATTENTION_UPPER)
+    if not fit_dim_half:
+        upper[5] = 1e-6
 
     def residual(x: FloatArray) -> FloatArray:
         pred = context_attention_time_s(
-            flops, bytes_moved, seq, items, peak_flops_per_s, hbm_bytes_per_s,
-            ContextAttentionParams(*x),
+            batch, seq, heads, head_dim, window, bytes_moved, peak_flops_per_s,
+            hbm_bytes_per_s, ContextAttentionParams(*x),
         )  # fmt: skip
         return np.log(pred) - log_t
 
     floor_s = float(np.percentile(latency_s, 1))
-    starts = ([0.5, 256.0, 64.0, 0.8, 0.5 * floor_s], [0.3, 1024.0, 512.0, 0.5, 0.2 * floor_s])
+    starts = (
+        [0.5, 256.0, 64.0, 0.8, 0.5 * floor_s, 32.0, 64.0],
+        [0.3, 1024.0, 512.0, 0.5, 0.2 * floor_s, 64.0, 16.0],
+    )
     best = _best_fit(
-        residual, starts, as_vector(CONTEXT_ATTENTION_LOWER),
-        as_vector(CONTEXT_ATTENTION_UPPER), [0.1, 100.0, 100.0, 0.1, 1e-6], 1e-9,
+        residual, starts, as_vector(CONTEXT_ATTENTION_LOWER), upper,
+        [0.1, 100.0, 100.0, 0.1, 1e-6, 10.0, 10.0], 1e-9,
     )  # fmt: skip
     return ContextAttentionParams(*(float(v) for v in best))
 
@@ -169,3 +182,34 @@ def fit_generation_attention(
         as_vector(GENERATION_ATTENTION_UPPER), [0.1, 100.0, 100.0, 0.1, 1e-6], 1e-9,
     )  # fmt: skip
     return GenerationAttentionParams(*(float(v) for v in best))
+
+
+MOE_LOWER = MoeParams(0.01, 0.0, 0.01, 0.0, 0.0)
+MOE_UPPER = MoeParams(1.0, 4096.0, 2.0, 1e-3, 1e-6)
+
+
+def fit_moe(
+    flops: FloatArray,
+    bytes_moved: FloatArray,
+    routed: FloatArray,
+    rows: FloatArray,
+    peak_flops_per_s: ArrayLike,
+    hbm_bytes_per_s: ArrayLike,
+    latency_s: FloatArray,
+) -> MoeParams:
+    """Fit :class:`MoeParams` to measured MoE layer latencies."""
+    log_t = np.log(latency_s)
+
+    def residual(x: FloatArray) -> FloatArray:
+        pred = moe_time_s(
+            flops, bytes_moved, routed, rows, peak_flops_per_s, hbm_bytes_per_s, MoeParams(*x)
+        )
+        return np.log(pred) - log_t
+
+    floor_s = float(np.percentile(latency_s, 1))
+    starts = ([0.6, 64.0, 0.7, 0.5 * floor_s, 1e-9], [0.4, 256.0, 0.5, 0.2 * floor_s, 1e-8])
+    best = _best_fit(
+        residual, starts, as_vector(MOE_LOWER), as_vector(MOE_UPPER),
+        [0.1, 100.0, 0.1, 1e-6, 1e-9], 1e-12,
+    )  # fmt: skip
+    return MoeParams(*(float(v) for v in best))

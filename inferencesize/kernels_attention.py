@@ -6,16 +6,21 @@ Apache-2.0). Numpy only; the fits are in :mod:`inferencesize.kernel_fit`.
 **Context (prefill)** attention of ``batch`` sequences of ``seq`` tokens, ``heads`` query heads of
 ``head_dim``, causal, over a sliding ``window`` (0 = full)::
 
-    flops = 4 · batch · heads · head_dim · pairs(seq, window)      (QKᵀ and PV, 2 FLOP each)
+    flops = 4 · batch · heads · head_dim · computed_pairs(seq, window, tile_tokens)
     bytes = batch · seq · (2 · heads · head_dim · q_bytes + 2 · kv_heads · head_dim · kv_bytes)
     t = launch_s + max(flops / (eta_c · peak), bytes / (eta_mem · hbm_bw))
-    eta_c = eta_max · seq/(seq + seq_half) · items/(items + items_half),  items = batch · heads
+    eta_c = eta_max · seq/(seq + seq_half) · items/(items + items_half)
+            · head_dim/(head_dim + dim_half),  items = batch · heads
 
-``pairs`` counts the (query, key) pairs under the causal mask, at most ``window`` keys a query.
-The compute share rises with the sequence (a short one leaves the tile's rows empty and the
-softmax pipeline unfilled) and with the independent (sequence, head) items that spread over the
-streaming multiprocessors. ``peak`` is the datasheet dense peak of the math's precision (16-bit,
-or FP8 where the attention runs in FP8).
+``causal_pairs`` counts the (query, key) pairs under the causal mask, at most ``window`` keys a
+query (QKᵀ and PV, 2 FLOP each per pair and dimension). The kernels compute whole tiles: the
+tiles on the mask's ragged edge (the diagonal; and the window's far edge) are computed in full,
+about ``(tile_tokens − 1)/2`` wasted keys a query per edge (:func:`computed_pairs`; a fitted
+``tile_tokens`` of 1 is the exact count). The compute share rises with the sequence (a short one
+leaves the softmax pipeline unfilled), with the independent (sequence, head) items that spread
+over the streaming multiprocessors, and with the head dimension (the reduction of QKᵀ: a short
+one cannot hide its loads, as ``k_half`` for a GEMM). ``peak`` is the datasheet dense peak of
+the math's precision (16-bit, or FP8 where the attention runs in FP8).
 
 **Generation (decode)** attention, one new token per sequence over ``kv_len`` cached tokens::
 
@@ -63,15 +68,18 @@ MLA_CONTEXT_HEAD_DIM = (MLA_QK_NOPE_DIM + MLA_ROPE_DIM + MLA_V_DIM) / 2.0
 
 @dataclass(frozen=True)
 class ContextAttentionParams(KernelParams):
-    """Prefill attention: share of the datasheet peak at long sequences and many items, the
-    sequence (tokens) and items (sequences × heads) at half of it, the share of HBM bandwidth,
-    and the launch time (s)."""
+    """Prefill attention: share of the datasheet peak at long sequences, many items and wide
+    heads; the sequence (tokens), items (sequences × heads) and head dimension at half of it;
+    the share of HBM bandwidth; the launch time (s); the tile width (tokens) of the mask's
+    edge computed in full."""
 
     eta_max: float
     seq_half: float
     items_half: float
     eta_mem: float
     launch_s: float
+    dim_half: float
+    tile_tokens: float
 
 
 @dataclass(frozen=True)
@@ -94,6 +102,17 @@ def causal_pairs(seq: ArrayLike, window: ArrayLike) -> FloatArray:
     w_in = np.asarray(window, dtype=np.float64)
     w = np.where((w_in > 0) & (w_in < s), w_in, s)
     return np.asarray(w * (w + 1.0) / 2.0 + (s - w) * w, dtype=np.float64)
+
+
+def computed_pairs(seq: ArrayLike, window: ArrayLike, tile_tokens: ArrayLike) -> FloatArray:
+    """(query, key) pairs a tiled kernel computes: the causal pairs plus ``(tile_tokens − 1)/2``
+    keys a query on each ragged edge of the mask (one edge: the diagonal; two under a sliding
+    window shorter than the sequence), at most ``seq²``."""
+    s = np.asarray(seq, dtype=np.float64)
+    w = np.asarray(window, dtype=np.float64)
+    edges = np.where((w > 0) & (w < s), 2.0, 1.0)
+    padded = causal_pairs(s, w) + edges * s * (np.asarray(tile_tokens) - 1.0) / 2.0
+    return np.asarray(np.minimum(padded, s * s), dtype=np.float64)
 
 
 def attended(kv_len: ArrayLike, window: ArrayLike) -> FloatArray:
@@ -125,16 +144,27 @@ def context_attention_bytes(
 
 
 def context_attention_time_s(
-    flops: ArrayLike,
-    bytes_moved: ArrayLike,
+    batch: ArrayLike,
     seq: ArrayLike,
-    items: ArrayLike,
+    heads: ArrayLike,
+    head_dim: ArrayLike,
+    window: ArrayLike,
+    bytes_moved: ArrayLike,
     peak_flops_per_s: ArrayLike,
     hbm_bytes_per_s: ArrayLike,
     p: ContextAttentionParams,
 ) -> FloatArray:
-    """Latency (s) of one prefill attention call; ``items`` = batch · heads."""
-    eta_c = p.eta_max * (seq / (seq + p.seq_half)) * (items / (items + p.items_half))
+    """Latency (s) of one prefill attention call of ``batch`` sequences of ``seq`` tokens,
+    ``heads`` query heads of ``head_dim`` over a causal ``window`` (0 = full), moving
+    ``bytes_moved`` (:func:`context_attention_bytes`)."""
+    items = batch * heads
+    eta_c = (
+        p.eta_max
+        * (seq / (seq + p.seq_half))
+        * (items / (items + p.items_half))
+        * (head_dim / (head_dim + p.dim_half))
+    )
+    flops = 4.0 * batch * heads * head_dim * computed_pairs(seq, window, p.tile_tokens)
     compute_s = flops / (eta_c * peak_flops_per_s)
     memory_s = bytes_moved / (p.eta_mem * hbm_bytes_per_s)
     return np.asarray(p.launch_s + np.maximum(compute_s, memory_s), dtype=np.float64)

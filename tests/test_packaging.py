@@ -55,3 +55,15 @@ def test_python_dash_m_runs_the_cli_under_both_names() -> None:
         assert out.stdout == script.stdout and out.stdout.startswith("infersize ")
     wheel = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["hatch"]["build"]
     assert {"inferencesize", "infersize"} <= set(wheel["targets"]["wheel"]["packages"])
+
+
+def test_the_wheel_carries_the_kernel_fit_where_the_loader_looks() -> None:
+    from inferencesize.io_kernels import PACKAGED_FIT, kernel_fit_path, load_kernel_fit
+
+    wheel = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["hatch"]["build"]
+    mapped = wheel["targets"]["wheel"]["force-include"]["data/kernels/fit.json"]
+    assert mapped == "/".join(("inferencesize", *PACKAGED_FIT))
+    # in a checkout: the repository's file
+    assert kernel_fit_path() == ROOT / "data" / "kernels" / "fit.json"
+    assert load_kernel_fit() is load_kernel_fit()  # read once per process
+    assert load_kernel_fit().gemm

@@ -269,6 +269,9 @@ def test_any_catalog_gpu_gets_gemm_parameters_from_the_shipped_fit() -> None:
     assert len(fit.collectives) == families.count("nccl") + families.count("custom_allreduce")
     assert len(fit.context_attention) == families.count("context_attention")
     assert len(fit.generation_attention) == families.count("generation_attention")
+    assert len(fit.context_mla) == families.count("context_mla")
+    assert len(fit.generation_mla) == families.count("generation_mla")
+    assert len(fit.moe) == families.count("moe")
     nccl = collective_params_for("h20", "hopper", "NCCL", "all_reduce", 8, fit.collectives, arch)
     assert nccl is not None and nccl[1] == "same architecture"
 

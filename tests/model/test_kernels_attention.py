@@ -23,6 +23,7 @@ from inferencesize.kernels_attention import (
     GenerationAttentionParams,
     attended,
     causal_pairs,
+    computed_pairs,
     context_attention_bytes,
     context_attention_flops,
     context_attention_params_for,
@@ -38,7 +39,7 @@ from inferencesize.kernels_attention import (
 ROOT = Path(__file__).resolve().parents[2]
 H100 = (989.5e12, 3.35e12)  # dense BF16 FLOP/s, HBM bytes/s (hardware/gpus/h100-sxm.yaml)
 B200 = (2250e12, 8.0e12)  # hardware/gpus/b200.yaml
-TRUE_CONTEXT = ContextAttentionParams(0.6, 512.0, 64.0, 0.7, 8e-6)
+TRUE_CONTEXT = ContextAttentionParams(0.6, 64.0, 16.0, 0.3, 8e-6, 48.0, 16.0)
 TRUE_GENERATION = GenerationAttentionParams(0.85, 96.0, 48.0, 0.2, 6e-6)
 
 
@@ -50,6 +51,17 @@ def test_causal_pairs_by_hand() -> None:
     # a window as long as the sequence changes nothing
     assert float(causal_pairs(4, 4)) == 10 == float(causal_pairs(4, 9))
     assert float(attended(100, 0)) == 100 and float(attended(100, 32)) == 32
+
+
+def test_computed_pairs_by_hand() -> None:
+    # a tile of 1 token computes exactly the causal pairs
+    assert float(computed_pairs(300, 0, 1.0)) == float(causal_pairs(300, 0))
+    # 256 tokens in 64-token tiles: 4·(4+1)/2 = 10 tiles of 64² = 40,960 pairs; the formula
+    # says 256·257/2 + 256·63/2 = 40,960
+    assert float(computed_pairs(256, 0, 64.0)) == 10 * 64 * 64
+    # window 64 over 256 tokens: two ragged edges; never more than the full square
+    assert float(computed_pairs(256, 64, 64.0)) == float(causal_pairs(256, 64)) + 2 * 256 * 63 / 2
+    assert float(computed_pairs(4, 0, 512.0)) == 16
 
 
 def test_context_counts_by_hand() -> None:
@@ -71,16 +83,18 @@ def test_generation_counts_by_hand() -> None:
 
 
 def test_context_time_limits_by_hand() -> None:
-    p = ContextAttentionParams(0.5, 1.0, 1.0, 0.8, 5e-6)
-    # long and wide: compute-bound at eta_max of the peak, plus the launch
-    t = float(context_attention_time_s(1e15, 1.0, 1e9, 1e9, 1e15, 1e12, p))
-    assert t == pytest.approx(5e-6 + 1e15 / (0.5 * 1e15), rel=1e-6)
-    # at seq = seq_half and items = items_half the share is a quarter of eta_max
-    q = ContextAttentionParams(0.5, 100.0, 10.0, 0.8, 0.0)
-    t = float(context_attention_time_s(1e12, 1.0, 100.0, 10.0, 1e15, 1e12, q))
-    assert t == pytest.approx(1e12 / (0.125 * 1e15))
-    # nothing to compute: the memory roofline
-    t = float(context_attention_time_s(0.0, 8e9, 1.0, 1.0, 1e15, 1e12, q))
+    p = ContextAttentionParams(0.5, 1.0, 1.0, 0.8, 5e-6, 1.0, 1.0)
+    # long, wide and deep: compute-bound at eta_max of the peak, plus the launch
+    big = 1e5
+    t = float(context_attention_time_s(big, big, big, big, 0, 1.0, 1e15, 1e12, p))
+    flops = 4 * big**3 * big * (big + 1) / 2
+    assert t == pytest.approx(5e-6 + flops / (0.5 * 1e15), rel=1e-4)
+    # at seq = seq_half, items = items_half and head_dim = dim_half: an eighth of eta_max
+    q = ContextAttentionParams(0.8, 100.0, 10.0, 0.8, 0.0, 128.0, 1.0)
+    t = float(context_attention_time_s(2, 100, 5, 128, 0, 1.0, 1e15, 1e12, q))
+    assert t == pytest.approx(4 * 2 * 5 * 128 * 5050 / (0.1 * 1e15))
+    # one token: the memory roofline
+    t = float(context_attention_time_s(1, 1, 1, 1, 0, 8e9, 1e15, 1e12, q))
     assert t == pytest.approx(8e9 / (0.8 * 1e12))
 
 
@@ -98,14 +112,19 @@ def test_generation_time_limits_by_hand() -> None:
 
 
 def _context_grid(peak: float, bw: float, p: ContextAttentionParams) -> tuple[np.ndarray, ...]:
-    batch, seq, heads = np.meshgrid(
-        [1.0, 4.0, 32.0], [16.0, 128.0, 512.0, 2048.0, 8192.0], [2.0, 8.0, 32.0, 64.0]
+    batch, seq, heads, head_dim, window = (
+        a.ravel()
+        for a in np.meshgrid(
+            [1.0, 4.0, 32.0, 512.0],
+            [1.0, 4.0, 16.0, 128.0, 512.0, 2048.0, 8192.0],
+            [2.0, 8.0, 32.0, 64.0],
+            [64.0, 128.0, 256.0],
+            [0.0, 256.0],
+        )
     )
-    batch, seq, heads = batch.ravel(), seq.ravel(), heads.ravel()
-    flops = context_attention_flops(batch, seq, heads, 128.0, 0.0)
-    moved = context_attention_bytes(batch, seq, heads, heads / 4, 128.0, 2.0, 2.0)
-    items = batch * heads
-    return flops, moved, seq, items, context_attention_time_s(flops, moved, seq, items, peak, bw, p)
+    moved = context_attention_bytes(batch, seq, heads, heads / 4, head_dim, 2.0, 2.0)
+    shape = (batch, seq, heads, head_dim, window, moved)
+    return (*shape, context_attention_time_s(*shape, peak, bw, p))
 
 
 def _generation_grid(
@@ -191,3 +210,38 @@ def test_any_catalog_gpu_gets_attention_parameters_from_the_shipped_fit() -> Non
     # a long 16-bit decode on H100 reads its cache within the physical range of the bandwidth
     p = own[0]
     assert CONTEXT_ATTENTION_LOWER.eta_mem <= p.eta_mem <= CONTEXT_ATTENTION_UPPER.eta_mem
+
+
+def test_mla_context_fit_holds_the_head_dimension_share() -> None:
+    # every MLA row has one head dimension: dim_half is held at ~0, eta_max carries the share
+    from inferencesize.kernels_attention import MLA_CONTEXT_HEAD_DIM
+
+    assert MLA_CONTEXT_HEAD_DIM == (128 + 64 + 128) / 2
+    true = ContextAttentionParams(0.45, 128.0, 8.0, 0.5, 1e-5, 0.0, 32.0)
+    batch, seq, heads = (
+        a.ravel()
+        for a in np.meshgrid([1.0, 8.0, 64.0], [16.0, 256.0, 2048.0, 8192.0], [2.0, 16.0, 128.0])
+    )
+    dim = np.full(batch.shape, MLA_CONTEXT_HEAD_DIM)
+    moved = context_attention_bytes(batch, seq, heads, heads, dim, 2.0, 2.0)
+    shape = (batch, seq, heads, dim, np.zeros(batch.shape), moved)
+    latency = context_attention_time_s(*shape, *H100, true)
+    fit = fit_context_attention(*shape, *H100, latency, fit_dim_half=False)
+    assert fit.dim_half < 1e-5
+    assert fit.eta_max == pytest.approx(0.45, rel=0.02)
+    assert np.all(np.abs(context_attention_time_s(*shape, *H100, fit) / latency - 1) < 0.01)
+
+
+def test_shipped_fit_has_mla_for_hopper() -> None:
+    from inferencesize.io_kernels import load_kernel_fit
+
+    fit = load_kernel_fit()
+    key = ("h100-sxm", "TRTLLM", "bfloat16", "fp8")
+    assert key in fit.context_mla and key in fit.generation_mla
+    # a 128-head, 8k-context decode of 64 sequences reads 64·8192·576 bytes of fp8 latent
+    # cache: no faster than the datasheet bandwidth allows
+    p = fit.generation_mla[key]
+    flops = mla_generation_flops(64, 8192, 128)
+    moved = mla_generation_bytes(64, 8192, 128, 1.0)
+    t = float(generation_attention_time_s(flops, moved, 8192, 64, *H100, p))
+    assert t > 64 * 8192 * 576 / H100[1]
