@@ -295,22 +295,42 @@ def decode_attention_s(
 
 def prefill_attention_s(
     kh: KernelHardware,
-    flops: Any,
-    moved_bytes: Any,
-    layers: float,
+    prompts: Any,
     seq: Any,
-    items: Any,
+    heads_per_gpu: float,
+    head_dim: float,
+    layers: float,
+    window_layers: float,
+    window: int,
+    computed_share: Any,
     peak_flops: float,
     hbm_bytes_per_s: float,
 ) -> Any:
-    """Prefill attention of a step: ``layers`` calls over prompts of ``seq`` tokens, ``items``
-    (prompt, head) pairs per GPU; ``flops`` and ``moved_bytes`` for all of them."""
+    """Prefill attention of a step on one GPU: ``prompts`` prompts of ``seq`` tokens, one
+    call per attention layer (``window_layers`` of them over a sliding ``window``);
+    ``computed_share`` of each call's math runs (a cached prefix is not recomputed)."""
     p = kh.context
     assert p is not None
-    n = max(layers, 1e-9)
-    seq = np.maximum(np.asarray(seq, dtype=float), 1.0)
-    items = np.maximum(np.asarray(items, dtype=float), 1e-9)
-    one = context_attention_time_s(
-        flops / n, moved_bytes / n, seq, items, peak_flops, hbm_bytes_per_s, p
-    )
-    return np.where(np.asarray(flops) > 0, layers * one, 0.0)
+    n = np.maximum(np.asarray(prompts, dtype=float), 0.0)
+    s = np.maximum(np.asarray(seq, dtype=float), 1.0)
+    # the query, key, value and output rows of every new token, 16-bit
+    moved = n * s * 4.0 * heads_per_gpu * head_dim * HALF
+
+    def calls(w: float) -> Any:
+        full = context_attention_time_s(
+            np.maximum(n, 1e-9),
+            s,
+            heads_per_gpu,
+            head_dim,
+            w,
+            moved,
+            peak_flops,
+            hbm_bytes_per_s,
+            p,
+        )
+        return p.launch_s + (full - p.launch_s) * computed_share
+
+    total = (layers - window_layers) * calls(0.0)
+    if window_layers:
+        total = total + window_layers * calls(float(window))
+    return np.where(n > 0, total, 0.0)

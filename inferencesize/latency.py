@@ -289,19 +289,22 @@ def _roofline_step(
         ) + state / (dep.hbm_bytes_per_s * kh.stream_share)
     if kh is not None and kh.context is not None and attn_layers > 0:
         heads = c.num_attention_heads / tp
-        new_tokens = np.maximum(np.asarray(prefill_len, dtype=float) - prefill_cached, 0.0)
-        # queries, keys, values and output of the new tokens, 16-bit, per attention layer
-        moved = pre * new_tokens * 4.0 * c.hidden_size / tp * ACTIVATION_BYTES * attn_layers
+        head_dim = c.attention_flops_per_pair / (4.0 * c.num_attention_heads)
+        full = attention_pairs(c, prefill_len)  # without a cached prefix
+        computed = np.where(full > 0, pairs / np.maximum(full, 1e-9), 0.0)
         prefill_attn = prefill_attention_s(
             kh,
-            pre * (pairs * pair_flops + extra),
-            moved,
-            attn_layers,
+            pre,
             prefill_len,
-            pre * heads,
+            heads,
+            head_dim,
+            attn_layers,
+            c.local_layers * layer_frac,
+            c.window,
+            computed,
             dep.peak_flops_attention,
             dep.hbm_bytes_per_s,
-        )
+        ) + pre * extra / (dep.peak_flops_attention * kh.context.eta_max)
     attention = decode_attn + prefill_attn
 
     # Communication: 2 all-reduces per layer on the TP group (1 with parallel attention + MLP);
