@@ -30,6 +30,12 @@ from inferencesize.kernels import FloatArray, error_summary
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_KERNELS = ROOT.parent / "shared" / "calibration" / "kernels"
+ABOUT = (
+    "Kernel tier of infersize (inferencesize.kernels), fitted by benchmarks/kernel_fit.py on"
+    " measured kernel latencies from NVIDIA's aiconfigurator (Apache-2.0, copyright NVIDIA);"
+    " each entry's source names the original tables (aiconfigurator source_detail) and rows"
+    " its row count."
+)
 
 
 def _cells(errors: list[FloatArray]) -> str:
@@ -72,10 +78,10 @@ def main() -> int:
     parser.add_argument("--kernels", type=Path, default=DEFAULT_KERNELS)
     parser.add_argument("--write", type=Path, help="save the fitted parameters (JSON)")
     args = parser.parse_args()
-    report = fit_folder(args.kernels, load_catalog().gpus)
+    report = fit_folder(args.kernels, load_catalog().gpus, "calibration/kernels/")
     print_tables(report)
     if args.write:
-        document = fit_document(report, "benchmarks/kernel_fit.py")
+        document = fit_document(report, ABOUT)
         args.write.parent.mkdir(parents=True, exist_ok=True)
         args.write.write_text(json.dumps(document, indent=1) + "\n", encoding="utf-8")
     return 0

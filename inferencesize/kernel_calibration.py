@@ -17,7 +17,7 @@ from collections import defaultdict
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import cast
+from typing import cast, get_args
 
 import numpy as np
 import numpy.typing as npt
@@ -94,6 +94,9 @@ Shape8 = tuple[
 #: shared tables hold at most 5,000 rows per GPU × engine, so they are fitted whole
 MAX_ROWS = 5000
 
+#: rows a GPU × engine × dtype needs for a fit: more than the most parameters of a family
+MIN_ROWS = 8
+
 #: GEMM calls of at least this long are also reported apart: a step's time is mostly theirs
 LONG_S = 10e-6
 LONG_GEMM = "gemm_from_10us"
@@ -141,6 +144,8 @@ class KernelReport:
         default_factory=lambda: defaultdict(list)
     )
     entries: list[dict[str, object]] = field(default_factory=list)
+    #: what each entry's ``table`` starts with (then the table's file name)
+    table_prefix: str = ""
 
 
 def rounded(params: KernelParams) -> dict[str, float]:
@@ -198,6 +203,12 @@ def _run_family(
     names = sorted({key[0] for key in groups})
     for key, rows in sorted(groups.items()):
         gpu, rest = key[0], key[1:]
+        if len(rows) < MIN_ROWS:
+            raise InputError(
+                f"{table.path}: {' '.join(key)}: {len(rows)} rows, a fit needs at least"
+                f" {MIN_ROWS} of one GPU × {' × '.join(key_columns)} (shapes spread from small"
+                " to large)"
+            )
         p = fit(_thin(rows))
         errors = relative_errors(predict(rows, p), latency_s[rows])
         report.fitted[(gpu, family(rest))].append(errors)
@@ -213,7 +224,7 @@ def _run_family(
                 "params": rounded(p),
                 "rows": len(rows),
                 "source": _source(table, rows),
-                "table": "calibration/kernels/" + Path(table.path).name,
+                "table": report.table_prefix + Path(table.path).name,
             }
         )
         others = [g for g in _donors(gpu, names, gpus.specs) if (g, *rest) in groups]
@@ -279,7 +290,7 @@ def run_collectives(
 ) -> None:
     """Collectives per GPU × implementation × kind × GPU count."""
     n_gpus = table.numbers["num_gpus"]
-    width = np.array([ELEMENT_BYTES.get(d, 2.0) for d in table.text[dtype_column]])
+    width = np.array([ELEMENT_BYTES[d] for d in table.text[dtype_column]])
     message_bytes = table.numbers["message_size"] * width
     latency_s = table.numbers["latency"] * 1e-3
     kinds = table.text["op_name"]
@@ -426,12 +437,6 @@ def run_moe(table: KernelTable, gpus: TableGpus, report: KernelReport) -> None:
     )
     latency_s = num["latency"] * 1e-3
     dtypes = table.text["moe_dtype"]
-    for i, dtype in enumerate(dtypes):
-        if dtype not in MOE_DTYPES:
-            raise InputError(
-                f"{table.path}: line {i + 2}: column 'moe_dtype': unknown {dtype!r}"
-                f" (one of {', '.join(MOE_DTYPES)})"
-            )
     pairs = moe_pairs(tokens, topk, ep)
     routed = tokens * topk
     rows_per_expert = pairs / np.maximum(moe_touched(tokens, topk, experts, ep), 1e-9)
@@ -500,10 +505,46 @@ def _table_gpus(table: KernelTable, catalog_gpus: Mapping[str, GpuSpec]) -> Tabl
     return TableGpus({n: catalog_gpus[c] for n, c in catalog_id.items()}, catalog_id)
 
 
-def fit_folder(folder: Path, catalog_gpus: Mapping[str, GpuSpec]) -> KernelReport:
+#: the values a text column may take, where the models need to know them
+KNOWN_VALUES: dict[str, tuple[str, ...]] = {
+    "gemm_dtype": tuple(GEMM_DTYPES),
+    "attn_dtype": tuple(ATTENTION_BYTES),
+    "kv_cache_dtype": tuple(ATTENTION_BYTES),
+    "mla_dtype": tuple(ATTENTION_BYTES),
+    "moe_dtype": tuple(MOE_DTYPES),
+    "nccl_dtype": tuple(ELEMENT_BYTES),
+    "allreduce_dtype": tuple(ELEMENT_BYTES),
+    "op_name": get_args(CollectiveKind),
+}
+
+
+def check_table(table: KernelTable) -> None:
+    """Every latency positive and every dtype or collective one the models know; else an
+    InputError naming the file, the line and the column."""
+    for column, allowed in KNOWN_VALUES.items():
+        if column == "op_name" and "message_size" not in table.numbers:
+            continue  # only the collectives' op_name names a kind
+        for i, value in enumerate(table.text.get(column, [])):
+            if value not in allowed:
+                raise InputError(
+                    f"{table.path}: line {i + 2}: column {column!r}: unknown {value!r}"
+                    f" (one of {', '.join(allowed)})"
+                )
+    zero = np.flatnonzero(table.numbers["latency"] <= 0)
+    if len(zero):
+        raise InputError(
+            f"{table.path}: line {int(zero[0]) + 2}: column 'latency': expected a time > 0 ms,"
+            " got 0"
+        )
+
+
+def fit_folder(
+    folder: Path, catalog_gpus: Mapping[str, GpuSpec], table_prefix: str = ""
+) -> KernelReport:
     """Read every kernel table in ``folder`` (any of :data:`RUNS`, ``.csv`` or ``.csv.gz``),
-    fit it and score it; an InputError where the folder holds none."""
-    report = KernelReport()
+    fit it and score it; an InputError where the folder holds none. Each entry's ``table``
+    is ``table_prefix`` and the file's name."""
+    report = KernelReport(table_prefix=table_prefix)
     found = 0
     for name, (columns, run) in RUNS.items():
         path = table_path(folder, name)
@@ -512,6 +553,7 @@ def fit_folder(folder: Path, catalog_gpus: Mapping[str, GpuSpec]) -> KernelRepor
         found += 1
         table = read_kernel_table(path, *columns)
         if len(table):
+            check_table(table)
             run(table, _table_gpus(table, catalog_gpus), report)
     if not found:
         raise InputError(
@@ -521,13 +563,11 @@ def fit_folder(folder: Path, catalog_gpus: Mapping[str, GpuSpec]) -> KernelRepor
     return report
 
 
-def fit_document(report: KernelReport, fitted_by: str) -> dict[str, object]:
-    """The fit as a JSON document (read back by :func:`inferencesize.io_kernels.read_kernel_fit`)."""
+def fit_document(report: KernelReport, about: str) -> dict[str, object]:
+    """The fit as a JSON document (read back by :func:`inferencesize.io_kernels.read_kernel_fit`);
+    ``about`` says who fitted it on what."""
     return {
-        "about": "Kernel tier of infersize (inferencesize.kernels), fitted by"
-        f" {fitted_by} on measured kernel latencies from NVIDIA's"
-        " aiconfigurator (Apache-2.0, copyright NVIDIA); each entry's source names the"
-        " original tables (aiconfigurator source_detail) and rows its row count.",
+        "about": about,
         "units": "shares of the datasheet (eta_*), elements (*_half), seconds (*_s),"
         " bytes/s (link_bytes_per_s)",
         "entries": report.entries,

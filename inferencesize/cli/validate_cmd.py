@@ -12,6 +12,7 @@ import typer
 import yaml
 
 from inferencesize import report
+from inferencesize.cli.calibrate_kernels import calibrate_kernels
 from inferencesize.cli.common import (
     Progress,
     check_format,
@@ -27,7 +28,7 @@ from inferencesize.cli.options import (
     EngineOpt,
 )
 from inferencesize.disagg_point import predict_disaggregated
-from inferencesize.errors import InfeasibleError, InputError
+from inferencesize.errors import InfeasibleError, InputError, UsageError
 from inferencesize.estimate import Estimator
 from inferencesize.io_measurements import (
     GENAI_SOURCE,
@@ -261,22 +262,40 @@ def _off_point(c: SteadyCheck) -> dict[str, Any]:
 
 
 def calibrate(
-    data: DataOpt,
-    hardware: Annotated[
-        str,
-        typer.Option(metavar="ID", help="GPU or system id to fit (other GPUs' rows are left out)."),
-    ],
-    precision: Annotated[
-        str, typer.Option(metavar="[" + "|".join(PRECISIONS) + "]", help="Precision of the runs.")
-    ],
     out_file: Annotated[
         Path,
         typer.Option(
             "--out",
             metavar="FILE",
-            help="Where to write the fitted set (YAML); an existing file only with --force.",
+            help="Where to write the fitted set (YAML; with --kernels the kernel fit, JSON); an"
+            " existing file only with --force.",
         ),
     ],
+    data: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--data",
+            metavar="FILE",
+            help="Measurements CSV (columns as data/calibration/README.md) or GenAI-Perf export"
+            " (profile_export_genai_perf.json/.csv); repeatable.",
+        ),
+    ] = None,
+    hardware: Annotated[
+        str | None,
+        typer.Option(metavar="ID", help="GPU or system id to fit (other GPUs' rows are left out)."),
+    ] = None,
+    precision: Annotated[
+        str | None,
+        typer.Option(metavar="[" + "|".join(PRECISIONS) + "]", help="Precision of the runs."),
+    ] = None,
+    kernels: Annotated[
+        Path | None,
+        typer.Option(
+            metavar="DIR",
+            help="Fit the kernel tier instead: a folder of measured kernel tables"
+            " (gemm_perf.csv, context_attention_perf.csv, ... as docs/model.md, 'Kernel tier').",
+        ),
+    ] = None,
     model: Annotated[
         str | None,
         typer.Option(metavar="ID", help="Catalog model id (GenAI-Perf exports: overrides theirs)."),
@@ -325,8 +344,34 @@ def calibrate(
       infersize calibrate --data my-runs.csv --hardware a100-sxm-80gb --precision fp16 --out calibration.yaml
       infersize estimate --model llama-3-8b --hardware a100-sxm-80gb --calibration calibration.yaml
       infersize calibrate --data my-runs.csv --hardware a100-sxm-80gb --precision fp16 --overheads --out calibration.yaml --force  # replace it, even with a worse fit
+      infersize calibrate --kernels my-kernels/ --out kernel-fit.json  # the kernel tier from your GPU's kernel timings
+
+    --kernels DIR fits the kernel tier instead (GEMM, attention, MLA, MoE and collective
+    latencies per GPU × engine × dtype, in the columns of docs/model.md, 'Kernel tier'), writes
+    the fit as JSON to --out and prints each kernel family's error; it takes none of --data,
+    --hardware, --precision and the GenAI-Perf flags.
     """
     check_format(fmt, report.FORMATS)
+    given = {
+        "--data": data, "--hardware": hardware, "--precision": precision, "--model": model,
+        "--tp": tp, "--isl": isl, "--osl": osl, "--concurrency": concurrency,
+        "--overheads": overheads or None, "--engine": engine,
+    }  # fmt: skip
+    if kernels is not None:
+        extra = [flag for flag, value in given.items() if value is not None]
+        if extra:
+            raise UsageError(
+                f"--kernels fits the kernel tier from kernel tables alone: leave out"
+                f" {', '.join(extra)} (or fit efficiencies with --data and no --kernels)"
+            )
+        calibrate_kernels(kernels, out_file, force, fmt, catalog_dirs)
+        return
+    if data is None or hardware is None or precision is None:
+        missing = [flag for flag in ("--data", "--hardware", "--precision") if not given[flag]]
+        raise UsageError(
+            f"missing {', '.join(missing)}: calibrate fits --data measured on --hardware at"
+            " --precision (or the kernel tier with --kernels DIR)"
+        )
     inputs = input_files(data=data)
     check_target(out_file, "--out", inputs=inputs, overwrite=force)
     # scipy.optimize is imported here, not at start-up, so every other command stays fast.

@@ -134,6 +134,7 @@ def _user_files(folder: Path) -> None:
     for name in ("measurements.csv", "my-runs.csv"):
         shutil.copy(MEASUREMENTS, folder / name)
     shutil.copy(ROOT / "tests" / "fixtures" / "hf" / "llama-3.1-8b.json", folder / "config.json")
+    shutil.copytree(ROOT / "tests" / "fixtures" / "kernels", folder / "my-kernels")
     (folder / "trace.csv").write_text(TRACE)
     models = folder / "my-catalog" / "models"
     models.mkdir(parents=True)

@@ -298,3 +298,28 @@ def test_evaluating_the_kernel_tier_does_not_import_scipy() -> None:
         "sys.exit(any(m == 'scipy' or m.startswith('scipy.') for m in sys.modules))"
     )
     assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0
+
+
+def test_leave_one_gpu_out_predicts_a_gpu_from_its_siblings_datasheet(tmp_path: Path) -> None:
+    # H100 and H200 (both Hopper) run the same GEMM shares on their own datasheets: each one
+    # left out is predicted from the other's fit within rounding, and both are fitted
+    from shipped import catalog
+
+    from inferencesize.kernel_calibration import fit_folder
+
+    gpus = catalog().gpus
+    m, n, k = _grid()
+    lines = ["gpu,framework,gemm_dtype,m,n,k,latency"]
+    for gpu in ("h100-sxm", "h200-sxm"):
+        peak, bw = gpus[gpu].dense_flops.bf16, gpus[gpu].hbm_bandwidth_bytes_per_s
+        assert peak is not None
+        ms = 1e3 * gemm_time_s(m, n, k, gemm_bytes(m, n, k, "bfloat16"), peak, bw, TRUE_GEMM)
+        lines += [
+            f"{gpu},E,bfloat16,{a:g},{b:g},{c:g},{float(t)!r}" for a, b, c, t in zip(m, n, k, ms)
+        ]
+    (tmp_path / "gemm_perf.csv").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    report = fit_folder(tmp_path, gpus)
+    assert {e["catalog_id"] for e in report.entries} == {"h100-sxm", "h200-sxm"}
+    for gpu in ("h100-sxm", "h200-sxm"):
+        left_out = np.concatenate(report.left_out[(gpu, "gemm bfloat16")])
+        assert len(left_out) == len(m) and float(np.max(left_out)) < 0.01
