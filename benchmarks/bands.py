@@ -240,14 +240,16 @@ def report(bands: dict[tuple[str, str], Band], cv: CrossValidation) -> str:
 
 def document(res: Sequence[Residual], cv: CrossValidation) -> dict[str, Any]:
     bands = bands_of(res, cv.tails)
+    plain = bands_of(res, {})  # the 10th-90th percentiles before widening
     return {
         "about": "Error bands of infersize predictions (inferencesize.bands), written by"
         " benchmarks/bands.py: per metric and label, a percentile range of measured /"
         " predicted over calibration rows predicted by fits that never saw the row's GPU,"
         " engine or model (benchmarks/heldout.py's refits); the 10th to 90th percentile,"
         " widened where cross-validation by held-out group shows it holds fewer than 80 % of"
-        " a new group's measurements. held_out_coverage: the share of left-out rows of the"
-        " label inside their band (bands and widening chosen without their group).",
+        " a new group's measurements (p10_p90: the range before widening)."
+        " held_out_coverage: the share of left-out rows of the label inside their band (bands"
+        " and widening chosen without their group).",
         "computed_from": {
             "files": list(FILES),
             "schemes": [SCHEMES[s][0] for s in BAND_SCHEMES],
@@ -261,6 +263,7 @@ def document(res: Sequence[Residual], cv: CrossValidation) -> dict[str, Any]:
                 "metric": m,
                 "label": name,
                 "percentiles": [b.tail, 100 - b.tail],
+                "p10_p90": [round(plain[(m, name)].low, 4), round(plain[(m, name)].high, 4)],
                 "low": round(b.low, 4),
                 "high": round(b.high, 4),
                 "rows": b.rows,

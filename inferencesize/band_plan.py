@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from inferencesize.bands import Band, BandTable
-from inferencesize.estimate import Estimator
+from inferencesize.estimate import Estimator, point_bands
 from inferencesize.planner import Limits, Plan, plan_alone
 from inferencesize.units import BatchingMode, Router
 
@@ -59,9 +59,7 @@ def slow_edge(
     options: Mapping[str, Any],
 ) -> SlowEdge | None:
     """The :class:`SlowEdge` of ``chosen`` (module docstring); None when no band covers it."""
-    c = chosen.candidate
-    measured = table.family_measured(est.efficiency_for(c.gpu, c.precision).id, c.model)
-    band = table.band("itl", chosen.trust, measured)
+    band = point_bands(table, est, chosen.candidate, chosen.trust).get("itl")
     if band is None:
         return None
     slow = replace(est, step_scale=band.high, _costs={}, _deps={})

@@ -375,12 +375,12 @@ def _rate_latencies(out: dict[str, Any], pt: Any) -> None:
             out[f"{name}_ms_p{q}"] = ms(table[q / 100])
 
 
-def point_bands(table: BandTable, est: Estimator, res: Resolved) -> dict[str, Band]:
-    """The error band of each banded metric (``bands.METRICS``) of a resolved point: by its
-    trust and whether its model family was measured with the set it is predicted with."""
-    c = res.candidate
+def point_bands(table: BandTable, est: Estimator, c: Candidate, trust: str) -> dict[str, Band]:
+    """The error band of each banded metric (``bands.METRICS``) of a candidate predicted by
+    ``est`` with ``trust`` (``Resolved.trust``): by its trust and whether its model family was
+    measured with the set it is predicted with."""
     measured = table.family_measured(est.efficiency_for(c.gpu, c.precision).id, c.model)
-    found = {m: table.band(m, res.trust, measured) for m in METRICS}
+    found = {m: table.band(m, trust, measured) for m in METRICS}
     return {m: b for m, b in found.items() if b is not None}
 
 

@@ -226,7 +226,7 @@ def estimate(
     est = point.estimator
     engine_text = est.efficiency_for(cand.gpu, cand.precision).engine  # the set it is run with
     res = est.resolve(cand, isl + osl)
-    bands = point_bands(shipped_bands(), est, res)
+    bands = point_bands(shipped_bands(), est, res.candidate, res.trust)
     if rate is not None:
         arrivals = report.gaps_text(1.0 if cv is None else cv)
         rec = rate_record(res, isl, osl, rate, 1.0 if cv is None else cv, engine_text)

@@ -333,11 +333,11 @@ def plan_table(rec: dict[str, Any]) -> Any:
 
 def slow_text(e: dict[str, Any]) -> str:
     """The chosen candidate's count at the slow edge of its error band: '4 servers · 32 GPUs
-    · 31 instances if every step takes 1.30× the prediction (the 90th percentile of measured
-    / predicted for predictions like this one: calibrated, family measured)'."""
+    · 31 instances if each step is as slow as the 90th percentile of errors like this one
+    (1.30× the prediction)'."""
     why = (
-        f"if every step takes {e['step_scale']:.2f}× the prediction (the 90th percentile of"
-        f" measured / predicted for predictions like this one: {e['label']})"
+        "if each step is as slow as the 90th percentile of errors like this one"
+        f" ({e['step_scale']:.2f}× the prediction)"
     )
     if not e["feasible"]:
         return f"no count of this candidate meets the limits {why}"
