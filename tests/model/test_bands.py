@@ -4,6 +4,7 @@ and the shipped table (data/calibration/bands.json) as io_bands reads it."""
 from __future__ import annotations
 
 import json
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -20,7 +21,7 @@ from inferencesize.bands import (
 )
 from inferencesize.catalog import Catalog, load_catalog
 from inferencesize.errors import InputError
-from inferencesize.io_bands import read_bands, shipped_bands
+from inferencesize.io_bands import BANDS_FILE, read_bands, shipped_bands
 
 
 @pytest.fixture(scope="module")
@@ -123,3 +124,12 @@ def test_a_malformed_bands_file_names_the_file_and_entry(tmp_path: Path) -> None
     path.write_text(json.dumps({"measured_families": {}, "bands": [entry]}), encoding="utf-8")
     with pytest.raises(InputError, match=r"bands\[0\]: malformed entry"):
         read_bands(path)
+
+
+def test_the_wheel_ships_the_bands_where_they_are_read() -> None:
+    root = Path(__file__).resolve().parents[2]
+    config = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))
+    included = config["tool"]["hatch"]["build"]["targets"]["wheel"]["force-include"]
+    # the wheel's catalog root is inferencesize/_catalog (catalog.builtin_root)
+    assert included[BANDS_FILE.as_posix()] == f"inferencesize/_catalog/{BANDS_FILE.as_posix()}"
+    assert (root / BANDS_FILE).is_file()
