@@ -29,8 +29,9 @@ import re
 import sys
 import time
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+from typing import NamedTuple
 
 from inferencesize.calibration import fit, fittable, free_parameters
 from inferencesize.catalog import Catalog, load_catalog
@@ -114,24 +115,35 @@ def _fit(catalog: Catalog, base: EfficiencySet, rows: Sequence[Mapped]) -> Effic
     return fit(_bare(catalog, base), train, free, EVALUATIONS, architectures=archs).efficiency
 
 
-def _predict(s: EfficiencySet, rows: Sequence[Mapped]) -> list[Prediction]:
+def predict_with(s: EfficiencySet, rows: Sequence[Mapped]) -> list[Prediction]:
     est = Estimator(s)
     return [p for p in predict_all(lambda _m: est, rows) if p.predicted == p.predicted]
 
 
-def held_out(
+class HeldOutFit(NamedTuple):
+    """One refit of a held-out group: ``efficiency`` fitted on ``train`` (rows of the set's own
+    engine, none of the group), predicting ``held`` (the group's rows that set predicts)."""
+
+    group: str
+    efficiency: EfficiencySet
+    train: list[Mapped]
+    held: list[Mapped]
+
+
+def held_out_fits(
     catalog: Catalog,
     rows: list[Mapped],
     set_of: dict[int, str],
     group: Callable[[Mapped], str | None],
-) -> list[Prediction]:
-    """Predictions of every row a group holds out, each from a fit without its group."""
+    wanted: Callable[[Mapped], bool] = lambda _r: True,
+) -> Iterator[HeldOutFit]:
+    """Every refit a scheme makes: per held-out group, per set that predicts rows of it;
+    only the rows ``wanted`` are held (the others of a group still stay out of its fits)."""
     groups: dict[str, list[Mapped]] = defaultdict(list)
     for r in rows:
         g = group(r)
-        if g is not None:
+        if g is not None and wanted(r):
             groups[g].append(r)
-    out: list[Prediction] = []
     for g, held in sorted(groups.items()):
         train = [r for r in rows if group(r) != g]
         by_set: dict[str, list[Mapped]] = defaultdict(list)
@@ -142,8 +154,20 @@ def held_out(
             if not own:  # the set's only rows are held out: the same source's other rows
                 sources = {r.m.source for r in mine}
                 own = [r for r in train if r.m.source in sources] or train
-            out += _predict(_fit(catalog, catalog.efficiency_set(sid), own), mine)
+            yield HeldOutFit(g, _fit(catalog, catalog.efficiency_set(sid), own), own, mine)
         print(f"  held out {g}: {len(held)} rows", file=sys.stderr)
+
+
+def held_out(
+    catalog: Catalog,
+    rows: list[Mapped],
+    set_of: dict[int, str],
+    group: Callable[[Mapped], str | None],
+) -> list[Prediction]:
+    """Predictions of every row a group holds out, each from a fit without its group."""
+    out: list[Prediction] = []
+    for f in held_out_fits(catalog, rows, set_of, group):
+        out += predict_with(f.efficiency, f.held)
     return out
 
 

@@ -7,12 +7,14 @@ validation, calibration and the planner can call it many times cheaply.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
 from inferencesize import units
+from inferencesize.bands import BAND_SHARE, METRICS, Band, BandTable
 from inferencesize.deployment import build_deployment, choose_efficiency, default_kv_precision
 from inferencesize.kernel_step import KernelTier, kernel_hardware
 from inferencesize.latency import Deployment
@@ -108,6 +110,9 @@ class Estimator:
     others: tuple[EfficiencySet, ...] = ()
     #: The measured kernels a set that names ``kernels`` predicts with (``Catalog.kernel_tier``).
     kernel_tier: KernelTier | None = None
+    #: Every step's time times this (``latency.Deployment.step_scale``): 1 predicts; a plan's
+    #: count at the pessimistic edge of its error band (``inferencesize.band_plan``) sets more.
+    step_scale: float = 1.0
     _costs: dict[str, ModelCosts] = field(default_factory=dict)
     _deps: dict[tuple[Any, ...], tuple[Deployment | str, str, str]] = field(default_factory=dict)
 
@@ -155,6 +160,8 @@ class Estimator:
                     cand.par.tp,
                 )
                 dep = replace(dep, kernels=kh.launched(eff.launch_share) if kh else None)
+            if self.step_scale != 1.0 and not isinstance(dep, str):
+                dep = replace(dep, step_scale=self.step_scale)
             self._deps[key] = (dep, found.origin, found.trust)
         dep, origin, trust = self._deps[key]
         if isinstance(dep, str):
@@ -384,3 +391,30 @@ def _rate_latencies(out: dict[str, Any], pt: Any) -> None:
         table = getattr(pt, f"{name}_q")
         for q in RATE_PERCENTILES:
             out[f"{name}_ms_p{q}"] = ms(table[q / 100])
+
+
+def point_bands(table: BandTable, est: Estimator, c: Candidate, trust: str) -> dict[str, Band]:
+    """The error band of each banded metric (``bands.METRICS``) of a candidate predicted by
+    ``est`` with ``trust`` (``Resolved.trust``): by its trust and whether its model family was
+    measured with the set it is predicted with."""
+    measured = table.family_measured(est.efficiency_for(c.gpu, c.precision).id, c.model)
+    found = {m: table.band(m, trust, measured) for m in METRICS}
+    return {m: b for m, b in found.items() if b is not None}
+
+
+def with_error_band(rec: dict[str, Any], bands: Mapping[str, Band]) -> dict[str, Any]:
+    """``rec`` (``record``, ``rate_record``) with ``error_band``: the 80 % band of its mean
+    TTFT and ITL (``ttft_ms``, ``itl_ms``: ``low``, ``high`` in ms, the ``label`` of the
+    predictions it came from and their ``rows``; None where the value or its band is none)."""
+
+    def one(metric: str) -> dict[str, Any] | None:
+        value, band = rec.get(f"{metric}_ms"), bands.get(metric)
+        if value is None or band is None:
+            return None
+        low, high = band.around(value)
+        return {"low": low, "high": high, "label": band.label, "rows": band.rows}
+
+    return {
+        **rec,
+        "error_band": {"share": BAND_SHARE, "ttft_ms": one("ttft"), "itl_ms": one("itl")},
+    }

@@ -24,8 +24,9 @@ Works elementwise on floats or numpy arrays.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Concatenate, ParamSpec
 
 import numpy as np
 
@@ -79,6 +80,9 @@ class Deployment:
     #: The kernel tier of the GPU, engine and precision (``kernel_step``): GEMMs and the TP
     #: all-reduce from measured kernels instead of the set's shares of the datasheet.
     kernels: KernelHardware | None = None
+    #: Every step's time multiplied by this (``step_time``): 1 predicts; a plan's pessimistic
+    #: count takes the 90th percentile of measured / predicted (``inferencesize.bands``).
+    step_scale: float = 1.0
 
     @property
     def handoff_s(self) -> float:
@@ -418,6 +422,23 @@ def _speculative_step(
     return target.plus(proposing.plus(draft_prefill))
 
 
+P = ParamSpec("P")
+
+
+def _step_scaled(
+    step: Callable[Concatenate[Deployment, P], StepTime],
+) -> Callable[Concatenate[Deployment, P], StepTime]:
+    """``step`` with its result scaled by the deployment's ``step_scale``, once, at the end."""
+
+    def scaled(dep: Deployment, /, *args: P.args, **kwargs: P.kwargs) -> StepTime:
+        out = step(dep, *args, **kwargs)
+        return out if dep.step_scale == 1.0 else out.scaled(dep.step_scale)
+
+    scaled.__doc__, scaled.__name__ = step.__doc__, step.__name__
+    return scaled
+
+
+@_step_scaled
 def step_time(
     dep: Deployment,
     decode_seqs: Any = 0.0,

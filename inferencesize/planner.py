@@ -30,7 +30,7 @@ Limits: streaming mode checks every given limit (TTFT, ITL, E2E); sequential mod
 from __future__ import annotations
 
 import itertools
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, Literal, Protocol
@@ -1332,3 +1332,46 @@ def plan_scenario(
         router=Router(s.router),
         **options,
     )
+
+
+def plan_alone(
+    chosen: Plan,
+    est: Estimator,
+    limits: Limits,
+    *,
+    batching: Batching,
+    batch_sizes: Sequence[int] | None,
+    arrivals: Literal["poisson", "closed-loop"],
+    cv: float,
+    router: Router | str,
+    options: Mapping[str, Any],
+) -> Plan | None:
+    """``chosen``'s candidate alone (its hardware, precision, split and GPU share) sized by
+    ``est`` at the same lengths, peak, limits and traffic; None when it meets no count."""
+    c = chosen.candidate
+    result = plan(
+        c.model,
+        [(c.gpu, c.system)],
+        [c.precision],
+        chosen.isl,
+        chosen.osl,
+        chosen.peak_rps,
+        limits,
+        est,
+        kv_precision=c.kv_precision,
+        tps=[c.par.tp],
+        pps=[c.par.pp],
+        eps=[c.par.ep],
+        dps=[c.par.dp],
+        batching=batching,
+        batch_sizes=batch_sizes,
+        arrivals=arrivals,
+        cv=cv,
+        router=router,
+        pricing=options.get("pricing"),
+        span_nvlink_domain=bool(options.get("span_nvlink_domain")),
+        share_gpus=c.share is not None,
+        top=0,
+    )
+    same = [p for p in result.feasible if p.candidate.label() == c.label()]
+    return same[0] if same else None

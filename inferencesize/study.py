@@ -53,6 +53,7 @@ from inferencesize.transformer import model_costs
 from inferencesize.units import DEFAULT_ROUTER, PRECISIONS, Router, tokens_from_words
 
 if TYPE_CHECKING:  # imported by the methods that need them
+    from inferencesize.band_plan import SlowEdge
     from inferencesize.daily import DailyPlan
     from inferencesize.disagg import Comparison, PoolSpec
     from inferencesize.engine_choice import EngineChoice
@@ -489,6 +490,29 @@ class Study:
             self.catalog.efficiency.values(),
             named=self.origins.get("engine") != "default",
             limits=self.limits,
+            batching=s.batching,
+            batch_sizes=s.batch_sizes,
+            arrivals=s.arrivals,
+            cv=s.cv,
+            router=s.router,
+            options=self.options,
+        )
+
+    def error_band(self, result: PlanResult) -> SlowEdge | None:
+        """The chosen plan's candidate sized again with every step as slow as the 90th
+        percentile of measured / predicted for predictions like it (``band_plan``)."""
+        chosen = result.chosen
+        if chosen is None or self.model is None:
+            return None
+        from inferencesize.band_plan import slow_edge
+        from inferencesize.io_bands import shipped_bands
+
+        s = self.spec
+        return slow_edge(
+            chosen,
+            self.estimator,
+            shipped_bands(),
+            self.limits,
             batching=s.batching,
             batch_sizes=s.batch_sizes,
             arrivals=s.arrivals,

@@ -37,9 +37,12 @@ from inferencesize.cli.stream import ShardOption, WorkersOption
 from inferencesize.errors import UsageError
 from inferencesize.estimate import (
     RATE_PERCENTILES,
+    point_bands,
     rate_record,
     record,
+    with_error_band,
 )
+from inferencesize.io_bands import shipped_bands
 from inferencesize.io_measurements import on_servers
 from inferencesize.render.plan_table import techniques_text
 from inferencesize.specs.scenario import MAX_CV
@@ -223,9 +226,11 @@ def estimate(
     est = point.estimator
     engine_text = est.efficiency_for(cand.gpu, cand.precision).engine  # the set it is run with
     res = est.resolve(cand, isl + osl)
+    bands = point_bands(shipped_bands(), est, res.candidate, res.trust)
     if rate is not None:
         arrivals = report.gaps_text(1.0 if cv is None else cv)
         rec = rate_record(res, isl, osl, rate, 1.0 if cv is None else cv, engine_text)
+        rec = with_error_band(rec, bands)
         title = (
             f"{cand.model.id} on {cand.label()} · ISL {isl} · OSL {osl} · inflight · "
             f"{arrivals} {rate:g} req/s"
@@ -237,7 +242,7 @@ def estimate(
         )
         return
     op = est.point(res, isl, osl, concurrency, batching)
-    rec = record(res, isl, osl, concurrency, batching, op, engine_text)
+    rec = with_error_band(record(res, isl, osl, concurrency, batching, op, engine_text), bands)
     title = (
         f"{cand.model.id} on {cand.label()} · ISL {isl} · OSL {osl} · {batching} "
         f"{'batch' if batching == 'static' else 'concurrency'} {concurrency}"
@@ -265,6 +270,18 @@ def _disaggregated(ctx: typer.Context, prefill: str | None, decode: str | None) 
         )
 
 
+def _banded(rec: dict[str, Any], metric: str, digits: int = 1) -> str:
+    """A mean with its 80 % band: ``12.1 ms, 80 % band 10.4–14.5``."""
+    value = rec[f"{metric}_ms"]
+    if value is None:
+        return "—"
+    band = (rec.get("error_band") or {}).get(f"{metric}_ms")
+    text = f"{value:,.{digits}f} ms"
+    if band is None:
+        return text
+    return f"{text}, 80 % band {band['low']:,.{digits}f}–{band['high']:,.{digits}f}"
+
+
 def _human_pairs(rec: dict[str, Any]) -> list[tuple[str, Any]]:
     def ms(v: float | None) -> str:
         return "—" if v is None else f"{v:,.1f} ms"
@@ -272,8 +289,8 @@ def _human_pairs(rec: dict[str, Any]) -> list[tuple[str, Any]]:
     pairs: list[tuple[str, Any]] = [
         ("feasible", "yes" if rec["feasible"] else f"no: {rec['reason']}"),
         ("GPUs per instance", rec["gpus"]),
-        ("TTFT (mean)", ms(rec["ttft_ms"])),
-        ("ITL (mean)", ms(rec["itl_ms"])),
+        ("TTFT (mean)", _banded(rec, "ttft")),
+        ("ITL (mean)", _banded(rec, "itl")),
         ("E2E (mean)", ms(rec["e2e_ms"])),
         ("longest token gap", ms(rec["itl_max_ms"])),
     ]
@@ -319,6 +336,11 @@ def _rate_pairs(rec: dict[str, Any]) -> list[tuple[str, Any]]:
         for q in RATE_PERCENTILES:
             v = rec[f"{name}_ms_p{q}"]
             parts.append(f"p{q} " + ("—" if v is None else f"{v:,.{digits}f}"))
+        band = (rec.get("error_band") or {}).get(f"{name}_ms")
+        if band is not None:
+            parts.append(
+                f"80 % band of the mean {band['low']:,.{digits}f}–{band['high']:,.{digits}f}"
+            )
         return " · ".join(parts)
 
     if not rec["feasible"]:

@@ -24,6 +24,7 @@ from inferencesize.techniques import describe
 from inferencesize.units import statistic_fraction
 
 if TYPE_CHECKING:
+    from inferencesize.band_plan import SlowEdge
     from inferencesize.daily import DailyPlan
     from inferencesize.disagg import Comparison, DisaggPlan, PoolPlan
     from inferencesize.engine_choice import EngineChoice
@@ -54,6 +55,7 @@ class Study(Protocol):
     def trace(self) -> TraceTraffic | None: ...
     def daily(self, p: Plan) -> DailyPlan | None: ...
     def engine_choice(self, result: PlanResult) -> EngineChoice | None: ...
+    def error_band(self, result: PlanResult) -> SlowEdge | None: ...
     def plan_engine(self, p: Plan) -> str: ...
 
 
@@ -320,6 +322,7 @@ def result_record(study: Study, result: PlanResult, percentiles: bool = True) ->
     chosen = result.chosen
     daily = study.daily(chosen) if chosen else None
     choice = study.engine_choice(result)
+    slow = study.error_band(result)
     engine = study.plan_engine
     budget_kw = s.economics.power_budget_kw if s.economics else None
     power = kw(chosen.power_watts) if chosen is not None else None
@@ -345,6 +348,7 @@ def result_record(study: Study, result: PlanResult, percentiles: bool = True) ->
         "offline": offline_record(study.offline, chosen),
         "techniques": describe(study.estimator.techniques),
         "engine_choice": choice.record() if choice else None,
+        "error_band": slow.record() if slow else None,
         "notes": [n for n in (reading_note(s, chosen),) if n is not None],
     }
 

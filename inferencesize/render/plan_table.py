@@ -305,6 +305,7 @@ def plan_table(rec: dict[str, Any]) -> Any:
     p = rec["plan"]
     pairs: list[tuple[str, Any]] = [
         ("plan", fleet_text(p)),
+        *([("if slower", slow_text(rec["error_band"]))] if rec.get("error_band") else []),
         (
             "per instance",
             f"{p['precision']} (KV {p['kv_precision']}) · tp{p['tp']} pp{p['pp']} ep{p['ep']}"
@@ -328,6 +329,21 @@ def plan_table(rec: dict[str, Any]) -> Any:
         ("engine", f"{p['engine']} ({p['efficiency']}; trust: {p['trust']})"),
     ]
     return report.key_value_table(title(rec), pairs)
+
+
+def slow_text(e: dict[str, Any]) -> str:
+    """The chosen candidate's count at the slow edge of its error band: '4 servers · 32 GPUs
+    · 31 instances if each step is as slow as the 90th percentile of errors like this one
+    (1.30× the prediction)'."""
+    why = (
+        "if each step is as slow as the 90th percentile of errors like this one"
+        f" ({e['step_scale']:.2f}× the prediction)"
+    )
+    if not e["feasible"]:
+        return f"no count of this candidate meets the limits {why}"
+    servers = report.count(e["servers_paid"], "server")
+    gpus = report.count(e["gpus_paid"], "GPU")
+    return f"{servers} · {gpus} · {report.count(e['instances'], 'instance')} {why}"
 
 
 def alternatives_table(rec: dict[str, Any]) -> Any:

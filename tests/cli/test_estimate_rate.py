@@ -58,6 +58,7 @@ RATE_KEYS = LATENCIES | {
     "efficiency",
     "trust",
     "techniques",
+    "error_band",
 }
 
 

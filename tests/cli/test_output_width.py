@@ -166,7 +166,7 @@ def test_a_pipe_gets_no_colour_and_no_wrapping() -> None:
     assert "\x1b[" not in done.stdout
     assert max(len(line) for line in done.stdout.splitlines()) > 100  # rows kept whole
     assert re.search(
-        r"│ engine +│ TensorRT-LLM .*\(trtllm-0\.9-static: h100-sxm fp16; trust: calibrated\) │",
+        r"│ engine +│ TensorRT-LLM .*\(trtllm-0\.9-static: h100-sxm fp16; trust: calibrated\) +│",
         done.stdout,
     )
 
