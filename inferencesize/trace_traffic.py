@@ -16,7 +16,7 @@ by block, Chan et al.'s pairwise update). Pure: the caller reads the file
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -46,6 +46,14 @@ class TraceTraffic:
     isl_mean: float
     osl_mean: float
     workload: Workload
+    #: The file's layout (``io_trace_formats``), and its rows skipped (0 tokens) with a note.
+    layout: str = ""
+    skipped: int = 0
+    skipped_note: str = ""
+
+    def read_as(self, layout: str, skipped: int, skipped_note: str) -> TraceTraffic:
+        """These figures, with what reading the file found besides its requests."""
+        return replace(self, layout=layout, skipped=skipped, skipped_note=skipped_note)
 
     def at_rate(self, rate_rps: float) -> Workload:
         """The trace's requests with their arrival times scaled so they come at ``rate_rps``

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from inferencesize import io_trace
+from inferencesize import io_trace, io_trace_formats
 from inferencesize.cli import app
 from inferencesize.errors import InputError
 from inferencesize.io_trace import read_trace_traffic
@@ -260,7 +260,7 @@ def test_the_figures_do_not_depend_on_the_blocks(
     long_trace: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     whole = read_trace_traffic(long_trace, "long.csv", 10.0)
-    monkeypatch.setattr(io_trace, "BLOCK_ROWS", 997)
+    monkeypatch.setattr(io_trace_formats, "BLOCK_ROWS", 997)
     small = read_trace_traffic(long_trace, "long.csv", 10.0)
     assert (small.requests, small.span_s, small.isl_mean) == (
         whole.requests,

@@ -298,6 +298,8 @@ def trace_record(t: TraceTraffic) -> dict[str, Any]:
         "isl_mean": t.isl_mean,
         "osl_mean": t.osl_mean,
         "verify_replays": t.replayed,
+        "layout": t.layout,
+        "skipped_rows": t.skipped,
     }
 
 

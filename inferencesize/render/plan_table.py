@@ -140,7 +140,9 @@ def arrivals_text(rec: dict[str, Any]) -> str:
     or from closed-loop benchmark clients."""
     t = rec.get("trace")
     if t:
-        return f"arrivals of trace {t['file']} (gaps cv {t['cv']:.3g})"
+        skipped = t.get("skipped_rows") or 0
+        note = f", {skipped:,} rows of 0 tokens skipped" if skipped else ""
+        return f"arrivals of trace {t['file']} (gaps cv {t['cv']:.3g}{note})"
     if rec.get("arrivals") != "poisson":
         return "closed-loop clients"
     cv = rec.get("cv")
