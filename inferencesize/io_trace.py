@@ -33,6 +33,7 @@ from inferencesize.trace_traffic import (
     streamed_traffic,
     trace_traffic,
 )
+from inferencesize.trace_windows import DEFAULT_WINDOW_S, Windows
 
 TRACE_COLUMNS = ("arrival_s", "isl", "osl")
 
@@ -43,8 +44,15 @@ def _blocks(path: Path, reading: Reading | None = None) -> Iterator[Block]:
     return read_blocks(path, Reading() if reading is None else reading)
 
 
-def _no_requests(path: Path, reading: Reading) -> InputError:
+def _no_requests(
+    path: Path, reading: Reading, slice_s: tuple[float, float] | None = None
+) -> InputError:
     skipped = f" ({reading.skipped_note()})" if reading.skipped else ""
+    if slice_s is not None:
+        low, high = slice_s
+        return InputError(
+            f"{path}: no requests arrive from {low:g} s to {high:g} s (--trace-window){skipped}"
+        )
     return InputError(f"{path}: no requests (a header and at least one row are needed){skipped}")
 
 
@@ -68,7 +76,14 @@ def read_trace(path: Path) -> Workload:
 
 
 def read_trace_traffic(
-    path: Path, source: str, max_cv: float, keep: int | None = None
+    path: Path,
+    source: str,
+    max_cv: float,
+    keep: int | None = None,
+    *,
+    window_s: float = DEFAULT_WINDOW_S,
+    slice_s: tuple[float, float] | None = None,
+    scale: float = 1.0,
 ) -> TraceTraffic:
     """The traffic of a trace file (:mod:`inferencesize.trace_traffic`), read in one pass: a
     trace of at most ``keep`` requests is held whole (sorted, its figures as
@@ -77,7 +92,9 @@ def read_trace_traffic(
     all (:class:`~inferencesize.trace_traffic.TraceFigures`). InputError for the file (as
     :func:`read_trace`, and a longer trace with a row arriving before the one above it);
     ValueError for a trace that gives no traffic. ``keep``: :data:`REPLAY_MAX_REQUESTS`
-    unless given."""
+    unless given. ``slice_s`` (A, B): only the requests arriving in [A, B) s on the trace's
+    clock (``--trace-window``); the trace is cut into windows of ``window_s``
+    (:mod:`inferencesize.trace_windows`), its rates times ``scale`` (``--trace-scale``)."""
     keep = REPLAY_MAX_REQUESTS if keep is None else keep
     reading = Reading()
     figures = TraceFigures()
@@ -85,7 +102,10 @@ def read_trace_traffic(
     held_isl = np.empty(keep, dtype=np.int64)
     held_osl = np.empty(keep, dtype=np.int64)
     disorder: tuple[int, float, float] | None = None  # (line, its time, the time above it)
+    windows = Windows(window_s)  # in file order; a held trace is cut again once sorted
     for b in _blocks(path, reading):
+        if slice_s is not None:
+            b = _within(b, *slice_s)
         start = figures.requests
         if start < keep:
             take = min(len(b.arrival_s), keep - start)
@@ -100,6 +120,8 @@ def read_trace_traffic(
                 above = float(b.arrival_s[k - 1]) if k else figures.last_s
                 disorder = (int(b.lines[k]), float(b.arrival_s[k]), above)
         figures.add(b.arrival_s, b.isl, b.osl)
+        if disorder is None:
+            windows.add(b.arrival_s, b.isl, b.osl)
         if disorder is not None and figures.requests > keep:
             line, time, above = disorder
             raise InputError(
@@ -108,15 +130,29 @@ def read_trace_traffic(
                 " arrival order (sort its rows by arrival_s)"
             )
     if figures.requests == 0:
-        raise _no_requests(path, reading)
+        raise _no_requests(path, reading, slice_s)
     n = min(figures.requests, keep)
     t, isl, osl = held_t[:n], held_isl[:n], held_osl[:n]
     if figures.requests <= keep:  # held whole: sorted, the figures of the whole in memory
         order = np.argsort(t, kind="stable")
-        whole = trace_traffic(Workload(isl[order], osl[order], t[order]), source, max_cv)
-        return whole.read_as(reading.layout, reading.skipped, reading.skipped_note())
-    streamed = streamed_traffic(figures, Workload(isl.copy(), osl.copy(), t.copy()), source, max_cv)
-    return streamed.read_as(reading.layout, reading.skipped, reading.skipped_note())
+        t, isl, osl = t[order], isl[order], osl[order]
+        traffic = trace_traffic(Workload(isl, osl, t), source, max_cv)
+        windows = Windows(window_s)
+        windows.add(t, isl, osl)
+    else:
+        replay = Workload(isl.copy(), osl.copy(), t.copy())
+        traffic = streamed_traffic(figures, replay, source, max_cv)
+    traffic = traffic.read_as(reading.layout, reading.skipped, reading.skipped_note())
+    return traffic.cut(windows.result(scale), window_s, scale, slice_s)
+
+
+def _within(b: Block, low: float, high: float) -> Block:
+    """The requests of ``b`` arriving in [low, high) s."""
+    keep = (b.arrival_s >= low) & (b.arrival_s < high)
+    if bool(keep.all()):
+        return b
+    conversation = None if b.conversation is None else b.conversation[keep]
+    return Block(b.arrival_s[keep], b.isl[keep], b.osl[keep], b.lines[keep], conversation)
 
 
 REQUEST_COLUMNS = (

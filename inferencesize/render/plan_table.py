@@ -7,6 +7,7 @@ from typing import Any
 
 from inferencesize import report
 from inferencesize.outcomes import fmt_seconds
+from inferencesize.render.trace import trace_fleet_rows
 
 ORIGIN_WORDS = {"flag": "flag", "scenario": "scenario", "default": "default"}
 
@@ -118,6 +119,7 @@ def economics_rows(plan: dict[str, Any], rec: dict[str, Any]) -> list[tuple[str,
                 f"{_usd(a['cost_usd'], 2)}",
             )
         )
+    rows.extend(trace_fleet_rows(rec))
     return rows
 
 
