@@ -124,10 +124,11 @@ def read_trace_traffic(
             windows.add(b.arrival_s, b.isl, b.osl)
         if disorder is not None and figures.requests > keep:
             line, time, above = disorder
+            name = reading.arrival_column
             raise InputError(
-                f"{path}: line {line}: arrival_s: {time:g} s comes before the row above"
+                f"{path}: line {line}: {name}: {time:g} s comes before the row above"
                 f" ({above:g} s): a trace of more than {keep:,} requests must list them in"
-                " arrival order (sort its rows by arrival_s)"
+                f" arrival order (sort its rows by {name})"
             )
     if figures.requests == 0:
         raise _no_requests(path, reading, slice_s)

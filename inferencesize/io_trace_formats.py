@@ -77,6 +77,7 @@ class Reading:
     prompt or answer of 0 tokens) and the first of them."""
 
     layout: str = ""
+    arrival_column: str = "arrival_s"  # as the file names it
     skipped: int = 0
     first_skipped_line: int = 0
     #: The first row's time (a ``timestamp`` column: the origin of arrival_s), in seconds.
@@ -153,6 +154,7 @@ def read_blocks(path: Path, reading: Reading) -> Iterator[Block]:
                 == ["TIMESTAMP", "ContextTokens", "GeneratedTokens"]
                 else "CSV"
             )
+            reading.arrival_column = cols.names["arrival"]
             yield from _csv_blocks(rows, cols, shown, reading)
     if jsonl:
         reading.layout = "JSONL"
@@ -188,6 +190,7 @@ def _jsonl_blocks(path: Path, shown: str, reading: Reading) -> Iterator[Block]:
                 record = _record(text, shown, line)
                 if cols is None:
                     cols = _columns(list(record), f"{shown} (JSONL keys)", line)
+                    reading.arrival_column = cols.names["arrival"]
                 block.append((line, {r: _text(record.get(k)) for r, k in cols.names.items()}))
                 if len(block) == BLOCK_ROWS:
                     yield _parsed(block, cols, shown, reading)

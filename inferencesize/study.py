@@ -567,10 +567,15 @@ class Study:
 
         s, c, sizing = self.spec, p.candidate, p.sizing
 
+        counts: dict[float, int] = {}  # windows share peaks (a Poisson percentile: whole)
+
         def instances_at(peak: float) -> int:
-            if sizing is None:
-                return instances_for(peak, p.rate)
-            return sizing.search.fewest(peak) or p.instances
+            if peak not in counts:
+                if sizing is None:
+                    counts[peak] = instances_for(peak, p.rate)
+                else:
+                    counts[peak] = sizing.search.fewest(peak) or p.instances
+            return counts[peak]
 
         return trace_fleet(
             self.trace.windows,

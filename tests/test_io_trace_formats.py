@@ -214,3 +214,12 @@ def test_plan_shows_the_layout_and_the_rows_skipped(tmp_path: Path) -> None:
     assert trace["layout"] == "CSV"
     table = runner.invoke(app, question)
     assert table.exit_code == 0 and "3 rows of 0 tokens skipped" in table.stdout
+
+
+def test_a_long_unsorted_trace_names_its_own_column(tmp_path: Path) -> None:
+    text = AZURE.replace("18:15:51.2224670", "18:15:40.0000000")  # row 3 before row 2
+    with pytest.raises(InputError) as err:
+        read_trace_traffic(_write(tmp_path, text), "t", 10.0, keep=2)
+    # 40.0 - 46.68059 s from the first row
+    assert "line 4: TIMESTAMP: -6.68059 s comes before the row above (4.31458 s)" in str(err.value)
+    assert "(sort its rows by TIMESTAMP)" in str(err.value)
