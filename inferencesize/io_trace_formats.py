@@ -164,14 +164,14 @@ def read_blocks(path: Path, reading: Reading) -> Iterator[Block]:
 def _csv_blocks(
     rows: Iterator[tuple[int, list[str]]], cols: _Columns, shown: str, reading: Reading
 ) -> Iterator[Block]:
-    block: list[tuple[int, dict[str, str]]] = []
+    block: list[tuple[int, list[str]]] = []
     width = max(cols.at.values()) + 1
     for line, cells in rows:
         if not cells:  # a blank line
             continue
         if len(cells) < width:
             cells = cells + [""] * (width - len(cells))
-        block.append((line, {role: cells[k] for role, k in cols.at.items()}))
+        block.append((line, cells))
         if len(block) == BLOCK_ROWS:
             yield _parsed(block, cols, shown, reading)
             block = []
@@ -181,7 +181,7 @@ def _csv_blocks(
 
 def _jsonl_blocks(path: Path, shown: str, reading: Reading) -> Iterator[Block]:
     cols: _Columns | None = None
-    block: list[tuple[int, dict[str, str]]] = []
+    block: list[tuple[int, list[str]]] = []
     try:
         with path.open(encoding="utf-8-sig") as fh:
             for line, text in enumerate(fh, start=1):
@@ -189,9 +189,11 @@ def _jsonl_blocks(path: Path, shown: str, reading: Reading) -> Iterator[Block]:
                     continue
                 record = _record(text, shown, line)
                 if cols is None:
-                    cols = _columns(list(record), f"{shown} (JSONL keys)", line)
-                    reading.arrival_column = cols.names["arrival"]
-                block.append((line, {r: _text(record.get(k)) for r, k in cols.names.items()}))
+                    keys = _columns(list(record), f"{shown} (JSONL keys)", line)
+                    reading.arrival_column = keys.names["arrival"]
+                    at = {role: k for k, role in enumerate(keys.names)}  # cells in role order
+                    cols = _Columns(keys.names, at, keys.relative)
+                block.append((line, [_text(record.get(k)) for k in cols.names.values()]))
                 if len(block) == BLOCK_ROWS:
                     yield _parsed(block, cols, shown, reading)
                     block = []
@@ -223,14 +225,14 @@ def _text(value: object) -> str:
 
 
 def _parsed(
-    block: list[tuple[int, dict[str, str]]], cols: _Columns, shown: str, reading: Reading
+    block: list[tuple[int, list[str]]], cols: _Columns, shown: str, reading: Reading
 ) -> Block:
     """A block's requests, converted and checked at once; a block with a bad cell is read
     again row by row, which raises the first bad cell's message."""
     lines = np.array([line for line, _ in block], dtype=np.int64)
     try:
-        t = _times([cells["arrival"] for _, cells in block], cols.relative, reading)
-        i, o = (np.array([float(c[r]) for _, c in block]) for r in ("isl", "osl"))
+        t = _times([c[cols.at["arrival"]] for _, c in block], cols.relative, reading)
+        i, o = (np.array([float(c[cols.at[r]]) for _, c in block]) for r in ("isl", "osl"))
         ok = bool(np.all(np.isfinite(t) & (np.abs(t) <= MAX_ARRIVAL_S))) and all(
             bool(np.all(np.isfinite(n) & (n >= 0) & (n <= MAX_TOKENS) & (n == np.floor(n))))
             for n in (i, o)
@@ -250,7 +252,8 @@ def _parsed(
     if "conversation" in cols.names:
         ids = reading.conversations
         conversation = np.array(
-            [ids.setdefault(c["conversation"], len(ids)) for _, c in block], dtype=np.int64
+            [ids.setdefault(c[cols.at["conversation"]], len(ids)) for _, c in block],
+            dtype=np.int64,
         )[keep]
     return Block(
         t[keep], i[keep].astype(np.int64), o[keep].astype(np.int64), lines[keep], conversation
@@ -278,13 +281,13 @@ def _times(cells: list[str], relative: bool, reading: Reading) -> FloatArray:
 
 
 def _check_rows(
-    block: list[tuple[int, dict[str, str]]], cols: _Columns, shown: str, reading: Reading
+    block: list[tuple[int, list[str]]], cols: _Columns, shown: str, reading: Reading
 ) -> None:
     """Raise the message of the first bad cell of ``block``, in file order."""
     for line, cells in block:
         where = f"{shown}: line {line}"
         for role in REQUIRED:
-            text = (cells.get(role) or "").strip()
+            text = cells[cols.at[role]].strip()
             name = cols.names[role]
             if role == "arrival":
                 _arrival(text, where, name, cols.relative, reading)

@@ -102,23 +102,27 @@ class Windows:
                 " windows (--window-s, window_s)"
             )
         self._grow(size)
-        np.add.at(self.count, k, 1)
-        np.add.at(self.isl_sum, k, isl.astype(np.float64))
-        np.add.at(self.osl_sum, k, osl.astype(np.float64))
-        np.maximum.at(self.isl_max, k, isl)
-        np.maximum.at(self.osl_max, k, osl)
+        # k is non-decreasing (arrival order): a segment per window, reduced at once
+        starts = np.flatnonzero(np.diff(k, prepend=-1))
+        at = k[starts]
+        self.count[at] += np.diff(np.append(starts, len(k)))
+        self.isl_sum[at] += np.add.reduceat(isl.astype(np.float64), starts)
+        self.osl_sum[at] += np.add.reduceat(osl.astype(np.float64), starts)
+        self.isl_max[at] = np.maximum(self.isl_max[at], np.maximum.reduceat(isl, starts))
+        self.osl_max[at] = np.maximum(self.osl_max[at], np.maximum.reduceat(osl, starts))
         if first:
-            gaps, same, at = np.diff(arrival_s), k[1:] == k[:-1], k[1:]
+            gaps, same, to = np.diff(arrival_s), k[1:] == k[:-1], k[1:]
         else:
             before = int((self.last_s - self.first_s) // self.window_s)
             gaps = np.diff(arrival_s, prepend=self.last_s)
             same = k == np.concatenate([[before], k[:-1]])
-            at = k
+            to = k
         self.last_s = float(arrival_s[-1])
-        self.lead_gap[at[~same]] = gaps[~same]
-        np.add.at(self.gaps, at[same], 1)
-        np.add.at(self.gap_sum, at[same], gaps[same])
-        np.add.at(self.gap_sq, at[same], gaps[same] ** 2)
+        self.lead_gap[to[~same]] = gaps[~same]
+        size_now = len(self.gaps)
+        self.gaps += np.bincount(to[same], minlength=size_now)[:size_now]
+        self.gap_sum += np.bincount(to[same], gaps[same], minlength=size_now)[:size_now]
+        self.gap_sq += np.bincount(to[same], gaps[same] ** 2, minlength=size_now)[:size_now]
 
     def result(self, scale: float = 1.0) -> tuple[Window, ...]:
         """The windows (module docstring), their rates times ``scale``."""
