@@ -62,6 +62,8 @@ if TYPE_CHECKING:  # imported by the methods that need them
     from inferencesize.planner import Plan
     from inferencesize.plotting import LabelledCurve
     from inferencesize.sweep import Axis, Row, Sweeper
+    from inferencesize.trace_fleet import TraceFleet
+    from inferencesize.trace_replay import TraceReplay
     from inferencesize.trace_traffic import TraceTraffic
     from inferencesize.verify import Verification
 
@@ -582,6 +584,78 @@ class Study:
             span_nvlink_domain=s.span_nvlink_domain,
         )
 
+    def trace_fleet(self, p: Plan) -> TraceFleet | None:
+        """Fixed against autoscaled over the trace's windows, for plan ``p``
+        (:mod:`inferencesize.trace_fleet`); None without a trace."""
+        if self.trace is None or not self.trace.windows:
+            return None
+        from inferencesize.packing import instances_for
+        from inferencesize.trace_fleet import trace_fleet
+
+        s, c, sizing = self.spec, p.candidate, p.sizing
+
+        counts: dict[float, int] = {}  # windows share peaks (a Poisson percentile: whole)
+
+        def instances_at(peak: float) -> int:
+            if peak not in counts:
+                if sizing is None:
+                    counts[peak] = instances_for(peak, p.rate)
+                else:
+                    counts[peak] = sizing.search.fewest(peak) or p.instances
+            return counts[peak]
+
+        return trace_fleet(
+            self.trace.windows,
+            instances_at,
+            p.gpus_per_instance,
+            p.gpus_per_node,
+            gpu=c.gpu,
+            system=c.system,
+            plan_instances=p.instances,
+            pricing=self.pricing,
+            percentile=s.percentile,
+            dispersion=s.dispersion,
+            scale_up_delay_s=s.scale_up_delay_s,
+            instances_per_gpu=c.share.per_gpu if c.share else 1,
+        )
+
+    def replay_trace(self, p: Plan, less: int = 0) -> tuple[TraceReplay, TraceReplay] | None:
+        """The trace replayed as it came against plan ``p``'s fixed fleet and its autoscaled
+        fleet, window by window (:mod:`inferencesize.trace_replay`); ``less``: that many
+        instances fewer in every window (a check that the fleet is tight). None without a
+        trace."""
+        fleet = self.trace_fleet(p)
+        if self.trace is None or fleet is None:
+            return None
+        from inferencesize.simulate import Workload
+        from inferencesize.trace_fleet import running_units
+        from inferencesize.trace_replay import replay_trace
+
+        s, t = self.spec, self.trace
+        times = t.workload.arrival_s
+        assert times is not None
+        trace = Workload(t.workload.isl, t.workload.osl, (times - times[0]) / t.scale)
+        bounds = [(w.start_s, w.end_s) for w in fleet.windows]
+        need = [w.instances for w in fleet.windows]
+        auto = running_units(bounds, need, s.scale_up_delay_s)
+        router = Router(s.router)
+
+        def replay(counts: list[int]) -> TraceReplay:
+            return replay_trace(
+                self.estimator,
+                p,
+                self.isl,
+                self.osl,
+                self.limits,
+                trace,
+                bounds,
+                [max(1, n - less) for n in counts],
+                batching=s.batching,
+                router=router,
+            )
+
+        return replay([fleet.fixed_instances] * len(bounds)), replay(auto)
+
     def daily(self, p: Plan) -> DailyPlan | None:
         """Fixed fleet against hourly autoscaling over the scenario's day, for plan ``p``."""
         s = self.spec
@@ -864,16 +938,29 @@ def _trace(data: dict[str, Any], shown: str, scenario: str | None) -> TraceTraff
             shown, stated, f"the trace gives ISL, OSL and the gaps' cv; drop {stated} or trace"
         )
     from inferencesize.io_trace import read_trace_traffic  # the simulator's types: only then
+    from inferencesize.trace_windows import DEFAULT_WINDOW_S, parse_slice
 
+    window = data.get("trace_window")
     try:
-        traffic = read_trace_traffic(path, display_path(path), MAX_CV)
+        slice_s = None if window is None else parse_slice(str(window))
+    except ValueError as err:
+        raise CatalogError(shown, "trace_window", str(err)) from None
+    try:
+        traffic = read_trace_traffic(
+            path,
+            display_path(path),
+            MAX_CV,
+            window_s=float(data.get("window_s", DEFAULT_WINDOW_S)),
+            slice_s=slice_s,
+            scale=float(data.get("trace_scale", 1.0)),
+        )
     except ValueError as err:
         raise CatalogError(shown, "trace", f"{display_path(path)}: {err}") from None
     data["isl"] = max(1, round(traffic.isl_mean))
     data["osl"] = max(1, round(traffic.osl_mean))
     data["cv"] = traffic.cv
-    if not any(k in data for k in RATE_FIELDS):
-        data["mean_rps"] = traffic.mean_rps
+    if not any(k in data for k in RATE_FIELDS):  # the busiest window's (trace_windows)
+        data["mean_rps"] = traffic.busiest_rps
     return traffic
 
 

@@ -16,11 +16,12 @@ by block, Chan et al.'s pairwise update). Pure: the caller reads the file
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from inferencesize.simulate.arrivals import FloatArray, IntArray, Workload
+from inferencesize.trace_windows import DEFAULT_WINDOW_S, Window
 
 #: Fewest requests a trace needs: two gaps give a rate and a spread.
 MIN_REQUESTS = 3
@@ -46,10 +47,50 @@ class TraceTraffic:
     isl_mean: float
     osl_mean: float
     workload: Workload
+    #: The file's layout (``io_trace_formats``), and its rows skipped (0 tokens) with a note.
+    layout: str = ""
+    skipped: int = 0
+    skipped_note: str = ""
+    #: The trace cut into windows (:mod:`inferencesize.trace_windows`), their rates scaled.
+    windows: tuple[Window, ...] = ()
+    window_s: float = DEFAULT_WINDOW_S
+    #: Rates times this (``--trace-scale``: growth planning); the slice read (``--trace-window``).
+    scale: float = 1.0
+    slice_s: tuple[float, float] | None = None
+
+    @property
+    def busiest_rps(self) -> float:
+        """The mean rate a plan sizes for: its busiest window's (the trace's own mean when it
+        is one window)."""
+        if len(self.windows) < 2:
+            return self.mean_rps
+        return max(w.rate_rps for w in self.windows)
+
+    def read_as(self, layout: str, skipped: int, skipped_note: str) -> TraceTraffic:
+        """These figures, with what reading the file found besides its requests."""
+        return replace(self, layout=layout, skipped=skipped, skipped_note=skipped_note)
+
+    def cut(
+        self,
+        windows: tuple[Window, ...],
+        window_s: float,
+        scale: float,
+        slice_s: tuple[float, float] | None,
+    ) -> TraceTraffic:
+        """These figures with their windows, the mean rate times ``scale``."""
+        return replace(
+            self,
+            windows=windows,
+            window_s=window_s,
+            scale=scale,
+            slice_s=slice_s,
+            mean_rps=self.mean_rps * scale,
+        )
 
     def at_rate(self, rate_rps: float) -> Workload:
         """The trace's requests with their arrival times scaled so they come at ``rate_rps``
-        on average (the first at time 0): the same pattern, faster or slower. A trace longer
+        on average (the first at time 0): the same pattern, faster or slower (the mean rate
+        includes ``--trace-scale``). A trace longer
         than :data:`REPLAY_MAX_REQUESTS`: its first requests (:attr:`replayed`), on the
         whole trace's scale."""
         assert self.workload.arrival_s is not None

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from inferencesize import io_trace
+from inferencesize import io_trace, io_trace_formats
 from inferencesize.cli import app
 from inferencesize.errors import InputError
 from inferencesize.io_trace import read_trace_traffic
@@ -134,13 +134,14 @@ def test_a_scenario_names_its_trace_beside_it_and_the_conflicts_are_errors(trace
 
 
 def test_a_trace_too_slow_for_a_peak_is_named_as_given(tmp_path: Path) -> None:
-    # 3 requests over 1e9 s: a mean of 2e-9 req/s, a peak of 0 (P(N = 0) = e^-2e-9 >= 0.95)
-    slow = _scenario(tmp_path, "slow.csv", "arrival_s,isl,osl\n0,100,10\n5e8,100,10\n1e9,100,10\n")
+    # 3 requests over 2e5 s: the busiest 300-s window is the last, from 199,800 s to the last
+    # arrival at 200,000 s: one in 200 s, 0.005 req/s, a peak of 0 (P(N = 0) = e^-0.005 >= 0.95)
+    slow = _scenario(tmp_path, "slow.csv", "arrival_s,isl,osl\n0,100,10\n1e5,100,10\n2e5,100,10\n")
     scenario = _scenario(
         tmp_path, "slow.yaml", "model: llama-3-8b\nttft_ms: 500\ntrace: slow.csv\n"
     )
     problem = (
-        "a mean of 2e-09 req/s is no request in most seconds, a peak of 0 at percentile 0.95:"
+        "a mean of 0.005 req/s is no request in most seconds, a peak of 0 at percentile 0.95:"
         " nothing to size for; state the peak to serve (peak_rps, --peak-rps) or a higher"
         " mean_rps\n"
     )
@@ -260,7 +261,7 @@ def test_the_figures_do_not_depend_on_the_blocks(
     long_trace: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     whole = read_trace_traffic(long_trace, "long.csv", 10.0)
-    monkeypatch.setattr(io_trace, "BLOCK_ROWS", 997)
+    monkeypatch.setattr(io_trace_formats, "BLOCK_ROWS", 997)
     small = read_trace_traffic(long_trace, "long.csv", 10.0)
     assert (small.requests, small.span_s, small.isl_mean) == (
         whole.requests,

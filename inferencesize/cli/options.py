@@ -229,9 +229,35 @@ def arrival_options(
         Path | None,
         typer.Option(
             metavar="FILE",
-            help="Size for the traffic of a CSV of requests (arrival_s, isl, osl): its mean"
-            " ISL and OSL, its mean rate (unless --mean-rps or --peak-rps) and its gaps' cv;"
-            " --verify replays it.",
+            help="Size for the traffic of a file of requests (CSV arrival_s, isl, osl; the"
+            " Azure trace layout; JSONL): its mean ISL and OSL, its mean rate (unless"
+            " --mean-rps or --peak-rps) and its gaps' cv; --verify replays it.",
+        ),
+    ] = None,
+    trace_scale: Annotated[
+        float | None,
+        typer.Option(
+            metavar="FACTOR", help="The trace's rates times this (growth planning; default 1)."
+        ),
+    ] = None,
+    trace_window: Annotated[
+        str | None,
+        typer.Option(
+            metavar="START:END",
+            help="Only the trace's requests arriving from START to END s on its clock.",
+        ),
+    ] = None,
+    window_s: Annotated[
+        float | None,
+        typer.Option(
+            metavar="SECONDS", help="Windows the trace is cut into, in seconds (default 300)."
+        ),
+    ] = None,
+    scale_up_delay_s: Annotated[
+        float | None,
+        typer.Option(
+            metavar="SECONDS",
+            help="Time one unit takes to start when the trace's fleet autoscales (default 600).",
         ),
     ] = None,
 ) -> None:
@@ -659,6 +685,10 @@ FLAGS: dict[str, tuple[str, Callable[[Any, str], Any]]] = {
     "router": ("router", _same),
     "latency_stat": ("latency_stat", _same),
     "trace": ("trace", lambda v, f: str(v)),
+    "trace_scale": ("trace_scale", _real(0.0, 1e6)),
+    "trace_window": ("trace_window", _same),
+    "window_s": ("window_s", _real(0.0, 1e9)),
+    "scale_up_delay_s": ("scale_up_delay_s", _real(0.0, 86_400.0)),
     "batch_sizes": ("batch_sizes", _batch_sizes),
     "requests": ("offline.requests", _real(0.0, MAX_OFFLINE_REQUESTS)),
     "tokens_per_day": ("offline.tokens_per_day", _real(0.0, MAX_TOKENS_PER_DAY)),
@@ -711,6 +741,10 @@ NOT_OFFLINE = (
     "router",
     "latency_stat",
     "trace",
+    "trace_scale",
+    "trace_window",
+    "window_s",
+    "scale_up_delay_s",
 )
 OFFLINE_FLAGS = ("requests", "tokens_per_day", "deadline_h")
 

@@ -11,6 +11,7 @@ from inferencesize.cli.common import Progress
 from inferencesize.io_write import Input
 from inferencesize.plotting import check_plot_path, save_rate_vs_latency
 from inferencesize.render.plan import limits_record, verify_record
+from inferencesize.render.trace import replay_record
 from inferencesize.study import Study
 
 
@@ -28,6 +29,11 @@ def add_verification(study: Study, rec: dict[str, Any], result: Any) -> None:
         note = study.trace.replay_note()
         trace = f"{study.trace.source} ({note})" if note else study.trace.source
     rec["verify"] = verify_record(p, v, limits_record(study), trace)
+    if study.trace is not None:  # the trace as it came, window by window
+        with Progress("replaying the trace window by window"):
+            replays = study.replay_trace(p)
+        if replays is not None:
+            rec["verify"]["trace_replay"] = replay_record(*replays)
 
 
 def draw_plan(path: Path, study: Study, result: Any, inputs: list[Input]) -> None:

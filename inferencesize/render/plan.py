@@ -17,6 +17,7 @@ from inferencesize.estimate import Estimator
 from inferencesize.outcomes import Rejected
 from inferencesize.planned import READING_ITL_S
 from inferencesize.planner import Plan, PlanResult
+from inferencesize.render.trace import fleet_record, window_fleet_fields
 from inferencesize.serving import OperatingPoint
 from inferencesize.sharing import Share
 from inferencesize.specs.scenario import ScenarioSpec
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
     from inferencesize.engine_choice import EngineChoice
     from inferencesize.offline import OfflineBatch
     from inferencesize.pipeline import PipelineResult
+    from inferencesize.trace_fleet import TraceFleet
     from inferencesize.trace_traffic import TraceTraffic
     from inferencesize.verify import Verification
 
@@ -54,6 +56,7 @@ class Study(Protocol):
     @property
     def trace(self) -> TraceTraffic | None: ...
     def daily(self, p: Plan) -> DailyPlan | None: ...
+    def trace_fleet(self, p: Plan) -> TraceFleet | None: ...
     def engine_choice(self, result: PlanResult) -> EngineChoice | None: ...
     def error_band(self, result: PlanResult) -> SlowEdge | None: ...
     def plan_engine(self, p: Plan) -> str: ...
@@ -300,6 +303,12 @@ def trace_record(t: TraceTraffic) -> dict[str, Any]:
         "isl_mean": t.isl_mean,
         "osl_mean": t.osl_mean,
         "verify_replays": t.replayed,
+        "layout": t.layout,
+        "skipped_rows": t.skipped,
+        "scale": t.scale,
+        "slice_s": list(t.slice_s) if t.slice_s is not None else None,
+        "window_s": t.window_s,
+        "windows": [asdict(w) for w in t.windows],
     }
 
 
@@ -321,14 +330,20 @@ def result_record(study: Study, result: PlanResult, percentiles: bool = True) ->
     only = None if percentiles else {statistic_fraction(x) for x in s.statistics if x != "mean"}
     chosen = result.chosen
     daily = study.daily(chosen) if chosen else None
+    fleet = study.trace_fleet(chosen) if chosen else None
     choice = study.engine_choice(result)
     slow = study.error_band(result)
     engine = study.plan_engine
     budget_kw = s.economics.power_budget_kw if s.economics else None
     power = kw(chosen.power_watts) if chosen is not None else None
+    question = question_record(study)
+    if fleet is not None and question.get("trace"):  # each window's GPUs beside its traffic
+        windows = question["trace"]["windows"]
+        for w, more in zip(windows, window_fleet_fields(fleet), strict=True):
+            w.update(more)
     return {
         "schema_version": SCHEMA_VERSION,
-        **question_record(study),
+        **question,
         "peak_rps": study.peak_rps,
         "search": search_record(result),
         "binding_constraint": result.binding_constraint,
@@ -345,6 +360,7 @@ def result_record(study: Study, result: PlanResult, percentiles: bool = True) ->
             "within": None if power is None else power <= budget_kw,
         },
         "daily": daily_record(daily) if daily else None,
+        "fleet": fleet_record(fleet) if fleet else None,
         "offline": offline_record(study.offline, chosen),
         "techniques": describe(study.estimator.techniques),
         "engine_choice": choice.record() if choice else None,

@@ -7,6 +7,7 @@ from typing import Any
 
 from inferencesize import report
 from inferencesize.outcomes import fmt_seconds
+from inferencesize.render.trace import trace_fleet_rows
 
 ORIGIN_WORDS = {"flag": "flag", "scenario": "scenario", "default": "default"}
 
@@ -118,6 +119,7 @@ def economics_rows(plan: dict[str, Any], rec: dict[str, Any]) -> list[tuple[str,
                 f"{_usd(a['cost_usd'], 2)}",
             )
         )
+    rows.extend(trace_fleet_rows(rec))
     return rows
 
 
@@ -140,7 +142,9 @@ def arrivals_text(rec: dict[str, Any]) -> str:
     or from closed-loop benchmark clients."""
     t = rec.get("trace")
     if t:
-        return f"arrivals of trace {t['file']} (gaps cv {t['cv']:.3g})"
+        skipped = t.get("skipped_rows") or 0
+        note = f", {skipped:,} rows of 0 tokens skipped" if skipped else ""
+        return f"arrivals of trace {t['file']} (gaps cv {t['cv']:.3g}{note})"
     if rec.get("arrivals") != "poisson":
         return "closed-loop clients"
     cv = rec.get("cv")

@@ -188,6 +188,26 @@ class ScenarioSpec(Spec):
         " mean ISL and OSL, its mean rate (unless mean_rps or peak_rps is stated) and its gaps'"
         " cv; plan --verify replays it. A path relative to the scenario file",
     )
+    trace_scale: Annotated[float, Field(gt=0, le=1e6)] = Field(
+        default=1.0,
+        description="the trace's rates times this (growth planning: 1.5 is 50 % more traffic)",
+    )
+    trace_window: str | None = Field(
+        default=None,
+        description="START:END: only the trace's requests arriving from START to END seconds"
+        " on its clock (arrival_s as written; a timestamp from the first row's); either side"
+        " may be left out",
+    )
+    scale_up_delay_s: Annotated[float, Field(ge=0, le=86_400)] = Field(
+        default=600.0,
+        description="seconds a unit takes to start when a trace's fleet is autoscaled window"
+        " by window (boot, load the weights): it is started that long before it is needed",
+    )
+    window_s: Annotated[float, Field(gt=0, le=1e9)] = Field(
+        default=300.0,
+        description="length of the windows a trace is cut into (seconds): each window's rate,"
+        " gaps' cv and lengths",
+    )
     cv: Annotated[float, Field(ge=0, le=MAX_CV)] = Field(
         default=1.0,
         description="coefficient of variation of inter-arrival times: 1 Poisson, 0 a steady"
@@ -298,6 +318,14 @@ class ScenarioSpec(Spec):
             if data.get("trace") is None:
                 raise ValueError("arrivals: trace needs trace: FILE (a CSV of arrival_s, isl, osl)")
             data, stated = {**data, "arrivals": "poisson"}, "poisson"
+        for key, default in (
+            ("trace_scale", 1.0),
+            ("trace_window", None),
+            ("window_s", 300.0),
+            ("scale_up_delay_s", 600.0),
+        ):
+            if data.get(key) not in (None, default) and data.get("trace") is None:
+                raise ValueError(f"{key}: applies to a trace; add trace: FILE or drop {key}")
         if data.get("trace") is not None and (only or stated == "closed-loop"):
             why = only or "closed-loop clients have no arrival times"
             raise ValueError(f"trace: its requests arrive at a rate, but {why}; drop trace")

@@ -1,0 +1,111 @@
+"""The plan of a trace against its replay: for each trace given, the time of a whole ``infersize
+plan --trace`` process (wall and CPU seconds), then in process the plan's fixed and
+autoscaled fleets replayed as the trace came (:mod:`inferencesize.trace_replay`), whether
+they meet the limits over the whole trace, and whether the fleet with one instance fewer in
+every window misses in at least one window (the fleet is tight, not padded). Also the
+analytic p99 TTFT at the plan's peak against the replay's over the whole trace. Not a timed
+test: figures for a person.
+
+The Azure LLM inference traces 2023 (Azure Public Dataset, CC-BY-4.0; Patel et al.,
+"Splitwise: Efficient generative LLM inference using phase splitting", ISCA 2024) are what it
+was written for; they are not in this repository:
+
+Run: python benchmarks/trace_fleet.py TRACE.csv [TRACE.csv ...] [--model M --hardware H ...]
+Exit 0 when every plan was feasible and its fixed fleet met the limits over the trace.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+from process_stats import infersize, mib, run
+
+from inferencesize.catalog import load_catalog
+from inferencesize.render.plan import result_record
+from inferencesize.study import resolve
+
+
+def _question(args: argparse.Namespace, trace: Path) -> dict[str, object]:
+    return {
+        "model": args.model,
+        "hardware": [args.hardware],
+        "precision": [args.precision],
+        "tp": [args.tp],
+        "pp": [1],
+        "ttft_ms": args.ttft_ms,
+        "itl_ms": args.itl_ms,
+        "latency_stat": args.stat,
+        "trace": str(trace),
+        "scale_up_delay_s": args.delay_s,
+    }
+
+
+def _flags(args: argparse.Namespace, trace: Path) -> list[str]:
+    return [
+        "plan", "--model", args.model, "--hardware", args.hardware, "--precision",
+        args.precision, "--tp", str(args.tp), "--pp", "1", "--ttft-ms", str(args.ttft_ms),
+        "--itl-ms", str(args.itl_ms), "--latency-stat", args.stat, "--trace", str(trace),
+        "--scale-up-delay-s", str(args.delay_s), "-f", "json",
+    ]  # fmt: skip
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("traces", nargs="+", type=Path)
+    ap.add_argument("--model", default="llama-3.1-70b")
+    ap.add_argument("--hardware", default="h100-sxm")
+    ap.add_argument("--precision", default="fp8")
+    ap.add_argument("--tp", type=int, default=2)
+    ap.add_argument("--ttft-ms", type=float, default=1000.0)
+    ap.add_argument("--itl-ms", type=float, default=60.0)
+    ap.add_argument("--stat", default="p95")
+    ap.add_argument("--delay-s", type=float, default=120.0)
+    args = ap.parse_args()
+    ok = True
+    catalog = load_catalog()
+    for trace in args.traces:
+        r = run([*infersize(), *_flags(args, trace)])
+        print(f"{trace.name}: plan process {r.wall_s:.2f} s wall, {r.cpu_s:.2f} s CPU", end="")
+        print(f", peak memory {mib(r.peak_bytes):.0f} MiB, exit {r.code}")
+        study = resolve(catalog, None, _question(args, trace))
+        result = study.plan(top=1)
+        p = result.chosen
+        if p is None:
+            print("  no feasible plan")
+            ok = False
+            continue
+        rec = result_record(study, result)
+        print(f"  {p.instances} instances for a peak of {p.peak_rps:.3g} req/s")
+        started = time.perf_counter()
+        replays = study.replay_trace(p)
+        tight = study.replay_trace(p, less=1)
+        assert replays is not None and tight is not None
+        seconds = time.perf_counter() - started
+        for name, rep, less in zip(("fixed", "autoscaled"), replays, tight, strict=True):
+            held = rep.held.by_name()
+            print(
+                f"  {name:10s} replay meets {rep.meets} ({args.stat} TTFT"
+                f" {held['ttft'] * 1e3:.0f} ms, ITL {held['itl'] * 1e3:.1f} ms over"
+                f" {rep.requests:,} requests); one instance fewer in every window misses in"
+                f" windows {less.missed}"
+            )
+        ok = ok and replays[0].meets
+        for name in ("fixed", "autoscaled"):
+            f = rec["fleet"][name]
+            print(
+                f"  {name:10s} fleet: peak {f['peak_gpus']} GPUs, mean {f['mean_gpus']:.1f},"
+                f" {f['gpu_hours']:.2f} GPU-h, cost {f['cost_usd']}"
+            )
+        at_peak = rec["plan"]["per_instance_at_peak"]
+        print(
+            f"  analytic TTFT at the peak: p95 {at_peak.get('ttft_ms_p95')} ms, p99"
+            f" {at_peak.get('ttft_ms_p99')} ms; replays took {seconds:.1f} s"
+        )
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,115 @@
+"""What a trace adds to a plan's output: fixed against autoscaled fleets over its windows
+(:mod:`inferencesize.trace_fleet`), as JSON records and table rows. The Azure LLM inference
+traces, where they are the input, are CC-BY-4.0 (Patel et al., Splitwise, ISCA 2024)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from inferencesize.trace_fleet import TraceFleet
+    from inferencesize.trace_replay import TraceReplay
+
+
+def usd(value: float | None) -> str:
+    return "no price" if value is None else f"${value:,.2f}"
+
+
+def fleet_record(f: TraceFleet) -> dict[str, Any]:
+    """Fixed against autoscaled over a trace's windows (:mod:`inferencesize.trace_fleet`)."""
+
+    def figures(x: Any) -> dict[str, Any]:
+        return {
+            "peak_gpus": x.peak_gpus,
+            "mean_gpus": x.mean_gpus,
+            "peak_units": x.peak_units,
+            "gpu_hours": x.gpu_hours,
+            "cost_usd": x.cost_usd,
+        }
+
+    return {
+        "unit": f.unit,
+        "span_s": f.span_s,
+        "cost_basis": f.cost_basis,
+        "scale_up_delay_s": f.scale_up_delay_s,
+        "fixed": {**figures(f.fixed), "instances": f.fixed_instances},
+        "autoscaled": {**figures(f.autoscaled), "gpu_hours_saved": f.gpu_hours_saved},
+    }
+
+
+def window_fleet_fields(f: TraceFleet) -> list[dict[str, Any]]:
+    """What each window of ``trace.windows`` adds with a plan: its peak, the instances and
+    GPUs it needs, and the GPUs the autoscaled fleet pays for in it."""
+    return [
+        {
+            "peak_rps": w.peak_rps,
+            "instances": w.instances,
+            "gpus": w.gpus,
+            "autoscaled_gpus": w.autoscaled_gpus,
+        }
+        for w in f.windows
+    ]
+
+
+def trace_fleet_rows(rec: dict[str, Any]) -> list[tuple[str, str]]:
+    """Fixed against autoscaled over a trace's windows, side by side."""
+    fl, t = rec.get("fleet"), rec.get("trace")
+    if not fl or not t:
+        return []
+    span = fl["span_s"]
+    over = f"{span / 3600:,.2f} h" if span >= 3600 else f"{span:,.4g} s"
+    busiest = max(t["windows"], key=lambda w: w["rate_rps"])
+    rows = [
+        (
+            "trace windows",
+            f"{len(t['windows'])} of {t['window_s']:,.0f} s over {over} · busiest"
+            f" {busiest['rate_rps']:,.3g} req/s from {busiest['start_s']:,.0f} s",
+        )
+    ]
+    for name in ("fixed", "autoscaled"):
+        f = fl[name]
+        rows.append(
+            (
+                f"{name} fleet",
+                f"peak {f['peak_gpus']:,} GPUs ({f['peak_units']} × {fl['unit']}) · mean"
+                f" {f['mean_gpus']:,.1f} GPUs · {f['gpu_hours']:,.3g} GPU-h"
+                f" · {usd(f['cost_usd'])}",
+            )
+        )
+    a = fl["autoscaled"]
+    rows[-1] = (
+        rows[-1][0],
+        f"{rows[-1][1]} ({a['gpu_hours_saved']:.0%} fewer GPU-h; units started"
+        f" {fl['scale_up_delay_s']:,.0f} s ahead)",
+    )
+    return rows
+
+
+def _ms(held: Any) -> dict[str, float]:
+    return {f"{name}_ms": value * 1e3 for name, value in held.by_name().items()}
+
+
+def replay_record(fixed: TraceReplay, autoscaled: TraceReplay) -> dict[str, Any]:
+    """``plan --verify`` on a trace: the trace replayed as it came against the fixed and the
+    autoscaled fleet, the limits' statistics per window and over the whole trace."""
+
+    def one(r: TraceReplay) -> dict[str, Any]:
+        return {
+            "meets_limits": r.meets,
+            "requests": r.requests,
+            "held": _ms(r.held),
+            "missed_windows": r.missed,
+            "windows": [
+                {
+                    "start_s": w.start_s,
+                    "end_s": w.end_s,
+                    "instances": w.instances,
+                    "requests": w.requests,
+                    "held": _ms(w.held),
+                    "meets_limits": w.meets,
+                }
+                for w in r.windows
+            ],
+        }
+
+    return {"fixed": one(fixed), "autoscaled": one(autoscaled)}
