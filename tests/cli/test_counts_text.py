@@ -11,14 +11,16 @@ from typer.testing import CliRunner
 from inferencesize.cli import app
 
 runner = CliRunner()
+#: One instance on one GPU is enough (asserted below). Requests of 1,000/200 tokens: with
+#: 100/100 the KV cache holds thousands of them and each plan took seconds of open-loop points.
 SMALL = [
     "plan",
     "--model",
     "llama-3-8b",
     "--isl",
-    "100",
+    "1000",
     "--osl",
-    "100",
+    "200",
     "--mean-rps",
     "1",
     "--ttft-ms",

@@ -11,6 +11,7 @@ import re
 import shutil
 import subprocess
 import sys
+from functools import cache
 from typing import Any
 
 import pytest
@@ -43,7 +44,14 @@ BOX = r"[│┃┏┓┗┛┡┩┣┫┳┻╇╋━─┌┐└┘├┤┬�
 
 
 def run(args: list[str], columns: int) -> str:
-    result = runner.invoke(app, args, env={"COLUMNS": str(columns), "NO_COLOR": "1"})
+    """What ``args`` print at ``columns`` (each command and width runs once per session: the
+    tests below ask for the same unwrapped text and JSON of one plan at every width)."""
+    return _run(tuple(args), columns)
+
+
+@cache
+def _run(args: tuple[str, ...], columns: int) -> str:
+    result = runner.invoke(app, list(args), env={"COLUMNS": str(columns), "NO_COLOR": "1"})
     assert result.exit_code == 0, result.stderr
     return result.stdout
 

@@ -180,8 +180,11 @@ def test_unknown_engine_in_a_scenario_names_the_field(tmp_path) -> None:  # type
 
 def test_a_scenario_names_its_engine_as_the_flag_does(tmp_path) -> None:  # type: ignore[no-untyped-def]
     """``engine: vllm`` in a file resolves like ``--engine vllm`` (the vLLM set), and a name the
-    tool does not know is one line naming the field."""
+    tool does not know is one line naming the field. (Closed-loop clients: how the engine is
+    named does not depend on the arrivals, and an open-loop plan of this tiny request spends
+    seconds finding each calibrated set's capacity for ``engine_choice``.)"""
     body = "model: llama-3-8b\nisl: 100\nosl: 10\npeak_rps: 1\nttft_ms: 500\nhardware: [h100-sxm]\n"
+    body += "arrivals: closed-loop\n"
     named = tmp_path / "named.yaml"
     named.write_text(body + "engine: vllm\n")
     by_file = runner.invoke(app, ["plan", str(named), "--format", "json"])

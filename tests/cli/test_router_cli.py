@@ -4,6 +4,7 @@ and that a router the question names is the one --verify simulates."""
 from __future__ import annotations
 
 import json
+from functools import cache
 
 import pytest
 from typer.testing import CliRunner
@@ -18,10 +19,17 @@ QUESTION = [
 
 
 def _plan(*extra: str) -> dict:  # type: ignore[type-arg]
+    data: dict = json.loads(_plan_json(extra))  # type: ignore[type-arg]
+    return data
+
+
+@cache
+def _plan_json(extra: tuple[str, ...]) -> str:
+    """The question's JSON with ``extra`` flags, run once per module (several tests ask for
+    the same router)."""
     result = runner.invoke(app, [*QUESTION, *extra, "--format", "json"])
     assert result.exit_code == 0, result.stderr
-    data: dict = json.loads(result.stdout)  # type: ignore[type-arg]
-    return data
+    return result.stdout
 
 
 @pytest.mark.parametrize("router", ["least-loaded", "round-robin", "random"])

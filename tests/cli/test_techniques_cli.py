@@ -7,6 +7,7 @@ import json
 from typing import Any
 
 import pytest
+from shipped_plans import plan_run
 from typer.testing import CliRunner
 
 from inferencesize.cli import app
@@ -23,7 +24,11 @@ SCENARIOS = {
 
 
 def plan_json(*args: str, code: int = 0) -> dict[str, Any]:
-    result = runner.invoke(app, ["plan", *args, "--format", "json"])
+    """The plan's JSON; a shipped scenario alone is the session's run of it (read elsewhere
+    too, tests/shipped_plans.py)."""
+    result: Any = (
+        plan_run(args[0]) if len(args) == 1 else runner.invoke(app, ["plan", *args, "-f", "json"])
+    )
     assert result.exit_code == code, result.stderr
     data: dict[str, Any] = json.loads(result.stdout)
     return data
@@ -31,13 +36,13 @@ def plan_json(*args: str, code: int = 0) -> dict[str, Any]:
 
 @pytest.mark.parametrize("ident", sorted(SCENARIOS))
 def test_shipped_technique_scenarios_plan(ident: str) -> None:
-    data = plan_json(f"scenarios/{ident}.yaml")
+    data = plan_json(ident)
     assert data["plan"] is not None
     assert SCENARIOS[ident] in data["techniques"]
 
 
 def test_prefix_caching_needs_fewer_gpus_than_no_cache() -> None:
-    cached = plan_json("scenarios/prefix-caching.yaml")
+    cached = plan_json("prefix-caching")
     assert cached["techniques"]["prefix_caching"] == {"prefix_tokens": 2000.0, "hit_rate": 0.8}
     uncached = plan_json("scenarios/prefix-caching.yaml", "--prefix-hit-rate", "0")
     assert uncached["techniques"] is None
@@ -45,14 +50,14 @@ def test_prefix_caching_needs_fewer_gpus_than_no_cache() -> None:
 
 
 def test_speculative_with_zero_acceptance_cannot_meet_the_itl_it_was_chosen_for() -> None:
-    data = plan_json("scenarios/speculative-decoding.yaml")
+    data = plan_json("speculative-decoding")
     assert data["techniques"]["speculative"]["tokens_per_step"] == pytest.approx((1 - 0.7**5) / 0.3)
     assert data["plan"]["per_instance"]["itl_ms"] <= 15
     plan_json("scenarios/speculative-decoding.yaml", "--acceptance", "0", code=3)
 
 
 def test_sparsity_flags_override_the_scenario_key_by_key() -> None:
-    sparse = plan_json("scenarios/sparsity-2-4.yaml")
+    sparse = plan_json("sparsity-2-4")
     dense = plan_json(
         "scenarios/sparsity-2-4.yaml", "--sparse-weights", "1", "--sparse-speedup", "1"
     )
