@@ -66,6 +66,7 @@ ESTIMATE_KEYS = {
     "efficiency",
     "trust",
     "techniques",
+    "error_band",
 }
 MEMORY_KEYS = {"capacity", "weights", "kv_cache", "activations", "reserve", "free"}
 # Batch-mode CSV: the input file's columns, then these (memory and bound flattened with `_`).
@@ -150,6 +151,8 @@ def table_rows(text: str) -> dict[str, list[str]]:
 def assert_same_point(batch: dict[str, Any], single: dict[str, Any]) -> None:
     """Every key of the single-point record, numbers to 1e-9 (batch mode is vectorised)."""
     for key, value in single.items():
+        if key == "error_band":  # batch mode (--points) does not carry the bands
+            continue
         if isinstance(value, float):
             assert batch[key] == pytest.approx(value, rel=1e-9), key
         elif isinstance(value, dict):
@@ -319,8 +322,10 @@ def test_estimate_table_prints_the_same_numbers() -> None:
     rows = table_rows(out)
     assert rows["feasible"] == ["yes"]
     assert rows["GPUs per instance"] == ["1"]
-    assert rows["TTFT (mean)"] == [f"{rec['ttft_ms']:,.1f} ms"]
-    assert rows["ITL (mean)"] == [f"{rec['itl_ms']:,.1f} ms"]
+    for row, key in (("TTFT (mean)", "ttft_ms"), ("ITL (mean)", "itl_ms")):
+        band = rec["error_band"][key]
+        shown = f"{rec[key]:,.1f} ms, 80 % band {band['low']:,.1f}–{band['high']:,.1f}"
+        assert rows[row] == [shown]
     assert rows["E2E (mean)"] == [f"{rec['e2e_ms']:,.1f} ms"]
     assert rows["max concurrent sequences (KV)"] == [str(rec["max_concurrency"])]
     assert f"weights {rec['memory']['weights']:.1f}" in out
