@@ -743,24 +743,31 @@ def _check_references(catalog: Catalog) -> None:
         raise CatalogError(catalog.file_of("gpus", ident), "efficiency_like", why)
 
 
-def check_scenario(catalog: Catalog, scenario: ScenarioSpec, shown: str) -> ModelSpec:
-    """Cross-field checks that need the catalog; returns the scenario's model (a pipeline's:
-    the first stage's)."""
+def check_scenario(
+    catalog: Catalog, scenario: ScenarioSpec, shown: str, model: ModelSpec | None = None
+) -> tuple[ModelSpec, list[tuple[GpuSpec, SystemSpec | None]]]:
+    """Cross-field checks that need the catalog; returns what they looked up: the scenario's
+    model and its hardware options, each id once in the order stated (a pipeline's: the first
+    stage's model, no hardware). ``model``: the scenario's model where it was looked up
+    already (the first check of a question's fields)."""
     if scenario.engine is not None:
         try:  # a set id or an engine name[@version], as --engine takes it
             engine_efficiency(catalog.efficiency.values(), scenario.engine)
         except UnknownIdError as err:
             raise CatalogError(shown, "engine", str(err)) from None
     if scenario.pipeline is not None:
-        return _check_pipeline(catalog, scenario, shown)
+        return _check_pipeline(catalog, scenario, shown), []
     assert scenario.model is not None  # the schema requires it without a pipeline
-    try:
-        model = catalog.model(scenario.model)
-    except UnknownIdError as err:
-        raise CatalogError(shown, "model", str(err)) from None
+    if model is None or model.id != scenario.model:
+        try:
+            model = catalog.model(scenario.model)
+        except UnknownIdError as err:
+            raise CatalogError(shown, "model", str(err)) from None
+    hardware: dict[str, tuple[GpuSpec, SystemSpec | None]] = {}
     for i, name in enumerate(scenario.hardware):
         try:
-            catalog.hardware(name)
+            if name not in hardware:
+                hardware[name] = catalog.hardware(name)
         except UnknownIdError as err:
             raise CatalogError(shown, f"hardware[{i}]", str(err)) from None
     total = scenario.input_tokens + scenario.output_tokens
@@ -771,7 +778,7 @@ def check_scenario(catalog: Catalog, scenario: ScenarioSpec, shown: str) -> Mode
             f"ISL + OSL = {scenario.input_tokens} + {scenario.output_tokens} = {total} tokens "
             f"exceeds {model.id}'s context window of {model.max_context}",
         )
-    return model
+    return model, list(hardware.values())
 
 
 def _check_pipeline(catalog: Catalog, scenario: ScenarioSpec, shown: str) -> ModelSpec:

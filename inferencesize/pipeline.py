@@ -27,11 +27,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from inferencesize.deployment import BARE_GPU_NODE, default_kv_precision
-from inferencesize.economics import Objective, Pricing
+from inferencesize.economics import Pricing
 from inferencesize.estimate import Batching, Candidate, Estimator
 from inferencesize.parallelism import valid_splits
 from inferencesize.planner import Limits, Plan, PlanResult, plan
 from inferencesize.specs import GpuSpec, ModelSpec, SystemSpec
+from inferencesize.vocabulary import Mode, Objective
 
 
 @dataclass(frozen=True)
@@ -183,7 +184,7 @@ def plan_pipeline(
     est: Estimator,
     *,
     batching: Batching = "inflight",
-    objective: Objective = "servers",
+    objective: Objective = Objective.SERVERS,
     pricing: Pricing | None = None,
     top: int = 3,
 ) -> PipelineResult:
@@ -201,7 +202,7 @@ def plan_pipeline(
         stage_peak = stage.calls * peak_rps
         # a zero budget (fixed stages used it all) still plans, to report the miss
         limits = Limits(
-            ttft_s=stage.ttft_s, itl_s=stage.itl_s, e2e_s=max(budget, 1e-9), mode="streaming"
+            ttft_s=stage.ttft_s, itl_s=stage.itl_s, e2e_s=max(budget, 1e-9), mode=Mode.STREAMING
         )
         result = plan(
             stage.model,

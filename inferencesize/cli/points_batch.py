@@ -48,7 +48,7 @@ from inferencesize.io_measurements import (
 from inferencesize.specs.common import MAX_RPS
 from inferencesize.specs.scenario import MAX_CV
 from inferencesize.study import candidate
-from inferencesize.units import Batching
+from inferencesize.vocabulary import Batching
 
 POINT_COLUMNS = (
     "model",

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Annotated, Literal
 
 from inferencesize.specs.common import MAX_RPS, Field, Spec, model_validator
+from inferencesize.vocabulary import CostBasis
 
 if TYPE_CHECKING:  # annotation types: read by the schema (specs.schema), never imported here
     from inferencesize.specs.types import (
@@ -25,8 +26,8 @@ SECONDS_PER_HOUR = 3_600
 class EconomicsSpec(Spec):
     """How to price the fleet and the power it may draw (see inferencesize.economics)."""
 
-    basis: Literal["auto", "cloud", "owned"] = Field(
-        default="auto",
+    basis: CostBasis = Field(
+        default=CostBasis.AUTO,
         description="cloud: $/GPU-hour; owned: purchase price + amortisation + power; auto: "
         "cloud when a $/GPU-hour is known, else owned when a purchase price is known",
     )

@@ -15,7 +15,16 @@ from inferencesize.specs.economics import (
     Users,
 )
 from inferencesize.specs.techniques import TechniquesSpec
-from inferencesize.units import DEFAULT_ROUTER, PRECISIONS, RouterName, tokens_from_words
+from inferencesize.units import PRECISIONS, tokens_from_words
+from inferencesize.vocabulary import (
+    DEFAULT_ROUTER,
+    Arrivals,
+    Batching,
+    Mode,
+    Objective,
+    Router,
+    Statistic,
+)
 
 if TYPE_CHECKING:  # annotation types: read by the schema (specs.schema), never imported here
     from pydantic import ValidationInfo
@@ -35,12 +44,6 @@ if TYPE_CHECKING:  # annotation types: read by the schema (specs.schema), never 
     )
 
 Auto = Literal["auto"]
-#: The statistic a latency limit is stated at: the mean or a percentile over requests.
-Statistic = Literal["mean", "p50", "p90", "p95", "p99"]
-#: How requests reach the deployment: at a rate (open loop: Poisson, or gamma with ``cv``), or
-#: from N clients that each send the next request when their answer ends (closed loop: the
-#: GenAI-Perf concurrency mode that NVIDIA's sizing tables were measured with).
-Arrivals = Literal["poisson", "closed-loop"]
 
 
 def closed_loop_only(data: Mapping[str, Any]) -> str:
@@ -176,7 +179,7 @@ class ScenarioSpec(Spec):
     itl_ms: Positive | None = None
     e2e_ms: Positive | None = None
     arrivals: Arrivals = Field(
-        default="poisson",
+        default=Arrivals.POISSON,
         description="poisson (default): requests at a rate (cv: their burstiness), sized at"
         " each limit's statistic with the open-loop model; closed-loop: the GenAI-Perf"
         " concurrency benchmark (clients resend when their answer ends), sized at mean limits."
@@ -193,20 +196,20 @@ class ScenarioSpec(Spec):
         description="coefficient of variation of inter-arrival times: 1 Poisson, 0 a steady"
         " rate, above 1 burstier (gamma)",
     )
-    router: RouterName = Field(
-        default=DEFAULT_ROUTER.value,
+    router: Router = Field(
+        default=DEFAULT_ROUTER,
         description="how requests at a rate are spread over the instances: least-loaded"
         " (default: to the instance with the fewest requests outstanding, as production"
         " routers do), round-robin, or random",
     )
     latency_stat: Statistic = Field(
-        default="mean", description="statistic of TTFT, ITL and E2E that the limits hold"
+        default=Statistic.MEAN, description="statistic of TTFT, ITL and E2E that the limits hold"
     )
     ttft_stat: Statistic | None = Field(default=None, description="overrides latency_stat")
     itl_stat: Statistic | None = Field(default=None, description="overrides latency_stat")
     e2e_stat: Statistic | None = Field(default=None, description="overrides latency_stat")
-    mode: Literal["streaming", "sequential"] = "streaming"
-    batching: Literal["inflight", "static"] = "inflight"
+    mode: Mode = Mode.STREAMING
+    batching: Batching = Batching.INFLIGHT
     batch_sizes: list[Count] | None = Field(
         default=None,
         min_length=1,
@@ -234,7 +237,7 @@ class ScenarioSpec(Spec):
     pp: Auto | list[Degree] = "auto"
     ep: Auto | list[Degree] = "auto"
     budget: Budget | None = None
-    objective: Literal["servers", "gpus", "cost", "power"] = "servers"
+    objective: Objective = Objective.SERVERS
     economics: EconomicsSpec | None = None
     daily: DailySpec | None = None
     users: Users | None = Field(

@@ -386,8 +386,10 @@ def test_scenarios_reference_known_entries_and_fit_the_context(
     catalog: Catalog, ident: str
 ) -> None:
     scenario = catalog.scenarios[ident]
-    model = check_scenario(catalog, scenario, ident)  # model, hardware, ISL + OSL <= context
+    model, hardware = check_scenario(catalog, scenario, ident)  # ids known, ISL + OSL fits
     assert scenario.input_tokens + scenario.output_tokens <= model.max_context
+    if scenario.pipeline is None:  # each hardware id once, in the order stated
+        assert hardware == [catalog.hardware(h) for h in dict.fromkeys(scenario.hardware)]
 
 
 def test_seed_scenarios(catalog: Catalog) -> None:
