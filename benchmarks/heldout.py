@@ -35,7 +35,8 @@ from pathlib import Path
 from inferencesize.calibration import fit, fittable, free_parameters
 from inferencesize.catalog import Catalog, load_catalog
 from inferencesize.estimate import Estimator
-from inferencesize.io_measurements import dedupe, map_measurements, read_measurements
+from inferencesize.io_measurements import dedupe, read_measurements
+from inferencesize.measured_map import map_measurements
 from inferencesize.specs import EfficiencySet
 from inferencesize.validation import (
     Mapped,

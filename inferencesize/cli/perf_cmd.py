@@ -40,7 +40,7 @@ from inferencesize.estimate import (
     rate_record,
     record,
 )
-from inferencesize.io_measurements import on_servers
+from inferencesize.measured_map import on_servers
 from inferencesize.render.plan_table import techniques_text
 from inferencesize.specs.scenario import MAX_CV
 from inferencesize.study import candidate, resolve_point

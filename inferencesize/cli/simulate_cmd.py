@@ -41,9 +41,9 @@ from inferencesize.cli.options import (
 from inferencesize.cli.stream import write_rows
 from inferencesize.errors import InputError, UsageError
 from inferencesize.estimate import Candidate
-from inferencesize.io_measurements import on_servers
 from inferencesize.io_trace import REQUEST_COLUMNS, read_trace, request_blocks
 from inferencesize.io_write import atomic_file, check_target
+from inferencesize.measured_map import on_servers
 from inferencesize.simulate import (
     BALANCERS,
     POLICIES,
