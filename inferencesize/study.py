@@ -53,7 +53,7 @@ from inferencesize.question import (
     question_of,
     searched,
 )
-from inferencesize.specs import EfficiencySet, GpuSpec, ModelSpec, SystemSpec
+from inferencesize.specs import EfficiencySet, ModelSpec
 from inferencesize.specs.scenario import DEFAULT_HARDWARE, MAX_CV, Pool, ScenarioSpec
 from inferencesize.specs.techniques import TechniquesSpec
 from inferencesize.techniques import Speculative, Techniques, mtp_costs
@@ -430,11 +430,6 @@ class Study:
     @property
     def model(self) -> ModelSpec | None:
         return self.question.model if self.question is not None else None
-
-    @property
-    def hardware(self) -> list[tuple[GpuSpec, SystemSpec | None]]:
-        assert self.question is not None  # single-model questions only
-        return list(self.question.space.hardware)
 
     @property
     def isl(self) -> int:
