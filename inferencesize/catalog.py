@@ -512,7 +512,7 @@ def _validate(
 #: Source files whose code decides what a file or mapping validates to: the schemas, the
 #: quantity parser and this loader (relative to the package), and the libraries that parse
 #: and validate.
-_CODE = ("specs", "units.py", "catalog.py")
+_CODE = ("specs", "units.py", "vocabulary.py", "catalog.py")
 _LIBRARIES = ("pydantic", "pydantic_core", "yaml")
 
 
