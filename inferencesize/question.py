@@ -20,6 +20,7 @@ from inferencesize.economics import Budget, Pricing
 from inferencesize.estimate import Estimator
 from inferencesize.planner import Limits, PlanResult, plan
 from inferencesize.specs import GpuSpec, ModelSpec, SystemSpec
+from inferencesize.specs.economics import PipelineStage
 from inferencesize.specs.scenario import ScenarioSpec
 from inferencesize.vocabulary import DEFAULT_ROUTER, Arrivals, Batching, Objective, Router
 
@@ -113,6 +114,22 @@ class Question:
     @property
     def model(self) -> ModelSpec:
         return self.space.model
+
+
+def stage_space(
+    stage: PipelineStage, spec: ScenarioSpec, model: ModelSpec, hardware: Sequence[Hardware]
+) -> SearchSpace:
+    """A pipeline stage's search space: its model and hardware (looked up), its precisions
+    and splits, each inherited from the scenario where the stage states none."""
+    return SearchSpace(
+        model,
+        tuple(hardware),
+        searched(inherit(stage.precision, spec.precision)),
+        inherit(stage.kv_precision, spec.kv_precision),
+        searched(inherit(stage.tp, spec.tp)),
+        searched(inherit(stage.pp, spec.pp)),
+        searched(inherit(stage.ep, spec.ep)),
+    )
 
 
 def question_of(spec: ScenarioSpec, model: ModelSpec, hardware: Sequence[Hardware]) -> Question:

@@ -47,11 +47,13 @@ from inferencesize.parallelism import Parallelism
 from inferencesize.planner import Limits, PlanResult
 from inferencesize.question import (
     Question,
+    SearchSpace,
     hardware_ids,
     inherit,
     plan_question,
     question_of,
     searched,
+    stage_space,
 )
 from inferencesize.specs import EfficiencySet, ModelSpec
 from inferencesize.specs.scenario import DEFAULT_HARDWARE, MAX_CV, Pool, ScenarioSpec
@@ -425,6 +427,8 @@ class Study:
     peak_names: Mapping[str, str] = field(default_factory=dict)
     #: The single-model question, resolved (None: a pipeline, sized stage by stage).
     question: Question | None = None
+    #: A pipeline's stages' search spaces, resolved (in the order of ``spec.pipeline``).
+    stages: tuple[SearchSpace, ...] = ()
 
     # ---- the question
     @property
@@ -595,29 +599,19 @@ class Study:
 
         s = self.spec
         assert s.pipeline is not None and s.e2e_ms is not None
-        stages = []
-        for st in s.pipeline:
-            stages.append(
-                Stage(
-                    name=st.name,
-                    model=self.catalog.model(st.model),
-                    hardware=[
-                        self.catalog.hardware(h)
-                        for h in hardware_ids(inherit(st.hardware, s.hardware))
-                    ],
-                    precisions=searched(inherit(st.precision, s.precision)),
-                    isl=st.isl,
-                    osl=st.osl,
-                    calls=st.calls,
-                    kv_precision=inherit(st.kv_precision, s.kv_precision),
-                    tps=searched(inherit(st.tp, s.tp)),
-                    pps=searched(inherit(st.pp, s.pp)),
-                    eps=searched(inherit(st.ep, s.ep)),
-                    e2e_s=ms_to_s(st.e2e_ms),
-                    ttft_s=ms_to_s(st.ttft_ms),
-                    itl_s=ms_to_s(st.itl_ms),
-                )
+        stages = [
+            Stage(
+                name=st.name,
+                space=space,
+                isl=st.isl,
+                osl=st.osl,
+                calls=st.calls,
+                e2e_s=ms_to_s(st.e2e_ms),
+                ttft_s=ms_to_s(st.ttft_ms),
+                itl_s=ms_to_s(st.itl_ms),
             )
+            for st, space in zip(s.pipeline, self.stages, strict=True)
+        ]
         return plan_pipeline(
             stages,
             self.peak_rps,
@@ -767,7 +761,7 @@ def resolve(
     if scenario is not None or is_question(overrides):
         found = _required(catalog, data, shown, traffic)
     spec = parse_spec(ScenarioSpec, data, shown, context={"traffic": traffic})
-    model, hardware = check_scenario(catalog, spec, shown, found)
+    model, hardware, stages = check_scenario(catalog, spec, shown, found)
     origins = origins_of(data, {**overrides, **({"engine": engine} if engine else {})})
     eset = efficiency_set(
         catalog, engine or spec.engine, calibration, "--engine" if engine else f"{shown}: engine"
@@ -778,14 +772,18 @@ def resolve(
         origins["arrivals"] = "flag" if "trace" in overrides else "scenario"
     named = origins.get("engine") != "default"
     others = () if named else auto_sets(catalog.efficiency.values(), eset)
+    spaces: tuple[SearchSpace, ...] = ()
     if spec.pipeline is not None:
         est, options = Estimator(eset, kv_cap=kv_cap(spec), others=others), {}
         question = None
+        spaces = tuple(
+            stage_space(st, spec, m, hw) for st, (m, hw) in zip(spec.pipeline, stages, strict=True)
+        )
     else:
         setup = planning(catalog, eset, spec, shown, others, model)
         est, options = setup.estimator, dict(setup.options)
         question = question_of(spec, model, hardware)
-    return Study(spec, shown, catalog, eset, origins, est, options, trace, names, question)
+    return Study(spec, shown, catalog, eset, origins, est, options, trace, names, question, spaces)
 
 
 def _peak_names(

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Iterable
 from typing import Final, Literal, overload
 
 KB: Final = 1e3
@@ -65,6 +66,16 @@ COMPUTE_PRECISION: Final[dict[str, str]] = {
     "int4": "fp16",
     "fp4": "fp4",
 }
+
+
+def known_precisions(values: Iterable[str | None]) -> None:
+    """Precisions as a scenario, a pool or a pipeline stage states them (None: unstated);
+    ValueError naming the known precisions for any other."""
+    for value in values:
+        if value is not None and value not in PRECISIONS:
+            raise ValueError(
+                f"unknown precision {value!r}; expected one of {', '.join(PRECISIONS)}"
+            )
 
 
 def bytes_per_element(precision: str) -> float:

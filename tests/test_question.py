@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 import shipped
+from pydantic import ValidationError
 
 from inferencesize.catalog import Catalog
 from inferencesize.economics import RANKING, objective_key
@@ -74,7 +75,7 @@ def test_the_search_space_holds_specs_not_ids() -> None:
     assert (q.space.precisions, q.space.tps, q.space.pps, q.space.eps) == (["fp8"], None, [1], None)
 
 
-def test_plan_looks_each_id_up_once(monkeypatch: pytest.MonkeyPatch) -> None:
+def _count_lookups(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
     asked: Counter[str] = Counter()
     model, hardware = Catalog.model, Catalog.hardware
 
@@ -88,10 +89,27 @@ def test_plan_looks_each_id_up_once(monkeypatch: pytest.MonkeyPatch) -> None:
 
     monkeypatch.setattr(Catalog, "model", counted_model)
     monkeypatch.setattr(Catalog, "hardware", counted_hardware)
+    return asked
+
+
+def test_plan_looks_each_id_up_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    asked = _count_lookups(monkeypatch)
     study = resolve(shipped.catalog(), "default", {"hardware": ["dgx-h100", "h100-sxm"]})
     study.plan(top=1)
     study.frontier(max_concurrency=4)
     assert asked == {"model:llama-3-8b": 1, "hardware:dgx-h100": 1, "hardware:h100-sxm": 1}
+
+
+def test_a_pipeline_looks_each_id_up_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    asked = _count_lookups(monkeypatch)
+    study = resolve(shipped.catalog(), "pipeline-agent", {})
+    study.pipeline(top=1)
+    spec = study.spec
+    assert spec.pipeline is not None
+    models = {f"model:{st.model}" for st in spec.pipeline}
+    hardware = {f"hardware:{h}" for st in spec.pipeline for h in st.hardware or spec.hardware}
+    assert set(asked) == models | hardware
+    assert set(asked.values()) == {1}
 
 
 def test_the_ranking_rule_orders_what_is_paid_first() -> None:
@@ -103,3 +121,25 @@ def test_the_ranking_rule_orders_what_is_paid_first() -> None:
     assert key[Objective.POWER] == (20e3, 2, 16, 50.0, 12)
     assert objective_key(Objective.COST, 1, 8, None, None) == (float("inf"), 1, 8, float("inf"), 0)
     assert set(RANKING) == set(Objective)  # every objective has its rule
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        {"disaggregated": {"prefill": {"kv_precision": ""}, "decode": {}}},
+        {"disaggregated": {"prefill": {}, "decode": {"kv_precision": "fp7"}}},
+        {
+            "pipeline": [
+                {"name": "a", "model": "llama-3-8b", "isl": 9, "osl": 9, "precision": ["x"]}
+            ]
+        },
+    ],
+)
+def test_a_pool_or_stage_states_known_precisions(extra: dict[str, Any]) -> None:
+    """What a pool or stage states replaces the scenario's (inherit), so it is checked as the
+    scenario's own precisions are."""
+    data = {**BASE, "ttft_ms": 500, **extra}
+    if "pipeline" in extra:
+        data = {**{k: v for k, v in data.items() if k != "model"}, "e2e_ms": 9000}
+    with pytest.raises(ValidationError, match="unknown precision"):
+        ScenarioSpec.model_validate(data)

@@ -469,7 +469,7 @@ def pipeline_record(study: Study, result: PipelineResult) -> dict[str, Any]:
         "stages": [
             {
                 "name": s.stage.name,
-                "model": s.stage.model.id,
+                "model": s.stage.space.model.id,
                 "isl": s.stage.isl,
                 "osl": s.stage.osl,
                 "calls": s.stage.calls,

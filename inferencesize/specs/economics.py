@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Annotated, Literal
 
-from inferencesize.specs.common import MAX_RPS, Field, Spec, model_validator
+from inferencesize.specs.common import MAX_RPS, Field, Spec, field_validator, model_validator
+from inferencesize.units import known_precisions
 from inferencesize.vocabulary import CostBasis
 
 if TYPE_CHECKING:  # annotation types: read by the schema (specs.schema), never imported here
@@ -156,3 +157,15 @@ class PipelineStage(Spec):
     )
     ttft_ms: Positive | None = Field(default=None, description="extra TTFT limit per call")
     itl_ms: Positive | None = Field(default=None, description="extra ITL limit per call")
+
+    @field_validator("precision")
+    @classmethod
+    def _known_precisions(cls, value: list[str] | None) -> list[str] | None:
+        known_precisions(value or [])
+        return value
+
+    @field_validator("kv_precision")
+    @classmethod
+    def _known_kv(cls, value: str | None) -> str | None:
+        known_precisions([value])
+        return value

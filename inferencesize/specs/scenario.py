@@ -15,7 +15,7 @@ from inferencesize.specs.economics import (
     Users,
 )
 from inferencesize.specs.techniques import TechniquesSpec
-from inferencesize.units import PRECISIONS, tokens_from_words
+from inferencesize.units import known_precisions, tokens_from_words
 from inferencesize.vocabulary import (
     DEFAULT_ROUTER,
     Arrivals,
@@ -136,11 +136,13 @@ class Pool(Spec):
     @field_validator("precision")
     @classmethod
     def _known_precisions(cls, value: list[str] | None) -> list[str] | None:
-        for p in value or []:
-            if p not in PRECISIONS:
-                raise ValueError(
-                    f"unknown precision {p!r}; expected one of {', '.join(PRECISIONS)}"
-                )
+        known_precisions(value or [])
+        return value
+
+    @field_validator("kv_precision")
+    @classmethod
+    def _known_kv(cls, value: str | None) -> str | None:
+        known_precisions([value])
         return value
 
 
@@ -271,20 +273,13 @@ class ScenarioSpec(Spec):
     @field_validator("precision")
     @classmethod
     def _known_precisions(cls, value: str | list[str]) -> str | list[str]:
-        for p in [] if value == "auto" else value:
-            if p not in PRECISIONS:
-                raise ValueError(
-                    f"unknown precision {p!r}; expected one of {', '.join(PRECISIONS)}"
-                )
+        known_precisions([] if value == "auto" else value)
         return value
 
     @field_validator("kv_precision")
     @classmethod
     def _known_kv(cls, value: str | None) -> str | None:
-        if value is not None and value not in PRECISIONS:
-            raise ValueError(
-                f"unknown precision {value!r}; expected one of {', '.join(PRECISIONS)}"
-            )
+        known_precisions([value])
         return value
 
     @model_validator(mode="before")
