@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable
 from typing import Final, Literal, overload
 
 KB: Final = 1e3
@@ -68,14 +67,12 @@ COMPUTE_PRECISION: Final[dict[str, str]] = {
 }
 
 
-def known_precisions(values: Iterable[str | None]) -> None:
-    """Precisions as a scenario, a pool or a pipeline stage states them (None: unstated);
-    ValueError naming the known precisions for any other."""
-    for value in values:
-        if value is not None and value not in PRECISIONS:
-            raise ValueError(
-                f"unknown precision {value!r}; expected one of {', '.join(PRECISIONS)}"
-            )
+def known_precisions(value: list[str] | str | None) -> None:
+    """A precision, or a list of them, as a scenario, a pool or a pipeline stage states it
+    (None: unstated); ValueError naming the known precisions for any other."""
+    for p in [value] if isinstance(value, str) else value or []:
+        if p not in PRECISIONS:
+            raise ValueError(f"unknown precision {p!r}; expected one of {', '.join(PRECISIONS)}")
 
 
 def bytes_per_element(precision: str) -> float:

@@ -158,14 +158,8 @@ class PipelineStage(Spec):
     ttft_ms: Positive | None = Field(default=None, description="extra TTFT limit per call")
     itl_ms: Positive | None = Field(default=None, description="extra ITL limit per call")
 
-    @field_validator("precision")
+    @field_validator("precision", "kv_precision")
     @classmethod
-    def _known_precisions(cls, value: list[str] | None) -> list[str] | None:
-        known_precisions(value or [])
-        return value
-
-    @field_validator("kv_precision")
-    @classmethod
-    def _known_kv(cls, value: str | None) -> str | None:
-        known_precisions([value])
+    def _known_precisions(cls, value: list[str] | str | None) -> list[str] | str | None:
+        known_precisions(value)
         return value

@@ -133,16 +133,10 @@ class Pool(Spec):
         default=None, description="context parallelism of a prefill instance (long prompts)"
     )
 
-    @field_validator("precision")
+    @field_validator("precision", "kv_precision")
     @classmethod
-    def _known_precisions(cls, value: list[str] | None) -> list[str] | None:
-        known_precisions(value or [])
-        return value
-
-    @field_validator("kv_precision")
-    @classmethod
-    def _known_kv(cls, value: str | None) -> str | None:
-        known_precisions([value])
+    def _known_precisions(cls, value: list[str] | str | None) -> list[str] | str | None:
+        known_precisions(value)
         return value
 
 
@@ -279,7 +273,7 @@ class ScenarioSpec(Spec):
     @field_validator("kv_precision")
     @classmethod
     def _known_kv(cls, value: str | None) -> str | None:
-        known_precisions([value])
+        known_precisions(value)
         return value
 
     @model_validator(mode="before")
