@@ -11,7 +11,8 @@ What runs (each a fresh ``infersize`` process, as a user runs it):
 
 For each run the exit code, stdout and stderr are recorded (a command that fails is an output
 too: its message must stay the same). The temporary folder a docs example runs in is written
-as ``<tmp>`` so two runs compare.
+as ``<tmp>`` and a measured duration (``validate``'s "predicted in 2.75 s") as ``<t> s``, in
+the saved outputs and when comparing, so two runs compare.
 
 Run:
     python benchmarks/outputs_identical.py --save DIR      # before the change
@@ -26,6 +27,7 @@ from __future__ import annotations
 import argparse
 import difflib
 import importlib.util
+import re
 import subprocess
 import sys
 import tempfile
@@ -56,9 +58,17 @@ def _examples_module() -> ModuleType:
     return module
 
 
+#: Wall-clock durations a command reports (they differ from run to run).
+ELAPSED = re.compile(r"(predicted in )\d+(?:\.\d+)? s\b")
+
+
+def _timeless(text: str) -> str:
+    return ELAPSED.sub(r"\1<t> s", text)
+
+
 def _record(argv: str, done: subprocess.CompletedProcess[str], tmp: Path) -> str:
     text = f"$ {argv}\n--- exit {done.returncode}\n--- stdout\n{done.stdout}\n--- stderr\n{done.stderr}"
-    return text.replace(str(tmp.resolve()), "<tmp>").replace(str(tmp), "<tmp>")
+    return _timeless(text.replace(str(tmp.resolve()), "<tmp>").replace(str(tmp), "<tmp>"))
 
 
 def _runs(docs: ModuleType) -> dict[str, Callable[[Path], str]]:
@@ -132,7 +142,7 @@ def main() -> int:
     differ = 0
     for name in sorted(outputs):
         saved_path = args.compare / f"{name}.txt"
-        saved = saved_path.read_text(encoding="utf-8") if saved_path.exists() else ""
+        saved = _timeless(saved_path.read_text(encoding="utf-8")) if saved_path.exists() else ""
         if saved != outputs[name]:
             differ += 1
             sys.stdout.writelines(
