@@ -17,7 +17,8 @@ import yaml
 
 from inferencesize.calibration import fit, fittable, free_parameters
 from inferencesize.catalog import Catalog, load_catalog
-from inferencesize.io_measurements import Measurement, dedupe, map_measurements, read_measurements
+from inferencesize.io_measurements import Measurement, dedupe, read_measurements
+from inferencesize.measured_map import map_measurements
 from inferencesize.specs import EfficiencySet, names_engine
 from inferencesize.validation import summary_table
 

@@ -25,7 +25,8 @@ from pathlib import Path
 from inferencesize.catalog import Catalog, load_catalog
 from inferencesize.deployment import efficiency_resolution
 from inferencesize.estimate import Candidate, Estimator
-from inferencesize.io_measurements import dedupe, map_measurements, read_measurements
+from inferencesize.io_measurements import dedupe, read_measurements
+from inferencesize.measured_map import map_measurements
 from inferencesize.parallelism import Parallelism
 from inferencesize.serving import inflight
 from inferencesize.validation import estimator_chooser, predict_all

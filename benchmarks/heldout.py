@@ -36,7 +36,8 @@ from typing import NamedTuple
 from inferencesize.calibration import fit, fittable, free_parameters
 from inferencesize.catalog import Catalog, load_catalog
 from inferencesize.estimate import Estimator
-from inferencesize.io_measurements import dedupe, map_measurements, read_measurements
+from inferencesize.io_measurements import dedupe, read_measurements
+from inferencesize.measured_map import map_measurements
 from inferencesize.specs import EfficiencySet
 from inferencesize.validation import (
     Mapped,

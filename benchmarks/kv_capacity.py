@@ -28,7 +28,8 @@ from typing import Any
 import numpy as np
 
 from inferencesize.catalog import load_catalog
-from inferencesize.io_measurements import dedupe, map_measurements, read_measurements
+from inferencesize.io_measurements import dedupe, read_measurements
+from inferencesize.measured_map import map_measurements
 from inferencesize.units import GIB
 from inferencesize.validation import Mapped, estimator_chooser, point_metrics
 

@@ -22,7 +22,8 @@ import numpy as np
 
 from inferencesize.catalog import load_catalog
 from inferencesize.estimate import Estimator
-from inferencesize.io_measurements import dedupe, map_measurements, read_measurements
+from inferencesize.io_measurements import dedupe, read_measurements
+from inferencesize.measured_map import map_measurements
 from inferencesize.simulate.arrivals import Workload
 from inferencesize.simulate.engine import BatchingConfig
 from inferencesize.simulate.llm import simulate_llm

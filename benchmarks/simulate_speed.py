@@ -42,7 +42,7 @@ from inferencesize.simulate import (
     simulate_llm,
     summarize,
 )
-from inferencesize.units import Router
+from inferencesize.vocabulary import Router
 
 
 def main() -> None:

@@ -21,8 +21,9 @@ from pathlib import Path
 
 from inferencesize.catalog import load_catalog
 from inferencesize.estimate import Candidate, Estimator
-from inferencesize.io_measurements import dedupe, map_measurements, read_measurements
+from inferencesize.io_measurements import dedupe, read_measurements
 from inferencesize.latency import decode_step
+from inferencesize.measured_map import map_measurements
 from inferencesize.parallelism import Parallelism
 from inferencesize.techniques import Techniques
 

@@ -19,7 +19,8 @@ from typing import Any
 import numpy as np
 
 from inferencesize.catalog import load_catalog
-from inferencesize.io_measurements import dedupe, map_measurements, read_measurements
+from inferencesize.io_measurements import dedupe, read_measurements
+from inferencesize.measured_map import map_measurements
 from inferencesize.repeats import repeat_spreads
 from inferencesize.validation import Prediction, estimator_chooser, predict_all
 

@@ -13,12 +13,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from typing import Any, Literal
+from typing import Any
 
 from inferencesize.bands import Band, BandTable
 from inferencesize.estimate import Estimator, point_bands
 from inferencesize.planner import Limits, Plan, plan_alone
-from inferencesize.units import BatchingMode, Router
+from inferencesize.vocabulary import Arrivals, BatchingMode, Router
 
 
 @dataclass(frozen=True)
@@ -53,7 +53,7 @@ def slow_edge(
     *,
     batching: BatchingMode,
     batch_sizes: Any,
-    arrivals: Literal["poisson", "closed-loop"],
+    arrivals: Arrivals,
     cv: float,
     router: Router | str,
     options: Mapping[str, Any],

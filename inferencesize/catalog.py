@@ -35,7 +35,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import SimpleNamespace
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 from inferencesize.catalog_cache import FileCache, Memo, code_stamp, file_stamp
 from inferencesize.engines import engine_efficiency
@@ -514,7 +514,7 @@ def _validate(
 #: Source files whose code decides what a file or mapping validates to: the schemas, the
 #: quantity parser and this loader (relative to the package), and the libraries that parse
 #: and validate.
-_CODE = ("specs", "units.py", "catalog.py")
+_CODE = ("specs", "units.py", "vocabulary.py", "catalog.py")
 _LIBRARIES = ("pydantic", "pydantic_core", "yaml")
 
 
@@ -759,26 +759,42 @@ def _check_references(catalog: Catalog) -> None:
         raise CatalogError(catalog.file_of("gpus", ident), "efficiency_like", why)
 
 
-def check_scenario(catalog: Catalog, scenario: ScenarioSpec, shown: str) -> ModelSpec:
-    """Cross-field checks that need the catalog; returns the scenario's model (a pipeline's:
-    the first stage's)."""
+#: A hardware option as the catalog finds it: a GPU, alone or in a system.
+Hardware = tuple[GpuSpec, SystemSpec | None]
+
+
+class Found(NamedTuple):
+    """What :func:`check_scenario` looked up, so that nothing looks it up again: the model and
+    the hardware options (each id once, in the order stated) of a single-model scenario, or
+    of each pipeline stage (``stages``; then ``model`` is the first stage's, ``hardware``
+    empty)."""
+
+    model: ModelSpec
+    hardware: list[Hardware]
+    stages: list[tuple[ModelSpec, list[Hardware]]]
+
+
+def check_scenario(
+    catalog: Catalog, scenario: ScenarioSpec, shown: str, model: ModelSpec | None = None
+) -> Found:
+    """Cross-field checks that need the catalog; returns what they looked up (:class:`Found`).
+    ``model``: the scenario's model where it was looked up already (the first check of a
+    question's fields)."""
     if scenario.engine is not None:
         try:  # a set id or an engine name[@version], as --engine takes it
             engine_efficiency(catalog.efficiency.values(), scenario.engine)
         except UnknownIdError as err:
             raise CatalogError(shown, "engine", str(err)) from None
     if scenario.pipeline is not None:
-        return _check_pipeline(catalog, scenario, shown)
+        stages = _check_pipeline(catalog, scenario, shown)
+        return Found(stages[0][0], [], stages)
     assert scenario.model is not None  # the schema requires it without a pipeline
-    try:
-        model = catalog.model(scenario.model)
-    except UnknownIdError as err:
-        raise CatalogError(shown, "model", str(err)) from None
-    for i, name in enumerate(scenario.hardware):
+    if model is None or model.id != scenario.model:
         try:
-            catalog.hardware(name)
+            model = catalog.model(scenario.model)
         except UnknownIdError as err:
-            raise CatalogError(shown, f"hardware[{i}]", str(err)) from None
+            raise CatalogError(shown, "model", str(err)) from None
+    hardware = _hardware(catalog, scenario.hardware, shown, "hardware")
     total = scenario.input_tokens + scenario.output_tokens
     if total > model.max_context:
         raise CatalogError(
@@ -787,24 +803,50 @@ def check_scenario(catalog: Catalog, scenario: ScenarioSpec, shown: str) -> Mode
             f"ISL + OSL = {scenario.input_tokens} + {scenario.output_tokens} = {total} tokens "
             f"exceeds {model.id}'s context window of {model.max_context}",
         )
-    return model
+    return Found(model, hardware, [])
 
 
-def _check_pipeline(catalog: Catalog, scenario: ScenarioSpec, shown: str) -> ModelSpec:
-    """Every stage's model and hardware exist and its ISL + OSL fits the model's window."""
-    models: list[ModelSpec] = []
+def _hardware(
+    catalog: Catalog,
+    names: list[str],
+    shown: str,
+    field: str,
+    seen: dict[str, Hardware] | None = None,
+) -> list[Hardware]:
+    """The hardware options ``names`` (the scenario's ``field``), each once, in the order first
+    stated; each id looked up once (``seen``: those looked up already, updated)."""
+    seen = {} if seen is None else seen
+    for i, name in enumerate(names):
+        try:
+            if name not in seen:
+                seen[name] = catalog.hardware(name)
+        except UnknownIdError as err:
+            raise CatalogError(shown, f"{field}[{i}]", str(err)) from None
+    return [seen[name] for name in dict.fromkeys(names)]
+
+
+def _check_pipeline(
+    catalog: Catalog, scenario: ScenarioSpec, shown: str
+) -> list[tuple[ModelSpec, list[Hardware]]]:
+    """Every stage's model and hardware exist and its ISL + OSL fits the model's window;
+    returns each stage's model and hardware options (its own, else the scenario's)."""
+    stages: list[tuple[ModelSpec, list[Hardware]]] = []
+    models: dict[str, ModelSpec] = {}  # each id looked up once, whichever stages name it
+    hardware_found: dict[str, Hardware] = {}
     for i, stage in enumerate(scenario.pipeline or []):
         where = f"pipeline[{i}]"
         try:
-            model = catalog.model(stage.model)
+            if stage.model not in models:
+                models[stage.model] = catalog.model(stage.model)
+            model = models[stage.model]
         except UnknownIdError as err:
             raise CatalogError(shown, f"{where}.model", str(err)) from None
-        for j, name in enumerate(stage.hardware or scenario.hardware):
-            try:
-                catalog.hardware(name)
-            except UnknownIdError as err:
-                field = f"{where}.hardware[{j}]" if stage.hardware else f"hardware[{j}]"
-                raise CatalogError(shown, field, str(err)) from None
+        if stage.hardware is not None:
+            hardware = _hardware(
+                catalog, stage.hardware, shown, f"{where}.hardware", hardware_found
+            )
+        else:
+            hardware = _hardware(catalog, scenario.hardware, shown, "hardware", hardware_found)
         if stage.isl + stage.osl > model.max_context:
             raise CatalogError(
                 shown,
@@ -812,5 +854,5 @@ def _check_pipeline(catalog: Catalog, scenario: ScenarioSpec, shown: str) -> Mod
                 f"ISL + OSL = {stage.isl} + {stage.osl} = {stage.isl + stage.osl} tokens "
                 f"exceeds {model.id}'s context window of {model.max_context}",
             )
-        models.append(model)
-    return models[0]
+        stages.append((model, hardware))
+    return stages

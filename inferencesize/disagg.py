@@ -81,6 +81,7 @@ from inferencesize.transformer import (
     kv_tokens,
     linear_state_bytes_per_sequence,
 )
+from inferencesize.vocabulary import Objective
 
 #: A new prompt waits on average half a prefill step, then its own (see module docstring).
 PREFILL_TTFT_STEPS = 1.5
@@ -129,7 +130,7 @@ class PoolPlan:
     def sort_key(self) -> tuple[Any, ...]:
         """What is paid for, as aggregated plans rank (:func:`economics.objective_key`)."""
         key = objective_key(
-            "servers",
+            Objective.SERVERS,
             self.servers_paid,
             self.gpus_paid,
             self.cost_per_hour_usd,
@@ -218,7 +219,12 @@ class Comparison:
             )
         dk = _rank(d)
         ak = objective_key(
-            "servers", a.servers_paid, a.gpus_paid, a.cost_per_hour_usd, a.power_watts, a.gpus
+            Objective.SERVERS,
+            a.servers_paid,
+            a.gpus_paid,
+            a.cost_per_hour_usd,
+            a.power_watts,
+            a.gpus,
         )
         return "disaggregated" if dk < ak else "aggregated"
 
@@ -706,7 +712,7 @@ def plan_disaggregated(
 def _rank(p: DisaggPlan) -> tuple[float, ...]:
     """What both pools pay for, as aggregated plans rank (:func:`economics.objective_key`)."""
     return objective_key(
-        "servers", p.servers_paid, p.gpus_paid, p.cost_per_hour_usd, p.power_watts, p.gpus
+        Objective.SERVERS, p.servers_paid, p.gpus_paid, p.cost_per_hour_usd, p.power_watts, p.gpus
     )
 
 

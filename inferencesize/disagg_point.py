@@ -36,8 +36,9 @@ from inferencesize.queueing import (
     e2e_s,
     in_step_share,
 )
-from inferencesize.units import MS_PER_S, Batching
+from inferencesize.units import MS_PER_S
 from inferencesize.validation import RATE_METRICS, Mapped, PoolPoint, Prediction, per_gpu_rates
+from inferencesize.vocabulary import Batching
 
 
 @dataclass(frozen=True)

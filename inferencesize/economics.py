@@ -58,6 +58,7 @@ from typing import Literal
 from inferencesize.deployment import BARE_GPU_NODE
 from inferencesize.errors import InputError
 from inferencesize.specs import GpuSpec, SystemSpec
+from inferencesize.vocabulary import CostBasis, Objective
 
 HOURS_PER_YEAR = 8766.0  # 365.25 days
 SECONDS_PER_HOUR = 3600.0
@@ -68,9 +69,7 @@ DEFAULT_PUE = 1.3
 #: 10.2 kW / (8 × 700 W) = 1.82, DGX B200 14.3 kW / (8 × 1000 W) = 1.79 (their datasheets).
 WALL_PER_BOARD = 1.8
 
-Basis = Literal["auto", "cloud", "owned"]
-Objective = Literal["servers", "gpus", "cost", "power"]
-OBJECTIVES: tuple[Objective, ...] = ("servers", "gpus", "cost", "power")
+Basis = CostBasis
 
 
 @dataclass(frozen=True)
@@ -82,7 +81,7 @@ class Pricing:
     ``spare_servers``: N + k redundancy, k nodes beyond what the peak needs, paid and powered.
     """
 
-    basis: Basis = "auto"
+    basis: Basis = CostBasis.AUTO
     usd_per_gpu_hour: float | None = None
     server_price_usd: float | None = None
     amortization_years: float = DEFAULT_AMORTIZATION_YEARS
@@ -235,8 +234,8 @@ def prices(pricing: Pricing, gpu: GpuSpec, system: SystemSpec | None) -> Prices:
 
 
 def _basis(pricing: Pricing, p: Prices) -> Literal["cloud", "owned"] | None:
-    if pricing.basis != "auto":
-        return pricing.basis
+    if pricing.basis != CostBasis.AUTO:
+        return "cloud" if pricing.basis == CostBasis.CLOUD else "owned"
     return "cloud" if p.rent is not None else "owned" if p.buy is not None else None
 
 
@@ -399,6 +398,20 @@ def token_economics(
     )
 
 
+#: The ranking rule: the figures plans are ranked by under each objective, first to last.
+#: What is paid for comes first: the servers (nodes) and GPUs of the whole units bought or
+#: rented (a GB200 NVL72 rack: 18 trays, 72 GPUs, however few run an instance), their cost per
+#: hour and wall power; ties on everything paid go to fewer GPUs used (more left free on the
+#: same units). :func:`objective_key` reads it for one plan, the sweep's array ranking
+#: (:func:`inferencesize.sweep.choose`) for many.
+RANKING: dict[Objective, tuple[str, ...]] = {
+    Objective.SERVERS: ("servers_paid", "gpus_paid", "cost", "power", "gpus_used"),
+    Objective.GPUS: ("gpus_paid", "servers_paid", "cost", "power", "gpus_used"),
+    Objective.COST: ("cost", "servers_paid", "gpus_paid", "power", "gpus_used"),
+    Objective.POWER: ("power", "servers_paid", "gpus_paid", "cost", "gpus_used"),
+}
+
+
 def objective_key(
     objective: Objective,
     servers_paid: int,
@@ -406,21 +419,18 @@ def objective_key(
     cost: float | None,
     watts: float | None,
     gpus_used: int = 0,
-) -> tuple[float, float, float, float, float]:
-    """Sort key for a plan under ``objective``, on what is paid for: the servers (nodes) and
-    GPUs of the whole units bought or rented (a GB200 NVL72 rack: 18 trays, 72 GPUs, however
-    few run an instance), their cost per hour and wall power; unknown cost or power sort last.
-    Ties on everything paid go to fewer GPUs used (more left free on the same units)."""
+) -> tuple[float, ...]:
+    """Sort key for a plan under ``objective`` (:data:`RANKING`); unknown cost or power sort
+    last."""
     inf = float("inf")
-    usd = cost if cost is not None else inf
-    w = watts if watts is not None else inf
-    if objective == "gpus":
-        return (gpus_paid, servers_paid, usd, w, gpus_used)
-    if objective == "cost":
-        return (usd, servers_paid, gpus_paid, w, gpus_used)
-    if objective == "power":
-        return (w, servers_paid, gpus_paid, usd, gpus_used)
-    return (servers_paid, gpus_paid, usd, w, gpus_used)
+    figures = {
+        "servers_paid": servers_paid,
+        "gpus_paid": gpus_paid,
+        "cost": cost if cost is not None else inf,
+        "power": watts if watts is not None else inf,
+        "gpus_used": gpus_used,
+    }
+    return tuple(figures[name] for name in RANKING[objective])
 
 
 BudgetKey = Literal["max_gpus", "max_servers", "max_cost_per_hour_usd", "max_power_kw"]

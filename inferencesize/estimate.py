@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from inferencesize import units
+from inferencesize import vocabulary
 from inferencesize.bands import BAND_SHARE, METRICS, Band, BandTable
 from inferencesize.deployment import build_deployment, choose_efficiency, default_kv_precision
 from inferencesize.kernel_step import KernelTier, kernel_hardware
@@ -27,9 +27,10 @@ from inferencesize.sharing import Share, shared_efficiency, shared_gpu
 from inferencesize.specs import EfficiencySet, GpuSpec, ModelSpec, SystemSpec
 from inferencesize.techniques import NO_TECHNIQUES, Techniques, describe
 from inferencesize.transformer import ModelCosts, capped_costs, model_costs
-from inferencesize.units import GIB, MS_PER_S, BatchingMode
+from inferencesize.units import GIB, MS_PER_S
+from inferencesize.vocabulary import BatchingMode
 
-#: A batching argument: ``units.Batching`` or its string value (the name other modules import).
+#: A batching argument: ``vocabulary.Batching`` or its string value (the name other modules import).
 Batching = BatchingMode
 
 
@@ -201,7 +202,7 @@ class Estimator:
     ) -> OperatingPoint | None:
         if res.deployment is None or res.reason is not None:
             return None
-        if batching == units.Batching.STATIC:
+        if batching == vocabulary.Batching.STATIC:
             return static(res.deployment, isl, osl, concurrency)
         return inflight(res.deployment, isl, osl, concurrency, res.max_concurrency)
 
@@ -220,7 +221,11 @@ def record(
     ``itl_max_s`` when already computed (``longest_gaps``)."""
     cand = res.candidate
     reason = res.reason
-    if op is not None and batching == units.Batching.STATIC and concurrency > res.max_concurrency:
+    if (
+        op is not None
+        and batching == vocabulary.Batching.STATIC
+        and concurrency > res.max_concurrency
+    ):
         reason = (
             f"static batch {concurrency} exceeds the KV capacity of {res.max_concurrency}"
             f" sequences of {isl + osl:.0f} tokens"
@@ -285,7 +290,7 @@ def longest_gaps(
     assert res.deployment is not None
     per_step = res.deployment.techniques.tokens_per_step
     mean = np.array([op.itl_s for op in ops]) * per_step
-    if batching != units.Batching.INFLIGHT:
+    if batching != vocabulary.Batching.INFLIGHT:
         return [float(g) for g in mean]
     isl_a = np.asarray(isl, dtype=float)
     ctx = isl_a + np.asarray(osl, dtype=float) / 2.0
@@ -338,7 +343,7 @@ def rate_record(
     None (the queue grows without bound)."""
     from inferencesize.openloop import open_loop
 
-    base = record(res, isl, osl, 0, units.Batching.INFLIGHT, None, engine)
+    base = record(res, isl, osl, 0, vocabulary.Batching.INFLIGHT, None, engine)
     out: dict[str, Any] = dict(base)
     out.update(arrivals="poisson" if cv == 1.0 else "gamma", cv=cv, rate_rps=rate_rps)
     for name in ("ttft", "itl", "e2e"):

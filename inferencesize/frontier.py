@@ -34,12 +34,12 @@ from typing import Any
 import numpy as np
 
 from inferencesize.deployment import default_kv_precision
-from inferencesize.estimate import Batching, Candidate, Estimator, Resolved
+from inferencesize.estimate import Candidate, Estimator, Resolved
 from inferencesize.parallelism import valid_splits
 from inferencesize.planner import HardwareOption, Limits, OpenLoopSizing, Rejected, unrunnable
+from inferencesize.question import Question
 from inferencesize.serving import inflight_arrays, points
-from inferencesize.specs import GpuSpec, ModelSpec, SystemSpec
-from inferencesize.units import statistic_fraction
+from inferencesize.vocabulary import Batching, BatchingMode, quantiles_of
 
 #: Above this KV capacity a candidate is sampled (all of 1…256, then geometric) not exhaustive.
 MAX_POINTS_PER_CANDIDATE = 2048
@@ -106,7 +106,7 @@ def open_loop_curve(
 
     assert res.deployment is not None
     dep, top = res.deployment, res.max_concurrency
-    wanted = tuple(sorted({statistic_fraction(s) for s in stats if s != "mean"}))
+    wanted = quantiles_of(stats)
     top_rate = max_rate_rps(dep, isl, osl, max_in_flight=top)
     cols: dict[str, list[float]] = {k: [] for k in ("n", "ttft", "itl", "e2e", "x")}
     for share in shares:
@@ -145,7 +145,7 @@ def fleet_curve(
     return Curve(arr["n"], arr["ttft"], arr["itl"], arr["e2e"], np.asarray(rates, dtype=float))
 
 
-def curve(res: Resolved, isl: float, osl: float, batching: Batching, concurrency: Any) -> Curve:
+def curve(res: Resolved, isl: float, osl: float, batching: BatchingMode, concurrency: Any) -> Curve:
     """Latency and throughput of one resolved candidate at the given concurrencies."""
     assert res.deployment is not None
     n = np.asarray(concurrency, dtype=float)
@@ -208,37 +208,23 @@ class Frontier:
         return int(idx[np.argmax(np.asarray(value)[idx])])
 
 
-def frontier(
-    est: Estimator,
-    model: ModelSpec,
-    hardware: Sequence[tuple[GpuSpec, SystemSpec | None]],
-    precisions: Sequence[str] | None,
-    isl: float,
-    osl: float,
-    limits: Limits,
-    *,
-    kv_precision: str | None = None,
-    tps: Sequence[int] | None = None,
-    pps: Sequence[int] | None = None,
-    eps: Sequence[int] | None = None,
-    batching: Batching = "inflight",
-    max_concurrency: int | None = None,
-    arrivals: str = "closed-loop",
-    cv: float = 1.0,
-) -> Frontier:
-    """Evaluate every single-node candidate over its load and mark the Pareto frontier.
+def frontier(est: Estimator, q: Question, *, max_concurrency: int | None = None) -> Frontier:
+    """Evaluate every single-node candidate of the question's search space over its load and
+    mark the Pareto frontier.
 
-    ``tps``/``pps``/``eps`` None means every valid power of two; ``max_concurrency`` caps the
-    concurrency swept (default: each candidate's KV capacity). ``arrivals="poisson"``
-    (in-flight batching): the load is a request rate, latencies at ``limits.stats``
-    (module docstring).
+    Splits not listed (None) are every valid power of two; ``max_concurrency`` caps the
+    concurrency swept (default: each candidate's KV capacity). Arrivals at a rate (in-flight
+    batching): the load is a request rate, latencies at the limits' statistics (module
+    docstring).
     """
-    open_loop = arrivals == "poisson" and batching != "static"
+    space, isl, osl, limits, batching = q.space, q.isl, q.osl, q.limits, q.batching
+    model, tps, pps, eps = space.model, space.tps, space.pps, space.eps
+    open_loop = q.arrivals.open_loop and batching != Batching.STATIC
     cands: list[Candidate] = []
     rejected: list[Rejected] = []
     cols: dict[str, list[Any]] = {k: [] for k in ("i", "n", "ttft", "itl", "e2e", "x", "gpus")}
     costs = est.costs(model)
-    for g, s in hardware:
+    for g, s in space.hardware:
         hw = HardwareOption(g, s)
         splits = valid_splits(
             costs,
@@ -248,8 +234,8 @@ def frontier(
             list(eps) if eps else None,
         )
         splits = [p for p in splits if p.gpus <= hw.gpus_per_node]
-        for precision in precisions or g.native_precisions():
-            kv = kv_precision or default_kv_precision(precision)
+        for precision in space.precisions or g.native_precisions():
+            kv = space.kv_precision or default_kv_precision(precision)
             for par in splits:
                 cand = Candidate(model, g, s, precision, kv, par)
                 res = est.resolve(cand, isl + osl)
@@ -261,7 +247,7 @@ def frontier(
                 if max_concurrency is not None:
                     top = min(top, max_concurrency)
                 if open_loop:
-                    c = open_loop_curve(res, isl, osl, limits.stats, cv)
+                    c = open_loop_curve(res, isl, osl, limits.stats, q.arrivals.cv)
                 else:
                     c = curve(res, isl, osl, batching, concurrency_grid(top))
                 cols["i"].append(np.full(np.size(c.concurrency), len(cands)))

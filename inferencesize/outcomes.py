@@ -22,7 +22,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, ClassVar, Literal, TypeAlias
 
-Metric = Literal["ttft", "itl", "e2e"]
+from inferencesize.vocabulary import Metric
+
 #: The coarse kind a binding constraint is reported with (``PlanResult.binding_constraint``);
 #: "pruned": not searched to the end, since it could not beat the plans kept.
 Family = Literal["invalid", "memory", "ttft", "itl", "e2e", "pruned"]

@@ -27,11 +27,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from inferencesize.deployment import BARE_GPU_NODE, default_kv_precision
-from inferencesize.economics import Objective, Pricing
+from inferencesize.economics import Pricing
 from inferencesize.estimate import Batching, Candidate, Estimator
 from inferencesize.parallelism import valid_splits
 from inferencesize.planner import Limits, Plan, PlanResult, plan
-from inferencesize.specs import GpuSpec, ModelSpec, SystemSpec
+from inferencesize.question import SearchSpace
+from inferencesize.vocabulary import Mode, Objective
 
 
 @dataclass(frozen=True)
@@ -39,16 +40,10 @@ class Stage:
     """One model of the pipeline with what it may run on."""
 
     name: str
-    model: ModelSpec
-    hardware: Sequence[tuple[GpuSpec, SystemSpec | None]]
-    precisions: Sequence[str] | None  # None: each GPU's native precisions
+    space: SearchSpace  # model, hardware, precisions and splits searched
     isl: float
     osl: float
     calls: float = 1.0
-    kv_precision: str | None = None
-    tps: Sequence[int] | None = None
-    pps: Sequence[int] | None = None
-    eps: Sequence[int] | None = None
     e2e_s: float | None = None  # fixed per-call budget
     ttft_s: float | None = None  # extra limits per call (a stage that streams to the user)
     itl_s: float | None = None
@@ -125,20 +120,21 @@ class PipelineResult:
 def unloaded_e2e(stage: Stage, est: Estimator, batching: Batching = "inflight") -> float | None:
     """E2E of one request alone (concurrency 1) on the stage's fastest single-node candidate."""
     best: float | None = None
-    costs = est.costs(stage.model)
-    for gpu, system in stage.hardware:
+    space = stage.space
+    costs = est.costs(space.model)
+    for gpu, system in space.hardware:
         node = system.gpus_per_node if system is not None else BARE_GPU_NODE
         splits = valid_splits(
             costs,
             node,
-            list(stage.tps) if stage.tps else None,
-            list(stage.pps) if stage.pps else None,
-            list(stage.eps) if stage.eps else None,
+            list(space.tps) if space.tps else None,
+            list(space.pps) if space.pps else None,
+            list(space.eps) if space.eps else None,
         )
-        for precision in stage.precisions or gpu.native_precisions():
-            kv = stage.kv_precision or default_kv_precision(precision)
+        for precision in space.precisions or gpu.native_precisions():
+            kv = space.kv_precision or default_kv_precision(precision)
             for par in splits:
-                cand = Candidate(stage.model, gpu, system, precision, kv, par)
+                cand = Candidate(space.model, gpu, system, precision, kv, par)
                 res = est.resolve(cand, stage.isl + stage.osl)
                 if res.reason is not None or res.max_concurrency < 1:
                     continue
@@ -183,7 +179,7 @@ def plan_pipeline(
     est: Estimator,
     *,
     batching: Batching = "inflight",
-    objective: Objective = "servers",
+    objective: Objective = Objective.SERVERS,
     pricing: Pricing | None = None,
     top: int = 3,
 ) -> PipelineResult:
@@ -201,21 +197,22 @@ def plan_pipeline(
         stage_peak = stage.calls * peak_rps
         # a zero budget (fixed stages used it all) still plans, to report the miss
         limits = Limits(
-            ttft_s=stage.ttft_s, itl_s=stage.itl_s, e2e_s=max(budget, 1e-9), mode="streaming"
+            ttft_s=stage.ttft_s, itl_s=stage.itl_s, e2e_s=max(budget, 1e-9), mode=Mode.STREAMING
         )
+        space = stage.space
         result = plan(
-            stage.model,
-            stage.hardware,
-            stage.precisions,
+            space.model,
+            list(space.hardware),
+            space.precisions,
             stage.isl,
             stage.osl,
             stage_peak,
             limits,
             est,
-            kv_precision=stage.kv_precision,
-            tps=stage.tps,
-            pps=stage.pps,
-            eps=stage.eps,
+            kv_precision=space.kv_precision,
+            tps=space.tps,
+            pps=space.pps,
+            eps=space.eps,
             batching=batching,
             top=top,
             objective=objective,

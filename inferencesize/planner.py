@@ -33,7 +33,7 @@ import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
@@ -41,7 +41,6 @@ from inferencesize.deployment import BARE_GPU_NODE, default_kv_precision
 from inferencesize.economics import (
     Budget,
     Fleet,
-    Objective,
     PlanEconomics,
     Pricing,
     input_share,
@@ -58,7 +57,6 @@ from inferencesize.outcomes import (
     HardwareSearch,
     LatencyMiss,
     MemoryShortfall,
-    Metric,
     Pruned,
     RejectKind,
     RejectReason,
@@ -77,7 +75,8 @@ from inferencesize.sharing import Share, shares_for, whole_gpus
 from inferencesize.specs import GpuSpec, ModelSpec, SystemSpec
 from inferencesize.specs.scenario import ScenarioSpec
 from inferencesize.transformer import ModelCosts
-from inferencesize.units import DEFAULT_ROUTER, SECONDS_PER_DAY, Router
+from inferencesize.units import SECONDS_PER_DAY, ms_to_s
+from inferencesize.vocabulary import DEFAULT_ROUTER, Arrivals, Metric, Mode, Objective, Router
 
 if TYPE_CHECKING:  # imported where searched: the open-loop model loads only when used
     from inferencesize.openloop import InstanceSearch
@@ -85,7 +84,6 @@ if TYPE_CHECKING:  # imported where searched: the open-loop model loads only whe
 #: Largest multi-node instance considered (in nodes) when nothing fits in one node.
 MAX_NODES_PER_INSTANCE = 8
 
-Mode = Literal["streaming", "sequential"]
 Binding = Literal["ttft", "itl", "e2e", "memory"]
 #: A candidate's search: its operating point and binding limit, or why it cannot serve, with
 #: the instances the search found (0: sized from the operating point's rate) and, open loop,
@@ -105,7 +103,7 @@ class Limits:
     ttft_s: float | None = None
     itl_s: float | None = None
     e2e_s: float | None = None
-    mode: Mode = "streaming"
+    mode: Mode = Mode.STREAMING
     stats: tuple[str, str, str] = ("mean", "mean", "mean")
 
     @classmethod
@@ -114,10 +112,7 @@ class Limits:
     ) -> Limits:
         """Limits from millisecond values as scenarios and flags state them."""
 
-        def s(ms: float | None) -> float | None:
-            return ms / 1e3 if ms is not None else None
-
-        return cls(s(ttft_ms), s(itl_ms), s(e2e_ms), mode)
+        return cls(ms_to_s(ttft_ms), ms_to_s(itl_ms), ms_to_s(e2e_ms), mode)
 
     @classmethod
     def of(cls, scenario: ScenarioSpec) -> Limits:
@@ -330,7 +325,7 @@ class Plan:
         )
 
     def prefix(
-        self, objective: Objective = "servers", budget: Budget | None = None
+        self, objective: Objective = Objective.SERVERS, budget: Budget | None = None
     ) -> tuple[float, ...]:
         """What ranks it before any tie-break: within ``budget`` first (when one is held),
         then what is paid for — servers, GPUs, cost per hour, power in ``objective``'s order
@@ -355,7 +350,7 @@ class Plan:
         return self.capacity.room(self.instances, self.peak_rps)
 
     def sort_key(
-        self, objective: Objective = "servers", budget: Budget | None = None
+        self, objective: Objective = Objective.SERVERS, budget: Budget | None = None
     ) -> tuple[Any, ...]:
         """Its whole rank: :meth:`prefix`, then more room at the peak first, then its label."""
         return (*self.prefix(objective, budget), -self.room, self.candidate.label())
@@ -375,7 +370,7 @@ def prefill_per_prompt_s(dep: Any, isl: float) -> float:
 
 def rank(
     plans: Sequence[Plan],
-    objective: Objective = "servers",
+    objective: Objective = Objective.SERVERS,
     exact: int | None = None,
     budget: Budget | None = None,
 ) -> list[Plan]:
@@ -968,12 +963,12 @@ def plan(
     eps: Sequence[int] | None = None,
     batching: Batching = "inflight",
     top: int = 3,
-    objective: Objective = "servers",
+    objective: Objective = Objective.SERVERS,
     pricing: Pricing | None = None,
     dps: Sequence[int] | None = None,
     span_nvlink_domain: bool = False,
     batch_sizes: Sequence[int] | None = None,
-    arrivals: Literal["poisson", "closed-loop"] = "closed-loop",
+    arrivals: Arrivals = Arrivals.CLOSED_LOOP,
     cv: float = 1.0,
     router: Router | str = DEFAULT_ROUTER,
     prune: bool = False,
@@ -1297,43 +1292,6 @@ def at_peak(
     return _plan_for(c, res, None, "memory", hw, peak_rps, isl, osl, pricing, n, p.sizing)
 
 
-class Lookup(Protocol):
-    """What planning a scenario needs from a catalog."""
-
-    def model(self, name: str) -> ModelSpec: ...
-
-    def hardware(self, name: str) -> tuple[GpuSpec, SystemSpec | None]: ...
-
-
-def plan_scenario(
-    lookup: Lookup, s: ScenarioSpec, peak_rps: float, est: Estimator, **options: Any
-) -> PlanResult:
-    """:func:`plan` for a single-model scenario: its model, hardware, precisions, lengths,
-    limits, splits and batching; ``options`` are the other keyword arguments of ``plan``
-    (``top``, ``objective``, ``pricing``, ``dps``, ``span_nvlink_domain``)."""
-    assert s.model is not None  # pipeline scenarios are planned stage by stage
-    return plan(
-        lookup.model(s.model),
-        [lookup.hardware(h) for h in dict.fromkeys(s.hardware)],
-        None if s.precision == "auto" else s.precision,
-        s.input_tokens,
-        s.output_tokens,
-        peak_rps,
-        Limits.of(s),
-        est,
-        kv_precision=s.kv_precision,
-        tps=None if s.tp == "auto" else s.tp,
-        pps=None if s.pp == "auto" else s.pp,
-        eps=None if s.ep == "auto" else s.ep,
-        batching=s.batching,
-        batch_sizes=s.batch_sizes,
-        arrivals=s.arrivals,
-        cv=s.cv,
-        router=Router(s.router),
-        **options,
-    )
-
-
 def plan_alone(
     chosen: Plan,
     est: Estimator,
@@ -1341,7 +1299,7 @@ def plan_alone(
     *,
     batching: Batching,
     batch_sizes: Sequence[int] | None,
-    arrivals: Literal["poisson", "closed-loop"],
+    arrivals: Arrivals,
     cv: float,
     router: Router | str,
     options: Mapping[str, Any],

@@ -69,7 +69,7 @@ from inferencesize.queueing import (
     ttft_s,
 )
 from inferencesize.serving_steps import inflight_steps, static_batch, step_totals
-from inferencesize.units import Batching, BatchingMode
+from inferencesize.vocabulary import Batching, BatchingMode
 
 __all__ = [
     "LOAD_CAP",

@@ -44,13 +44,24 @@ from inferencesize.errors import CatalogError, InputError, UnknownIdError
 from inferencesize.estimate import Candidate, Estimator
 from inferencesize.offline import OfflineBatch, offline_batch
 from inferencesize.parallelism import Parallelism
-from inferencesize.planner import Limits, PlanResult, plan_scenario
-from inferencesize.specs import EfficiencySet, GpuSpec, ModelSpec, SystemSpec
+from inferencesize.planner import Limits, PlanResult
+from inferencesize.question import (
+    Question,
+    SearchSpace,
+    hardware_ids,
+    inherit,
+    plan_question,
+    question_of,
+    searched,
+    stage_space,
+)
+from inferencesize.specs import EfficiencySet, ModelSpec
 from inferencesize.specs.scenario import DEFAULT_HARDWARE, MAX_CV, Pool, ScenarioSpec
 from inferencesize.specs.techniques import TechniquesSpec
 from inferencesize.techniques import Speculative, Techniques, mtp_costs
 from inferencesize.transformer import model_costs
-from inferencesize.units import DEFAULT_ROUTER, PRECISIONS, Router, tokens_from_words
+from inferencesize.units import PRECISIONS, ms_to_s, tokens_from_words
+from inferencesize.vocabulary import Router
 
 if TYPE_CHECKING:  # imported by the methods that need them
     from inferencesize.band_plan import SlowEdge
@@ -215,14 +226,17 @@ def origins_of(data: Mapping[str, Any], overrides: Mapping[str, Any]) -> dict[st
     return out
 
 
-def _required(catalog: Catalog, data: Mapping[str, Any], shown: str, traffic: bool) -> None:
+def _required(
+    catalog: Catalog, data: Mapping[str, Any], shown: str, traffic: bool
+) -> ModelSpec | None:
     """A missing part of the question, named with its flag, before schema validation (an
-    unknown model id first: it is the likelier mistake)."""
+    unknown model id first: it is the likelier mistake); returns the model it looked up."""
     if data.get("pipeline"):
-        return
+        return None
+    model = None
     if isinstance(data.get("model"), str):
         try:
-            catalog.model(data["model"])
+            model = catalog.model(data["model"])
         except UnknownIdError as err:
             raise CatalogError(shown, "model", str(err)) from None
     need: list[tuple[str, tuple[str, ...], str]] = [
@@ -237,6 +251,7 @@ def _required(catalog: Catalog, data: Mapping[str, Any], shown: str, traffic: bo
     for what, keys, flag in need:
         if not any(k in data for k in keys):
             raise CatalogError(shown, what, f"required: give {flag} (or state it in a scenario)")
+    return model
 
 
 # --------------------------------------------------------------------------- techniques
@@ -375,11 +390,12 @@ def planning(
     spec: ScenarioSpec,
     shown: str,
     others: tuple[EfficiencySet, ...] = (),
+    model: ModelSpec | None = None,
 ) -> Planning:
     """The estimator (engine set, techniques, KV cap) and planner arguments (objective,
-    pricing, attention DP, NVLink span) of a single-model scenario; ``others``: the sets a
-    GPU × precision ``eset`` is not calibrated on may take (``engines.auto_sets``)."""
-    model = catalog.model(spec.model) if spec.model is not None else None
+    pricing, attention DP, NVLink span) of a single-model scenario whose model is ``model``;
+    ``others``: the sets a GPU × precision ``eset`` is not calibrated on may take
+    (``engines.auto_sets``)."""
     techniques = resolve_techniques(
         catalog, spec.techniques, model, spec.input_tokens, system_prompt_tokens(spec), shown
     )
@@ -416,15 +432,15 @@ class Study:
     #: How messages about the peak name each of :data:`~inferencesize.demand.PEAK_FIELDS`:
     #: the flag that stated it, or the scenario file and the field (:func:`_peak_names`).
     peak_names: Mapping[str, str] = field(default_factory=dict)
+    #: The single-model question, resolved (None: a pipeline, sized stage by stage).
+    question: Question | None = None
+    #: A pipeline's stages' search spaces, resolved (in the order of ``spec.pipeline``).
+    stages: tuple[SearchSpace, ...] = ()
 
     # ---- the question
     @property
     def model(self) -> ModelSpec | None:
-        return self.catalog.model(self.spec.model) if self.spec.model is not None else None
-
-    @property
-    def hardware(self) -> list[tuple[GpuSpec, SystemSpec | None]]:
-        return [self.catalog.hardware(h) for h in dict.fromkeys(self.spec.hardware)]
+        return self.question.model if self.question is not None else None
 
     @property
     def isl(self) -> int:
@@ -436,7 +452,7 @@ class Study:
 
     @property
     def limits(self) -> Limits:
-        return Limits.of(self.spec)
+        return self.question.limits if self.question is not None else Limits.of(self.spec)
 
     @property
     def peak_rps(self) -> float:
@@ -485,18 +501,19 @@ class Study:
             return None
         from inferencesize.engine_choice import engine_choice
 
-        s = self.spec
+        q = self.question
+        assert q is not None  # a chosen plan has a model
         return engine_choice(
             chosen,
             self.estimator,
             self.catalog.efficiency.values(),
             named=self.origins.get("engine") != "default",
-            limits=self.limits,
-            batching=s.batching,
-            batch_sizes=s.batch_sizes,
-            arrivals=s.arrivals,
-            cv=s.cv,
-            router=s.router,
+            limits=q.limits,
+            batching=q.batching,
+            batch_sizes=q.batch_sizes,
+            arrivals=q.arrivals.kind,
+            cv=q.arrivals.cv,
+            router=q.arrivals.router,
             options=self.options,
         )
 
@@ -528,9 +545,10 @@ class Study:
         """Aggregated sizing of a single-model scenario at its peak: the chosen plan and
         ``top`` alternatives (open loop: candidates that cannot beat them are pruned); with
         ``budget``, the chosen plan is the best within it where one exists (``check``)."""
-        return plan_scenario(
-            self.catalog, self.spec, self.peak_rps, self.estimator, top=top, prune=True,
-            budget=budget, **self.options,
+        assert self.question is not None  # pipeline scenarios are planned stage by stage
+        return plan_question(
+            self.question, self.peak_rps, self.estimator, top=top, prune=True, budget=budget,
+            **self.options,
         )  # fmt: skip
 
     def disaggregated(self, aggregated: PlanResult) -> Comparison | None:
@@ -556,31 +574,26 @@ class Study:
     def _pool(self, pool: Pool, role: str) -> PoolSpec:
         from inferencesize.disagg import PoolSpec
 
-        s = self.spec
-        hardware = []
-        for i, name in enumerate(dict.fromkeys(pool.hardware or s.hardware)):
-            try:
-                hardware.append(self.catalog.hardware(name))
-            except UnknownIdError as err:
-                where = f"disaggregated.{role}.hardware[{i}]"
-                raise CatalogError(self.shown, where, str(err)) from None
-
-        def splits(value: Any, default: Any) -> list[int] | None:
-            chosen = value if value is not None else default
-            return None if chosen in (None, "auto") else list(chosen)
-
-        precision = pool.precision or s.precision
+        s, q = self.spec, self.question
+        assert q is not None  # disaggregated questions have one model
+        hardware = list(q.space.hardware)
+        if pool.hardware is not None:  # its own options, else the scenario's (looked up)
+            hardware = []
+            for i, name in enumerate(hardware_ids(pool.hardware)):
+                try:
+                    hardware.append(self.catalog.hardware(name))
+                except UnknownIdError as err:
+                    where = f"disaggregated.{role}.hardware[{i}]"
+                    raise CatalogError(self.shown, where, str(err)) from None
         return PoolSpec(
             hardware=hardware,
-            precisions=None if precision == "auto" else list(precision),
-            kv_precision=pool.kv_precision or s.kv_precision,
-            tps=splits(pool.tp, s.tp),
-            pps=splits(pool.pp, s.pp),
-            eps=splits(pool.ep, s.ep),
+            precisions=searched(inherit(pool.precision, s.precision)),
+            kv_precision=inherit(pool.kv_precision, s.kv_precision),
+            tps=searched(inherit(pool.tp, s.tp)),
+            pps=searched(inherit(pool.pp, s.pp)),
+            eps=searched(inherit(pool.ep, s.ep)),
             cps=tuple(pool.cp or [1]),
-            dps=attention_dps(
-                pool.attention_dp if pool.attention_dp is not None else s.attention_dp
-            ),
+            dps=attention_dps(inherit(pool.attention_dp, s.attention_dp)),
             span_nvlink_domain=s.span_nvlink_domain,
         )
 
@@ -688,36 +701,23 @@ class Study:
 
         s = self.spec
         assert s.pipeline is not None and s.e2e_ms is not None
-        stages = []
-        for st in s.pipeline:
-            tp = st.tp if st.tp is not None else s.tp
-            pp = st.pp if st.pp is not None else s.pp
-            ep = st.ep if st.ep is not None else s.ep
-            precision = st.precision or s.precision
-            stages.append(
-                Stage(
-                    name=st.name,
-                    model=self.catalog.model(st.model),
-                    hardware=[
-                        self.catalog.hardware(h) for h in dict.fromkeys(st.hardware or s.hardware)
-                    ],
-                    precisions=None if precision == "auto" else list(precision),
-                    isl=st.isl,
-                    osl=st.osl,
-                    calls=st.calls,
-                    kv_precision=st.kv_precision or s.kv_precision,
-                    tps=None if tp == "auto" else tp,
-                    pps=None if pp == "auto" else pp,
-                    eps=None if ep == "auto" else ep,
-                    e2e_s=st.e2e_ms / 1e3 if st.e2e_ms is not None else None,
-                    ttft_s=st.ttft_ms / 1e3 if st.ttft_ms is not None else None,
-                    itl_s=st.itl_ms / 1e3 if st.itl_ms is not None else None,
-                )
+        stages = [
+            Stage(
+                name=st.name,
+                space=space,
+                isl=st.isl,
+                osl=st.osl,
+                calls=st.calls,
+                e2e_s=ms_to_s(st.e2e_ms),
+                ttft_s=ms_to_s(st.ttft_ms),
+                itl_s=ms_to_s(st.itl_ms),
             )
+            for st, space in zip(s.pipeline, self.stages, strict=True)
+        ]
         return plan_pipeline(
             stages,
             self.peak_rps,
-            s.e2e_ms / 1e3,
+            ms_to_s(s.e2e_ms),
             self.estimator,
             batching=s.batching,
             objective=s.objective,
@@ -732,20 +732,19 @@ class Study:
         at its statistic."""
         from inferencesize.verify import verify_plan
 
-        s = self.spec
-        cv = s.cv if s.arrivals == "poisson" else 1.0
+        q = self.question
+        assert q is not None  # a plan has a model
         replay = self.trace.at_rate(p.peak_rps) if self.trace is not None else None
-        router = Router(s.router) if s.arrivals == "poisson" else DEFAULT_ROUTER
         return verify_plan(
             self.estimator,
             p,
-            self.isl,
-            self.osl,
-            self.limits,
-            s.batching,
-            cv,
+            q.isl,
+            q.osl,
+            q.limits,
+            q.batching,
+            q.arrivals.cv,
             replay=replay,
-            router=router,
+            router=q.arrivals.router,
         )
 
     def rate_curves(self, result: PlanResult, max_curves: int = 6) -> list[LabelledCurve]:
@@ -793,26 +792,8 @@ class Study:
         request rate under ``arrivals: poisson``), with its Pareto frontier (``frontier``)."""
         from inferencesize.frontier import frontier
 
-        s, model = self.spec, self.model
-        assert model is not None
-        tps, pps, eps = (None if v == "auto" else list(v) for v in (s.tp, s.pp, s.ep))
-        return frontier(
-            self.estimator,
-            model,
-            self.hardware,
-            None if s.precision == "auto" else s.precision,
-            self.isl,
-            self.osl,
-            self.limits,
-            kv_precision=s.kv_precision,
-            tps=tps,
-            pps=pps,
-            eps=eps,
-            batching=s.batching,
-            max_concurrency=max_concurrency,
-            arrivals=s.arrivals,
-            cv=s.cv,
-        )
+        assert self.question is not None  # single-model questions only
+        return frontier(self.estimator, self.question, max_concurrency=max_concurrency)
 
     def sweep(self, axes: Sequence[Axis], points: range | None = None) -> Iterator[Row]:
         """Every point of the grid of ``axes`` over this scenario, planned (rows in order);
@@ -834,8 +815,9 @@ class Study:
         # Points with the same techniques and KV cap share one estimator (and its deployments).
         estimators: dict[tuple[Any, ...], Estimator] = {}
 
-        def configure(s: ScenarioSpec) -> tuple[Estimator, dict[str, Any]]:
-            setup = planning(self.catalog, self.efficiency, s, self.shown, self.estimator.others)
+        def configure(s: ScenarioSpec, model: ModelSpec) -> tuple[Estimator, dict[str, Any]]:
+            others = self.estimator.others
+            setup = planning(self.catalog, self.efficiency, s, self.shown, others, model)
             est = setup.estimator
             return estimators.setdefault((est.techniques, est.kv_cap), est), dict(setup.options)
 
@@ -877,10 +859,11 @@ def resolve(
         "users" if rated == "users" else "trace" if trace is not None and not rated else None
     )
     names = _peak_names(overrides, flags or {}, shown, rate_from)
+    found = None
     if scenario is not None or is_question(overrides):
-        _required(catalog, data, shown, traffic)
+        found = _required(catalog, data, shown, traffic)
     spec = parse_spec(ScenarioSpec, data, shown, context={"traffic": traffic})
-    check_scenario(catalog, spec, shown)
+    model, hardware, stages = check_scenario(catalog, spec, shown, found)
     origins = origins_of(data, {**overrides, **({"engine": engine} if engine else {})})
     eset = efficiency_set(
         catalog, engine or spec.engine, calibration, "--engine" if engine else f"{shown}: engine"
@@ -891,14 +874,20 @@ def resolve(
         origins["arrivals"] = "flag" if "trace" in overrides else "scenario"
     named = origins.get("engine") != "default"
     others = () if named else auto_sets(catalog.efficiency.values(), eset)
+    spaces: tuple[SearchSpace, ...] = ()
     if spec.pipeline is not None:
         tier = catalog.kernel_tier(eset, *others)
         est = Estimator(eset, kv_cap=kv_cap(spec), others=others, kernel_tier=tier)
         options = {}
+        question = None
+        spaces = tuple(
+            stage_space(st, spec, m, hw) for st, (m, hw) in zip(spec.pipeline, stages, strict=True)
+        )
     else:
-        setup = planning(catalog, eset, spec, shown, others)
+        setup = planning(catalog, eset, spec, shown, others, model)
         est, options = setup.estimator, dict(setup.options)
-    return Study(spec, shown, catalog, eset, origins, est, options, trace, names)
+        question = question_of(spec, model, hardware)
+    return Study(spec, shown, catalog, eset, origins, est, options, trace, names, question, spaces)
 
 
 def _peak_names(

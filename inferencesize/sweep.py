@@ -30,19 +30,16 @@ import numpy as np
 from pydantic import TypeAdapter, ValidationError
 
 from inferencesize.demand import peak_of
+from inferencesize.economics import RANKING
 from inferencesize.errors import InputError
 from inferencesize.estimate import Estimator
 from inferencesize.packing import instances_needed, servers_needed
-from inferencesize.planner import (
-    Lookup,
-    Plan,
-    PlanResult,
-    at_peak,
-    plan_scenario,
-    rank,
-)
+from inferencesize.planner import Plan, PlanResult, at_peak, rank
+from inferencesize.question import Lookup, look_up, plan_question
+from inferencesize.specs import ModelSpec
 from inferencesize.specs.scenario import ScenarioSpec
 from inferencesize.units import PRECISIONS
+from inferencesize.vocabulary import Objective
 
 #: Scenario fields that describe rather than size a scenario (not variable).
 NOT_VARIABLE = ("id", "description", "source", "budget")
@@ -60,8 +57,8 @@ CONFIGURED = (
     "kv_cap",
     "techniques",
 )
-#: configure(scenario) -> (estimator, extra keyword arguments of planner.plan)
-Configure = Callable[[ScenarioSpec], tuple[Estimator, dict[str, Any]]]
+#: configure(scenario, its model) -> (estimator, extra keyword arguments of planner.plan)
+Configure = Callable[[ScenarioSpec, ModelSpec], tuple[Estimator, dict[str, Any]]]
 
 
 def unsupported_options(spec: ScenarioSpec) -> list[str]:
@@ -372,11 +369,19 @@ def choose(feasible: Sequence[Plan], peaks: Any) -> Any:
     gpus_paid = np.broadcast_to(units * unit_gpus, shape)
     cost = np.broadcast_to(np.where(np.isinf(price), np.inf, price * units), shape)
     power = np.broadcast_to(np.where(np.isinf(watts), np.inf, watts * units), shape)
-    # economics.objective_key("servers", ...), then Plan.prefix's shared, then the label
-    order = np.lexsort((label_rank, shared, gpus, power, cost, gpus_paid, servers), axis=-1)
+    # economics.RANKING (objective servers), then Plan.prefix's shared, then the label
+    figures = {
+        "servers_paid": servers,
+        "gpus_paid": gpus_paid,
+        "cost": cost,
+        "power": power,
+        "gpus_used": gpus,
+    }
+    ranked = [figures[name] for name in RANKING[Objective.SERVERS]]
+    order = np.lexsort((label_rank, shared, *reversed(ranked)), axis=-1)  # last key first
     first = order[:, 0].copy()
     for i in range(shape[0]):  # a tie on everything paid: more room first (Plan.sort_key)
-        row = (servers[i], gpus_paid[i], cost[i], power[i], gpus[i], shared[i])
+        row = (*(r[i] for r in ranked), shared[i])
         best = tuple(r[first[i]] for r in row)
         tied = [int(j) for j in order[i] if tuple(r[j] for r in row) == best]
         if len(tied) > 1:
@@ -399,15 +404,14 @@ class Sweeper:
     _setups: dict[tuple[Any, ...], tuple[Estimator, dict[str, Any]]] | None = None
 
     def setup(
-        self, s: ScenarioSpec, key: tuple[Any, ...] | None = None
+        self, s: ScenarioSpec, key: tuple[Any, ...], model: ModelSpec
     ) -> tuple[Estimator, dict[str, Any]]:
-        """The estimator and extra planner arguments of ``s`` (cached per workload; ``key``:
-        its :func:`workload_key`, when known)."""
+        """The estimator and extra planner arguments of ``s``, whose model is ``model`` (cached
+        per workload ``key``, its :func:`workload_key`)."""
         if self._setups is None:
             self._setups = {}
-        key = key or workload_key(s)
         if key not in self._setups:
-            self._setups[key] = self.configure(s) if self.configure else (self.est, {})
+            self._setups[key] = self.configure(s, model) if self.configure else (self.est, {})
         return self._setups[key]
 
     def capacity(self, s: ScenarioSpec, key: tuple[Any, ...] | None = None) -> PlanResult:
@@ -417,8 +421,9 @@ class Sweeper:
             self._results = {}
         key = key or workload_key(s)
         if key not in self._results:
-            est, extra = self.setup(s, key)
-            self._results[key] = plan_scenario(self.lookup, s, 1.0, est, top=0, **extra)
+            q = look_up(self.lookup, s)  # each grid point's question, resolved as plan's is
+            est, extra = self.setup(s, key, q.model)
+            self._results[key] = plan_question(q, 1.0, est, top=0, **extra)
         return self._results[key]
 
     def run(
@@ -459,10 +464,11 @@ class Sweeper:
                 continue
             s, pk, key = item
             result = self.capacity(s, key)
-            est, extra = self.setup(s, key)
+            assert self._setups is not None  # set up by capacity
+            est, extra = self._setups[key]
             pricing = extra.get("pricing")
-            objective = extra.get("objective", "servers")
-            fast = objective == "servers" and pricing is None
+            objective = extra.get("objective", Objective.SERVERS)
+            fast = objective == Objective.SERVERS and pricing is None
             if fast and key not in done:
                 done.add(key)
                 members = groups[key]

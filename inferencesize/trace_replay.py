@@ -25,8 +25,8 @@ import numpy as np
 from inferencesize.estimate import Estimator
 from inferencesize.planner import Limits, Plan
 from inferencesize.simulate import BatchingConfig, Workload, per_request, simulate_llm
-from inferencesize.units import DEFAULT_ROUTER, Batching, BatchingMode, Router
 from inferencesize.verify import Latencies, statistic_of
+from inferencesize.vocabulary import DEFAULT_ROUTER, Batching, BatchingMode, Router
 
 METRICS: tuple[Literal["ttft", "itl", "e2e"], ...] = ("ttft", "itl", "e2e")
 

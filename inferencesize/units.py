@@ -1,4 +1,4 @@
-"""SI constants, precision sizes, batching modes and quantity parsing.
+"""SI constants, precision sizes and quantity parsing.
 
 Inside the package every quantity is in SI base units (bytes, seconds, FLOP, bytes/s,
 FLOP/s, watts) and names carry the unit where it is not obvious. This module is the only
@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import math
 import re
-from enum import StrEnum
-from typing import Final, Literal, TypeAlias
+from typing import Final, Literal, overload
 
 KB: Final = 1e3
 MB: Final = 1e6
@@ -35,40 +34,6 @@ SECONDS_PER_HOUR: Final = 3600.0
 HOURS_PER_DAY: Final = 24
 SECONDS_PER_DAY: Final = SECONDS_PER_HOUR * HOURS_PER_DAY
 
-
-class Batching(StrEnum):
-    """How an instance batches requests; the values are the scenario and JSON spellings.
-
-    ``inflight``: continuous (iteration-level) batching; ``static``: a batch of B requests is
-    prefilled together, then decoded together until the last answer ends.
-    """
-
-    INFLIGHT = "inflight"
-    STATIC = "static"
-
-
-#: What a batching argument accepts: the enum, or its value as scenario files state it.
-BatchingMode: TypeAlias = Batching | Literal["inflight", "static"]
-
-
-class Router(StrEnum):
-    """How requests are spread over the instances of a deployment; the values are the
-    scenario, flag and JSON spellings.
-
-    ``random``: each request to an instance drawn uniformly at random (independent of their
-    state); ``round-robin``: to the instances in turn; ``least-loaded``: to the instance with
-    the fewest requests outstanding (join the shortest queue), as production routers do.
-    """
-
-    RANDOM = "random"
-    ROUND_ROBIN = "round-robin"
-    LEAST_LOADED = "least-loaded"
-
-
-#: The router a question assumes unless it states one.
-DEFAULT_ROUTER: Final = Router.LEAST_LOADED
-#: The routers as a scenario spells them (the values of :class:`Router`).
-RouterName = Literal["random", "round-robin", "least-loaded"]
 
 #: Words per token used to turn a word count into tokens (English prose, BPE tokenizers).
 WORDS_PER_TOKEN: Final = 0.75
@@ -100,6 +65,14 @@ COMPUTE_PRECISION: Final[dict[str, str]] = {
     "int4": "fp16",
     "fp4": "fp4",
 }
+
+
+def known_precisions(value: list[str] | str | None) -> None:
+    """A precision, or a list of them, as a scenario, a pool or a pipeline stage states it
+    (None: unstated); ValueError naming the known precisions for any other."""
+    for p in [value] if isinstance(value, str) else value or []:
+        if p not in PRECISIONS:
+            raise ValueError(f"unknown precision {p!r}; expected one of {', '.join(PRECISIONS)}")
 
 
 def bytes_per_element(precision: str) -> float:
@@ -199,6 +172,20 @@ def statistic_fraction(statistic: str | float) -> float:
     if not 0 < q < 1:
         raise ValueError(f"percentile must be a fraction in (0, 1) (got {statistic!r})")
     return q
+
+
+@overload
+def ms_to_s(ms: float) -> float: ...
+@overload
+def ms_to_s(ms: None) -> None: ...
+@overload
+def ms_to_s(ms: float | None) -> float | None: ...
+
+
+def ms_to_s(ms: float | None) -> float | None:
+    """A time stated in milliseconds (a limit, as scenarios and flags state it) in seconds;
+    None stays None."""
+    return ms / MS_PER_S if ms is not None else None
 
 
 def tokens_from_words(words: float) -> int:

@@ -38,7 +38,8 @@ from inferencesize.techniques import (
     MEASURED_MTP_DRAFT_TOKENS,
     draft_heads,
 )
-from inferencesize.units import MS_PER_S, PRECISIONS, Batching, bytes_per_element
+from inferencesize.units import MS_PER_S, PRECISIONS, bytes_per_element
+from inferencesize.vocabulary import Batching
 
 #: Token rates per GPU (``per_gpu_rates``): the metric names say whose GPUs.
 PER_GPU_METRICS = ("output_tok_s_per_gpu", "input_tok_s_per_gpu", "throughput_tok_s_per_gpu")
@@ -78,7 +79,7 @@ class Mapped:
 
     m: Measurement
     candidate: Candidate  # a disaggregated row: its decode instance
-    mode: str  # inflight | static (``units.Batching``) | offline
+    mode: str  # inflight | static (``vocabulary.Batching``) | offline
     concurrency: float
     scale: float  # instances the measured rate covers (per DGX: several; per GPU: a share)
     #: A disaggregated row: (prefill pool, decode pool); predicted by ``disagg_point``.

@@ -37,7 +37,14 @@ from inferencesize.simulate import (
     simulate_llm,
 )
 from inferencesize.simulate.stats import keeps_up, measured_mask, percentile_of
-from inferencesize.units import DEFAULT_ROUTER, Batching, BatchingMode, Router, statistic_fraction
+from inferencesize.vocabulary import (
+    DEFAULT_ROUTER,
+    Batching,
+    BatchingMode,
+    Router,
+    Statistic,
+    fraction_of,
+)
 
 #: Requests simulated per planned instance (at least MIN_REQUESTS in all), for every count.
 REQUESTS_PER_INSTANCE = 400
@@ -65,7 +72,7 @@ MAX_WARMUP = 0.5
 #: rising at 3.3 s, against 0.35 s with 2 % of jitter, which any realistic spread gives).
 LENGTH_JITTER = 0.02
 #: Statistics every simulated count reports.
-STATISTICS = ("mean", "p50", "p90", "p95", "p99")
+STATISTICS: tuple[str, ...] = tuple(s.value for s in Statistic)
 
 
 @dataclass(frozen=True)
@@ -132,10 +139,11 @@ class Verification:
 
 def statistic_of(values: np.ndarray, statistic: str) -> float:
     """``statistic`` ("mean", "p50" … "p99") of the non-NaN ``values``."""
-    if statistic == "mean":
+    q = fraction_of(statistic)
+    if q is None:
         v = values[~np.isnan(values)]
         return float(v.mean()) if v.size else float("nan")
-    return percentile_of(values, statistic_fraction(statistic))
+    return percentile_of(values, q)
 
 
 def workload(

@@ -14,6 +14,8 @@ from shipped import estimator as _est
 from inferencesize.frontier import Frontier, concurrency_grid, frontier, pareto_mask
 from inferencesize.planner import Limits
 from inferencesize.plotting import Series, terminal_plot
+from inferencesize.question import ClosedLoop, OpenLoop, Question, SearchSpace
+from inferencesize.vocabulary import Batching
 
 LIMITS = Limits(ttft_s=1.0, itl_s=0.04)
 
@@ -21,17 +23,11 @@ LIMITS = Limits(ttft_s=1.0, itl_s=0.04)
 @cache
 def _frontier() -> Frontier:
     c = _catalog()
-    return frontier(
-        _est(),
-        c.model("llama-3-70b"),
-        [c.hardware("h100-sxm")],
-        ["fp8", "bf16"],
-        2000,
-        200,
-        LIMITS,
-        pps=[1, 2],
-        max_concurrency=300,
+    space = SearchSpace(
+        c.model("llama-3-70b"), (c.hardware("h100-sxm"),), ["fp8", "bf16"], None, None, [1, 2], None
     )
+    q = Question(space, 2000, 200, LIMITS, ClosedLoop(), Batching.INFLIGHT, None)
+    return frontier(_est(), q, max_concurrency=300)
 
 
 def test_pareto_mask_by_hand() -> None:
@@ -136,18 +132,10 @@ def test_terminal_plot_places_points() -> None:
 def _open(stat: str) -> Frontier:
     c = _catalog()
     limits = Limits(ttft_s=0.3, itl_s=0.025, stats=(stat, stat, stat))
-    return frontier(
-        _est(),
-        c.model("llama-3-8b"),
-        [c.hardware("h100-sxm")],
-        ["fp8"],
-        1000,
-        200,
-        limits,
-        tps=[1],
-        pps=[1],
-        arrivals="poisson",
+    space = SearchSpace(
+        c.model("llama-3-8b"), (c.hardware("h100-sxm"),), ["fp8"], None, [1], [1], None
     )
+    return frontier(_est(), Question(space, 1000, 200, limits, OpenLoop(), Batching.INFLIGHT, None))
 
 
 def test_open_loop_sweeps_shares_of_the_sustainable_rate() -> None:

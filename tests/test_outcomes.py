@@ -25,6 +25,8 @@ from inferencesize.outcomes import (
     summary_sentence,
 )
 from inferencesize.planner import Limits
+from inferencesize.question import ClosedLoop, Question, SearchSpace
+from inferencesize.vocabulary import Batching
 
 
 def test_latency_miss_message_and_ratio() -> None:
@@ -139,10 +141,11 @@ def test_frontier_rejections_are_typed() -> None:
     """Llama-3-70B in BF16 on one 80 GB H100: 2 B × ~70.6 B params ≈ 141 GB of weights."""
     c = _catalog()
     gpu, _ = c.hardware("h100-sxm")
-    fr = frontier(
-        _est(), c.model("llama-3-70b"), [c.hardware("h100-sxm")], ["bf16"], 2000, 200,
-        Limits(ttft_s=1.0), tps=[1], pps=[1],
-    )  # fmt: skip
+    space = SearchSpace(
+        c.model("llama-3-70b"), (c.hardware("h100-sxm"),), ["bf16"], None, [1], [1], None
+    )
+    q = Question(space, 2000, 200, Limits(ttft_s=1.0), ClosedLoop(), Batching.INFLIGHT, None)
+    fr = frontier(_est(), q)
     assert [r.candidate for r in fr.rejected] == ["h100-sxm bf16 tp1"]
     why = fr.rejected[0].why
     assert isinstance(why, MemoryShortfall) and why.kind is RejectKind.OUT_OF_MEMORY

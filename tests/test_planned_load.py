@@ -14,7 +14,7 @@ from inferencesize.estimate import operating_points
 from inferencesize.openloop import open_loop
 from inferencesize.planned import LOAD_STEPS
 from inferencesize.planner import Limits, Plan, plan
-from inferencesize.units import Router
+from inferencesize.vocabulary import Router
 
 ISL, OSL = 1000, 200
 STATS = ("mean", 0.5, 0.9, 0.95, 0.99)

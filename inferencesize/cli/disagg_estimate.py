@@ -12,7 +12,7 @@ from inferencesize.cli.common import emit_data
 from inferencesize.disagg_point import DisaggPoint, disaggregated_point
 from inferencesize.errors import UsageError
 from inferencesize.estimate import Candidate
-from inferencesize.io_measurements import on_servers
+from inferencesize.measured_map import on_servers
 from inferencesize.measured_shape import parse_pool
 from inferencesize.study import candidate, resolve_point
 from inferencesize.units import MS_PER_S

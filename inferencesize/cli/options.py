@@ -29,40 +29,18 @@ from inferencesize.specs.scenario import (
     MAX_TOKENS_PER_DAY,
 )
 from inferencesize.study import Study, nest, resolve
-from inferencesize.units import PRECISIONS, Batching, Router
+from inferencesize.units import PRECISIONS
+from inferencesize.vocabulary import (
+    Arrivals,
+    Batching,
+    CostBasis,
+    Mode,
+    Objective,
+    Router,
+    Statistic,
+)
 
 F = TypeVar("F", bound=Callable[..., Any])
-
-
-class Mode(StrEnum):
-    streaming = "streaming"
-    sequential = "sequential"
-
-
-class Objective(StrEnum):
-    servers = "servers"
-    gpus = "gpus"
-    cost = "cost"
-    power = "power"
-
-
-class Arrivals(StrEnum):
-    closed_loop = "closed-loop"
-    poisson = "poisson"
-
-
-class Statistic(StrEnum):
-    mean = "mean"
-    p50 = "p50"
-    p90 = "p90"
-    p95 = "p95"
-    p99 = "p99"
-
-
-class CostBasis(StrEnum):
-    auto = "auto"
-    cloud = "cloud"
-    owned = "owned"
 
 
 TECH = "Serving techniques"

@@ -43,11 +43,11 @@ from inferencesize.estimate import (
     with_error_band,
 )
 from inferencesize.io_bands import shipped_bands
-from inferencesize.io_measurements import on_servers
+from inferencesize.measured_map import on_servers
 from inferencesize.render.plan_table import techniques_text
 from inferencesize.specs.scenario import MAX_CV
 from inferencesize.study import candidate, resolve_point
-from inferencesize.units import Batching
+from inferencesize.vocabulary import Batching
 
 
 @with_options(technique_options, engine_options)

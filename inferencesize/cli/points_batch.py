@@ -40,15 +40,15 @@ from inferencesize.estimate import (
 from inferencesize.io_measurements import (
     PointsBlock,
     by_column,
-    on_servers,
     open_points,
     point_float,
     point_int,
 )
+from inferencesize.measured_map import on_servers
 from inferencesize.specs.common import MAX_RPS
 from inferencesize.specs.scenario import MAX_CV
 from inferencesize.study import candidate
-from inferencesize.units import Batching
+from inferencesize.vocabulary import Batching
 
 POINT_COLUMNS = (
     "model",

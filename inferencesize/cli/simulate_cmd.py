@@ -26,7 +26,6 @@ from inferencesize.cli.common import (
     stdout,
 )
 from inferencesize.cli.options import (
-    Arrivals,
     EpOpt,
     IslOpt,
     OslOpt,
@@ -42,9 +41,9 @@ from inferencesize.cli.options import (
 from inferencesize.cli.stream import write_rows
 from inferencesize.errors import InputError, UsageError
 from inferencesize.estimate import Candidate
-from inferencesize.io_measurements import on_servers
 from inferencesize.io_trace import REQUEST_COLUMNS, read_trace, request_blocks
 from inferencesize.io_write import atomic_file, check_target
+from inferencesize.measured_map import on_servers
 from inferencesize.simulate import (
     BALANCERS,
     POLICIES,
@@ -62,7 +61,7 @@ from inferencesize.simulate import (
     summarize,
 )
 from inferencesize.study import candidate, resolve_point
-from inferencesize.units import DEFAULT_ROUTER, Router
+from inferencesize.vocabulary import DEFAULT_ROUTER, Arrivals, Router
 
 FORMATS = report.FORMATS
 #: Batch size of static / dynamic batching when --max-batch is not given.
@@ -463,9 +462,9 @@ def _check_arrivals(
     describes arrivals at a rate; poisson arrivals need --rate, closed-loop --concurrency."""
     if cv is not None and rate is None:
         raise UsageError("--cv describes arrivals at a rate: use it with --rate")
-    if arrivals == Arrivals.poisson and rate is None:
+    if arrivals == Arrivals.POISSON and rate is None:
         raise UsageError("--arrivals poisson needs --rate (requests/s; --cv for burstier gaps)")
-    if arrivals == Arrivals.closed_loop and concurrency is None:
+    if arrivals == Arrivals.CLOSED_LOOP and concurrency is None:
         raise UsageError("--arrivals closed-loop needs --concurrency (the clients)")
 
 

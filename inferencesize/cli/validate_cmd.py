@@ -34,11 +34,11 @@ from inferencesize.io_measurements import (
     GENAI_SOURCE,
     Measurement,
     dedupe,
-    map_measurements,
     marked_duplicates,
     read_measurements,
 )
 from inferencesize.io_write import check_target, write_atomic
+from inferencesize.measured_map import map_measurements
 from inferencesize.repeats import repeat_spreads
 from inferencesize.study import efficiency_set
 from inferencesize.units import PRECISIONS

@@ -6,10 +6,11 @@
 from __future__ import annotations
 
 from inferencesize.latency import Deployment
-from inferencesize.openloop.point import QUANTILES, Metric, OpenLoopPoint, point
+from inferencesize.openloop.point import QUANTILES, OpenLoopPoint, point
 from inferencesize.openloop.search import InstanceSearch, RateSearch, max_rate_within, rate_bound
 from inferencesize.openloop.steps import STEP_TOKENS, Steps, steps
 from inferencesize.units import statistic_fraction
+from inferencesize.vocabulary import Metric
 
 __all__ = [
     "QUANTILES",

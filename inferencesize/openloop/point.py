@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 
@@ -41,11 +41,9 @@ from inferencesize.openloop.running import (
     itl_mixture,
 )
 from inferencesize.openloop.steps import Steps
-from inferencesize.units import statistic_fraction
+from inferencesize.vocabulary import QUANTILES as QUANTILES  # every point reports them
+from inferencesize.vocabulary import Metric, fraction_of
 
-Metric = Literal["ttft", "itl", "e2e"]
-#: Percentiles every point reports (fractions).
-QUANTILES: tuple[float, ...] = (0.5, 0.9, 0.95, 0.99)
 _EPS = 1e-12
 
 
@@ -112,9 +110,9 @@ class OpenLoopPoint:
     def statistic(self, metric: Metric, statistic: str | float) -> float:
         """``metric`` ("ttft", "itl", "e2e") at ``statistic``: "mean", a fraction in the
         computed quantiles, or "p50" … "p99"."""
-        if statistic == "mean":
+        q = fraction_of(statistic)
+        if q is None:
             return float(getattr(self, f"{metric}_s"))
-        q = statistic_fraction(statistic)
         table: Mapping[float, float] = getattr(self, f"{metric}_q")
         if q not in table:
             raise ValueError(f"percentile {q} not computed (have {sorted(table)})")

@@ -30,7 +30,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from inferencesize.units import Router
+from inferencesize.vocabulary import Router
 
 
 @dataclass(frozen=True)

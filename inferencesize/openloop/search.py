@@ -14,10 +14,10 @@ from typing import cast
 import numpy as np
 
 from inferencesize.latency import Deployment
-from inferencesize.openloop.point import QUANTILES, Metric, OpenLoopPoint, Quantiles, Warm, point
+from inferencesize.openloop.point import QUANTILES, OpenLoopPoint, Quantiles, Warm, point
 from inferencesize.openloop.router import Instance, instance, node_below
 from inferencesize.openloop.steps import STEP_TOKENS, Steps, steps
-from inferencesize.units import statistic_fraction
+from inferencesize.vocabulary import Metric, fraction_of, quantiles_of
 
 
 def max_rate_within(
@@ -86,19 +86,17 @@ class RateSearch:
             dep if isinstance(dep, Steps) else steps(dep, isl, osl, max_in_flight, step_tokens)
         )
         wanted: list[tuple[Metric, str | float, float]] = []
-        qs: set[float] = set()
         tables: set[Metric] = set()
         for name, (stat, limit) in limits.items():
             metric = name.removesuffix("_s")
             if metric == "ttft" or metric == "itl" or metric == "e2e":
-                if stat != "mean":  # only the percentiles asked for, of the metrics asked for
-                    qs.add(statistic_fraction(stat))
-                    tables.add(cast(Metric, metric))
+                if fraction_of(stat) is not None:  # only the percentiles asked for, of the
+                    tables.add(cast(Metric, metric))  # metrics asked for
                 wanted.append((cast(Metric, metric), stat, float(limit)))
             else:
                 raise ValueError(f"unknown metric {name!r}; expected ttft, itl or e2e")
         self._wanted = wanted
-        self._quantiles = tuple(sorted(qs))
+        self._quantiles = quantiles_of(stat for stat, _ in limits.values())
         self._tables = frozenset(tables)
         self._instance = cv if isinstance(cv, Instance) else Instance(cv)
         self._warm: list[tuple[float, Warm]] = []  # (rate, where its fixed point ended)

@@ -22,7 +22,7 @@ from inferencesize.serving import OperatingPoint
 from inferencesize.sharing import Share
 from inferencesize.specs.scenario import ScenarioSpec
 from inferencesize.techniques import describe
-from inferencesize.units import statistic_fraction
+from inferencesize.vocabulary import fraction_of, quantiles_of
 
 if TYPE_CHECKING:
     from inferencesize.band_plan import SlowEdge
@@ -104,7 +104,7 @@ def reading_note(spec: ScenarioSpec, p: Plan | None) -> str | None:
     if p is None or spec.mode != "streaming" or spec.itl_ms is not None or spec.e2e_ms is not None:
         return None
     op, stat = p.planned, spec.statistics[1]
-    q = statistic_fraction(stat) if stat != "mean" else None
+    q = fraction_of(stat)
     itl_s = op.itl_q.get(q, op.itl_s) if q is not None else op.itl_s
     e2e_s = op.e2e_q.get(q, op.e2e_s) if q is not None else op.e2e_s
     if not itl_s > READING_ITL_S:
@@ -327,7 +327,7 @@ def result_record(study: Study, result: PlanResult, percentiles: bool = True) ->
     """The whole ``plan`` JSON of a single-model scenario; without ``percentiles``, of the
     open-loop percentiles only those the limits are held at (what the tables show)."""
     s = study.spec
-    only = None if percentiles else {statistic_fraction(x) for x in s.statistics if x != "mean"}
+    only = None if percentiles else set(quantiles_of(s.statistics))
     chosen = result.chosen
     daily = study.daily(chosen) if chosen else None
     fleet = study.trace_fleet(chosen) if chosen else None
@@ -489,7 +489,7 @@ def pipeline_record(study: Study, result: PipelineResult) -> dict[str, Any]:
         "stages": [
             {
                 "name": s.stage.name,
-                "model": s.stage.model.id,
+                "model": s.stage.space.model.id,
                 "isl": s.stage.isl,
                 "osl": s.stage.osl,
                 "calls": s.stage.calls,

@@ -39,7 +39,7 @@ to the summed context. The sum is kept as ``capped · cap + Σ growing contexts`
 decode steps also stops at the step where the next growing sequence reaches the cap (it then
 counts as capped), so the closed form stays exact; static batches sum ``min`` per sequence.
 
-Routers (``units.Router``): least-loaded sends a request to the instance with the fewest
+Routers (``vocabulary.Router``): least-loaded sends a request to the instance with the fewest
 requests outstanding (lowest index on ties); round-robin cycles over them; random draws one
 uniformly per request from a seeded numpy Generator of its own. The last two never look at the
 instances, so on open-loop arrivals each instance sees only its own requests: N independent
@@ -74,7 +74,7 @@ from inferencesize.memory import MAX_NUM_TOKENS
 from inferencesize.simulate.arrivals import Workload
 from inferencesize.simulate.inflight_alone import Columns, serve_inflight_alone
 from inferencesize.simulate.service import Service, chunk_pairs
-from inferencesize.units import DEFAULT_ROUTER, Router
+from inferencesize.vocabulary import DEFAULT_ROUTER, Router
 
 Policy = Literal["static", "dynamic", "inflight", "chunked"]
 POLICIES: tuple[Policy, ...] = ("static", "dynamic", "inflight", "chunked")

@@ -12,7 +12,7 @@ from inferencesize.memory import kv_bytes_per_sequence_per_gpu, memory_budget
 from inferencesize.simulate.arrivals import Workload
 from inferencesize.simulate.engine import Balancer, BatchingConfig, SimResult, simulate
 from inferencesize.simulate.service import LlmService, slope_context
-from inferencesize.units import DEFAULT_ROUTER
+from inferencesize.vocabulary import DEFAULT_ROUTER
 
 #: Widest range of ISL + OSL (tokens) that kv_budget looks up in a table rather than sorts.
 LOOKUP_SPAN = 1 << 20

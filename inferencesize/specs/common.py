@@ -24,7 +24,10 @@ import math
 import operator
 import reprlib
 from collections.abc import Callable, Iterator, Mapping
+from enum import StrEnum
 from typing import Any, ClassVar, Literal, Self, TypeVar, cast
+
+from inferencesize import vocabulary
 
 #: Longest text field (ids, names, sources, descriptions) a catalog or scenario may state.
 MAX_TEXT = 10_000
@@ -252,8 +255,9 @@ class Spec(metaclass=_SpecType):
         exclude_none: bool = False,
         **options: Any,
     ) -> dict[str, Any]:
-        """The fields as plain Python data, nested specs as mappings (pydantic's
-        ``model_dump``; other modes and options go to pydantic itself)."""
+        """The fields as plain Python data, nested specs as mappings and the vocabulary's words
+        as their values (pydantic's ``model_dump``; other modes and options go to pydantic
+        itself)."""
         if mode != "python" or any(options.values()):
             from inferencesize.specs.schema import to_model
 
@@ -350,12 +354,27 @@ def _dump_value(value: Any, by_alias: bool, exclude_unset: bool, exclude_none: b
         return type(value)(_dump_value(v, by_alias, exclude_unset, exclude_none) for v in value)
     if isinstance(value, dict):
         return {k: _dump_value(v, by_alias, exclude_unset, exclude_none) for k, v in value.items()}
+    if isinstance(value, StrEnum):  # a word of the vocabulary as a scenario spells it
+        return value.value
     return value
 
 
 # --------------------------------------------------------------------------- as plain data
 
 _SCALARS = (str, int, float, bool, type(None))
+#: The vocabulary's enums a spec field may hold, by class name.
+_WORDS: dict[str, type[StrEnum]] = {
+    w.__name__: w
+    for w in (
+        vocabulary.Statistic,
+        vocabulary.Arrivals,
+        vocabulary.Mode,
+        vocabulary.Objective,
+        vocabulary.CostBasis,
+        vocabulary.Batching,
+        vocabulary.Router,
+    )
+}
 
 
 def spec_to_data(spec: Spec) -> dict[str, Any] | None:
@@ -363,8 +382,9 @@ def spec_to_data(spec: Spec) -> dict[str, Any] | None:
     spec, or None when a value has no exact JSON form (a tuple, a date, a non-string key).
 
     A spec is ``{"s": "module:Class", "u": fields given (a bit per field, in declaration
-    order), "v": [field values in declaration order]}``, a mapping ``{"d": {...}}``; lists,
-    text, numbers, booleans and None are themselves."""
+    order), "v": [field values in declaration order]}``, a mapping ``{"d": {...}}``, a word of
+    the vocabulary ``{"e": "Class", "v": its value}``; lists, text, numbers, booleans and None
+    are themselves."""
     try:
         data: dict[str, Any] = _to_data(spec)
     except _NoData:
@@ -380,6 +400,8 @@ def _to_data(value: Any) -> Any:
     kind = type(value)
     if kind in _SCALARS:
         return value
+    if _WORDS.get(kind.__name__) is kind:
+        return {"e": kind.__name__, "v": value.value}
     if kind is list:
         return [_to_data(v) for v in value]
     if kind is dict:
@@ -415,6 +437,11 @@ def _from_data(data: Any) -> Any:
         return [v if type(v) in _SCALARS else _from_data(v) for v in data]
     if kind is not dict:
         raise ValueError(f"unexpected {kind.__name__} in plain spec data")
+    if len(data) == 2 and "e" in data:
+        word = _WORDS.get(data["e"]) if type(data["e"]) is str else None
+        if word is None or type(data.get("v")) is not str:
+            raise ValueError("unexpected word in plain spec data")
+        return word(data["v"])
     if len(data) == 1:
         items = data.get("d")
         if type(items) is not dict:

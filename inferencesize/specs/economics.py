@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Annotated, Literal
 
-from inferencesize.specs.common import MAX_RPS, Field, Spec, model_validator
+from inferencesize.specs.common import MAX_RPS, Field, Spec, field_validator, model_validator
+from inferencesize.units import known_precisions
+from inferencesize.vocabulary import CostBasis
 
 if TYPE_CHECKING:  # annotation types: read by the schema (specs.schema), never imported here
     from inferencesize.specs.types import (
@@ -25,8 +27,8 @@ SECONDS_PER_HOUR = 3_600
 class EconomicsSpec(Spec):
     """How to price the fleet and the power it may draw (see inferencesize.economics)."""
 
-    basis: Literal["auto", "cloud", "owned"] = Field(
-        default="auto",
+    basis: CostBasis = Field(
+        default=CostBasis.AUTO,
         description="cloud: $/GPU-hour; owned: purchase price + amortisation + power; auto: "
         "cloud when a $/GPU-hour is known, else owned when a purchase price is known",
     )
@@ -155,3 +157,9 @@ class PipelineStage(Spec):
     )
     ttft_ms: Positive | None = Field(default=None, description="extra TTFT limit per call")
     itl_ms: Positive | None = Field(default=None, description="extra ITL limit per call")
+
+    @field_validator("precision", "kv_precision")
+    @classmethod
+    def _known_precisions(cls, value: list[str] | str | None) -> list[str] | str | None:
+        known_precisions(value)
+        return value

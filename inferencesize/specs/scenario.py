@@ -15,7 +15,16 @@ from inferencesize.specs.economics import (
     Users,
 )
 from inferencesize.specs.techniques import TechniquesSpec
-from inferencesize.units import DEFAULT_ROUTER, PRECISIONS, RouterName, tokens_from_words
+from inferencesize.units import known_precisions, tokens_from_words
+from inferencesize.vocabulary import (
+    DEFAULT_ROUTER,
+    Arrivals,
+    Batching,
+    Mode,
+    Objective,
+    Router,
+    Statistic,
+)
 
 if TYPE_CHECKING:  # annotation types: read by the schema (specs.schema), never imported here
     from pydantic import ValidationInfo
@@ -35,12 +44,6 @@ if TYPE_CHECKING:  # annotation types: read by the schema (specs.schema), never 
     )
 
 Auto = Literal["auto"]
-#: The statistic a latency limit is stated at: the mean or a percentile over requests.
-Statistic = Literal["mean", "p50", "p90", "p95", "p99"]
-#: How requests reach the deployment: at a rate (open loop: Poisson, or gamma with ``cv``), or
-#: from N clients that each send the next request when their answer ends (closed loop: the
-#: GenAI-Perf concurrency mode that NVIDIA's sizing tables were measured with).
-Arrivals = Literal["poisson", "closed-loop"]
 
 
 def closed_loop_only(data: Mapping[str, Any]) -> str:
@@ -130,14 +133,10 @@ class Pool(Spec):
         default=None, description="context parallelism of a prefill instance (long prompts)"
     )
 
-    @field_validator("precision")
+    @field_validator("precision", "kv_precision")
     @classmethod
-    def _known_precisions(cls, value: list[str] | None) -> list[str] | None:
-        for p in value or []:
-            if p not in PRECISIONS:
-                raise ValueError(
-                    f"unknown precision {p!r}; expected one of {', '.join(PRECISIONS)}"
-                )
+    def _known_precisions(cls, value: list[str] | str | None) -> list[str] | str | None:
+        known_precisions(value)
         return value
 
 
@@ -176,7 +175,7 @@ class ScenarioSpec(Spec):
     itl_ms: Positive | None = None
     e2e_ms: Positive | None = None
     arrivals: Arrivals = Field(
-        default="poisson",
+        default=Arrivals.POISSON,
         description="poisson (default): requests at a rate (cv: their burstiness), sized at"
         " each limit's statistic with the open-loop model; closed-loop: the GenAI-Perf"
         " concurrency benchmark (clients resend when their answer ends), sized at mean limits."
@@ -213,20 +212,20 @@ class ScenarioSpec(Spec):
         description="coefficient of variation of inter-arrival times: 1 Poisson, 0 a steady"
         " rate, above 1 burstier (gamma)",
     )
-    router: RouterName = Field(
-        default=DEFAULT_ROUTER.value,
+    router: Router = Field(
+        default=DEFAULT_ROUTER,
         description="how requests at a rate are spread over the instances: least-loaded"
         " (default: to the instance with the fewest requests outstanding, as production"
         " routers do), round-robin, or random",
     )
     latency_stat: Statistic = Field(
-        default="mean", description="statistic of TTFT, ITL and E2E that the limits hold"
+        default=Statistic.MEAN, description="statistic of TTFT, ITL and E2E that the limits hold"
     )
     ttft_stat: Statistic | None = Field(default=None, description="overrides latency_stat")
     itl_stat: Statistic | None = Field(default=None, description="overrides latency_stat")
     e2e_stat: Statistic | None = Field(default=None, description="overrides latency_stat")
-    mode: Literal["streaming", "sequential"] = "streaming"
-    batching: Literal["inflight", "static"] = "inflight"
+    mode: Mode = Mode.STREAMING
+    batching: Batching = Batching.INFLIGHT
     batch_sizes: list[Count] | None = Field(
         default=None,
         min_length=1,
@@ -254,7 +253,7 @@ class ScenarioSpec(Spec):
     pp: Auto | list[Degree] = "auto"
     ep: Auto | list[Degree] = "auto"
     budget: Budget | None = None
-    objective: Literal["servers", "gpus", "cost", "power"] = "servers"
+    objective: Objective = Objective.SERVERS
     economics: EconomicsSpec | None = None
     daily: DailySpec | None = None
     users: Users | None = Field(
@@ -288,20 +287,13 @@ class ScenarioSpec(Spec):
     @field_validator("precision")
     @classmethod
     def _known_precisions(cls, value: str | list[str]) -> str | list[str]:
-        for p in [] if value == "auto" else value:
-            if p not in PRECISIONS:
-                raise ValueError(
-                    f"unknown precision {p!r}; expected one of {', '.join(PRECISIONS)}"
-                )
+        known_precisions([] if value == "auto" else value)
         return value
 
     @field_validator("kv_precision")
     @classmethod
     def _known_kv(cls, value: str | None) -> str | None:
-        if value is not None and value not in PRECISIONS:
-            raise ValueError(
-                f"unknown precision {value!r}; expected one of {', '.join(PRECISIONS)}"
-            )
+        known_precisions(value)
         return value
 
     @model_validator(mode="before")

@@ -386,8 +386,14 @@ def test_scenarios_reference_known_entries_and_fit_the_context(
     catalog: Catalog, ident: str
 ) -> None:
     scenario = catalog.scenarios[ident]
-    model = check_scenario(catalog, scenario, ident)  # model, hardware, ISL + OSL <= context
+    model, hardware, stages = check_scenario(catalog, scenario, ident)  # ids known, ISL + OSL fits
     assert scenario.input_tokens + scenario.output_tokens <= model.max_context
+    if scenario.pipeline is None:  # each hardware id once, in the order stated
+        assert hardware == [catalog.hardware(h) for h in dict.fromkeys(scenario.hardware)]
+    for stage, (stage_model, stage_hardware) in zip(scenario.pipeline or [], stages, strict=True):
+        assert stage_model == catalog.model(stage.model)
+        ids = dict.fromkeys(stage.hardware or scenario.hardware)
+        assert stage_hardware == [catalog.hardware(h) for h in ids]
 
 
 def test_seed_scenarios(catalog: Catalog) -> None:

@@ -20,7 +20,7 @@ from inferencesize.simulate import (
     poisson_arrivals,
     simulate,
 )
-from inferencesize.units import Router
+from inferencesize.vocabulary import Router
 
 
 def by_row(columns: list[np.ndarray], fixed: list[bool]) -> bytes:  # type: ignore[type-arg]

@@ -8,6 +8,7 @@ from shipped import estimator as _est
 
 from inferencesize.pipeline import Stage, plan_pipeline, split_budget, unloaded_e2e
 from inferencesize.planner import Limits, plan
+from inferencesize.question import SearchSpace
 
 
 def test_split_is_proportional_to_unloaded_latency() -> None:
@@ -27,11 +28,10 @@ def test_split_is_proportional_to_unloaded_latency() -> None:
 
 def _stage(name: str, model: str, isl: int, osl: int, calls: float = 1.0, **kw: object) -> Stage:
     c = _catalog()
+    space = SearchSpace(c.model(model), (c.hardware("dgx-h100"),), ["fp8"], None, None, None, None)
     return Stage(
         name=name,
-        model=c.model(model),
-        hardware=[c.hardware("dgx-h100")],
-        precisions=["fp8"],
+        space=space,
         isl=isl,
         osl=osl,
         calls=calls,

@@ -7,7 +7,6 @@ from __future__ import annotations
 import itertools
 import math
 from functools import cache
-from typing import get_args
 
 import numpy as np
 import pytest
@@ -20,7 +19,8 @@ from inferencesize.openloop.router import NODES, Instance, instance, node_above,
 from inferencesize.parallelism import Parallelism
 from inferencesize.simulate import BatchingConfig, Workload, per_request, simulate_llm
 from inferencesize.simulate.stats import measured_mask
-from inferencesize.units import Router, RouterName
+from inferencesize.specs.scenario import ScenarioSpec
+from inferencesize.vocabulary import Router
 
 ISL, OSL = 1000, 200
 
@@ -166,4 +166,6 @@ def test_the_router_transforms_against_the_simulator(router: str) -> None:
 
 
 def test_the_scenario_spellings_are_the_routers() -> None:
-    assert set(get_args(RouterName)) == {r.value for r in Router}
+    base = {"model": "llama-3-8b", "isl": 1000, "osl": 200, "peak_rps": 10, "ttft_ms": 500}
+    for r in Router:
+        assert ScenarioSpec.model_validate({**base, "router": r.value}).router is r

@@ -33,7 +33,7 @@ from inferencesize.simulate import (
     llm,
     simulate,
 )
-from inferencesize.units import Router
+from inferencesize.vocabulary import Router
 
 FIELDS = ("arrival_s", "admit_s", "first_token_s", "done_s", "instance", "busy_s")
 

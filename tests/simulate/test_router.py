@@ -25,7 +25,7 @@ from inferencesize.simulate import (
     simulate,
 )
 from inferencesize.simulate.engine import route, router_generator
-from inferencesize.units import DEFAULT_ROUTER, Router
+from inferencesize.vocabulary import DEFAULT_ROUTER, Router
 
 N, RATE, REQUESTS = 4, 40.0, 40_000
 CFG = BatchingConfig("inflight", 32)

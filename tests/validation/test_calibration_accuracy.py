@@ -14,7 +14,8 @@ import pytest
 
 from inferencesize.catalog import Catalog, load_catalog
 from inferencesize.estimate import Candidate, Estimator
-from inferencesize.io_measurements import dedupe, map_measurements, read_measurements
+from inferencesize.io_measurements import dedupe, read_measurements
+from inferencesize.measured_map import map_measurements
 from inferencesize.parallelism import Parallelism
 from inferencesize.serving import inflight, static
 from inferencesize.validation import (

@@ -12,7 +12,8 @@ from measurement_row import row
 from inferencesize.catalog import Catalog, load_catalog
 from inferencesize.disagg import closed_loop, kv_streams, prefill_ttft_s
 from inferencesize.disagg_point import predict_disaggregated
-from inferencesize.io_measurements import Measurement, map_measurements
+from inferencesize.io_measurements import Measurement
+from inferencesize.measured_map import map_measurements
 from inferencesize.parallelism import Parallelism
 from inferencesize.validation import estimator_chooser, per_gpu_rates
 

@@ -10,7 +10,8 @@ import pytest
 from measurement_row import row as measurement_row
 
 from inferencesize.catalog import Catalog, load_catalog
-from inferencesize.io_measurements import Measurement, map_measurements
+from inferencesize.io_measurements import Measurement
+from inferencesize.measured_map import map_measurements
 from inferencesize.validation import estimator_chooser, predict_all
 
 

@@ -13,12 +13,8 @@ import pytest
 from measurement_row import row
 
 from inferencesize.catalog import Catalog, load_catalog
-from inferencesize.io_measurements import (
-    Measurement,
-    map_measurements,
-    marked_duplicates,
-    stated_precision,
-)
+from inferencesize.io_measurements import Measurement, marked_duplicates, stated_precision
+from inferencesize.measured_map import map_measurements
 from inferencesize.measured_shape import WORKERS_NOT_STATED, Pool, parse_pool, row_shape
 from inferencesize.parallelism import Parallelism
 from inferencesize.techniques import MEASURED_MTP_ACCEPTANCE, MEASURED_MTP_DRAFT_TOKENS

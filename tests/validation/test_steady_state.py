@@ -12,7 +12,8 @@ import pytest
 from measurement_row import row
 
 from inferencesize.catalog import Catalog, load_catalog
-from inferencesize.io_measurements import Measurement, map_measurements, read_measurements
+from inferencesize.io_measurements import Measurement, read_measurements
+from inferencesize.measured_map import map_measurements
 from inferencesize.validation import STEADY_TOLERANCE, steady_checks
 
 REPO = Path(__file__).resolve().parents[2]

@@ -1,0 +1,209 @@
+"""The resolved question: a validated scenario turned, once, into the frozen values the
+solvers take.
+
+A scenario states ids (``model: llama-3-8b``), ``"auto"`` for a search over every valid value,
+limits in milliseconds and arrivals as a word. :func:`question_of` resolves them once: the
+model and hardware specs (looked up in the catalog here and nowhere later), the precisions and
+splits searched (None: every valid one), the limits in seconds at their statistics, and the
+arrivals as a tagged value (:class:`ClosedLoop` or :class:`OpenLoop` with its ``cv`` and
+router). A disaggregated pool or a pipeline stage inherits what it does not state from the
+scenario with :func:`inherit`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol, TypeVar
+
+from inferencesize.economics import Budget, Pricing
+from inferencesize.estimate import Estimator
+from inferencesize.planner import Limits, PlanResult, plan
+from inferencesize.specs import GpuSpec, ModelSpec, SystemSpec
+from inferencesize.specs.economics import PipelineStage
+from inferencesize.specs.scenario import ScenarioSpec
+from inferencesize.vocabulary import DEFAULT_ROUTER, Arrivals, Batching, Objective, Router
+
+T = TypeVar("T")
+#: A hardware option: a GPU, alone or in a system.
+Hardware = tuple[GpuSpec, SystemSpec | None]
+
+
+class Lookup(Protocol):
+    """What resolving a question needs from a catalog."""
+
+    def model(self, name: str) -> ModelSpec: ...
+
+    def hardware(self, name: str) -> tuple[GpuSpec, SystemSpec | None]: ...
+
+
+def inherit(own: T | None, scenario: T) -> T:
+    """A pool's or a stage's value where it states one, else the scenario's."""
+    return own if own is not None else scenario
+
+
+def searched(value: Any) -> list[Any] | None:
+    """Precisions or splits to search: ``"auto"`` (or unstated) -> None, every valid value;
+    else the listed ones."""
+    return None if value is None or value == "auto" else list(value)
+
+
+def hardware_ids(names: Sequence[str]) -> list[str]:
+    """Hardware ids as a question compares them: each once, in the order first stated."""
+    return list(dict.fromkeys(names))
+
+
+@dataclass(frozen=True)
+class ClosedLoop:
+    """N clients that each send their next request when their answer ends (the GenAI-Perf
+    concurrency benchmark): no arrival process, clients spread evenly."""
+
+    kind = Arrivals.CLOSED_LOOP
+    open_loop = False
+    cv = 1.0
+    router = DEFAULT_ROUTER
+
+
+@dataclass(frozen=True)
+class OpenLoop:
+    """Requests arriving at a rate: gaps with coefficient of variation ``cv`` (1: Poisson,
+    above 1 burstier, gamma), spread over the instances by ``router``."""
+
+    cv: float = 1.0
+    router: Router = DEFAULT_ROUTER
+    kind = Arrivals.POISSON
+    open_loop = True
+
+
+ArrivalsModel = ClosedLoop | OpenLoop
+
+
+def arrivals_of(spec: ScenarioSpec) -> ArrivalsModel:
+    """The arrivals a scenario is sized for (its schema has settled the default)."""
+    if spec.arrivals == Arrivals.POISSON:
+        return OpenLoop(spec.cv, Router(spec.router))
+    return ClosedLoop()
+
+
+@dataclass(frozen=True)
+class SearchSpace:
+    """What is searched: the model, the hardware options, precisions and splits (None: every
+    valid one)."""
+
+    model: ModelSpec
+    hardware: tuple[Hardware, ...]
+    precisions: list[str] | None
+    kv_precision: str | None
+    tps: list[int] | None
+    pps: list[int] | None
+    eps: list[int] | None
+
+
+@dataclass(frozen=True)
+class Question:
+    """A single-model sizing question, resolved: every solver takes these values."""
+
+    space: SearchSpace
+    isl: int
+    osl: int
+    limits: Limits
+    arrivals: ArrivalsModel
+    batching: Batching
+    batch_sizes: list[int] | None
+
+    @property
+    def model(self) -> ModelSpec:
+        return self.space.model
+
+
+def stage_space(
+    stage: PipelineStage, spec: ScenarioSpec, model: ModelSpec, hardware: Sequence[Hardware]
+) -> SearchSpace:
+    """A pipeline stage's search space: its model and hardware (looked up), its precisions
+    and splits, each inherited from the scenario where the stage states none."""
+    return SearchSpace(
+        model,
+        tuple(hardware),
+        searched(inherit(stage.precision, spec.precision)),
+        inherit(stage.kv_precision, spec.kv_precision),
+        searched(inherit(stage.tp, spec.tp)),
+        searched(inherit(stage.pp, spec.pp)),
+        searched(inherit(stage.ep, spec.ep)),
+    )
+
+
+def question_of(spec: ScenarioSpec, model: ModelSpec, hardware: Sequence[Hardware]) -> Question:
+    """The question of a single-model scenario whose model and (de-duplicated) hardware have
+    been looked up."""
+    space = SearchSpace(
+        model,
+        tuple(hardware),
+        searched(spec.precision),
+        spec.kv_precision,
+        searched(spec.tp),
+        searched(spec.pp),
+        searched(spec.ep),
+    )
+    return Question(
+        space,
+        spec.input_tokens,
+        spec.output_tokens,
+        Limits.of(spec),
+        arrivals_of(spec),
+        spec.batching,
+        spec.batch_sizes,
+    )
+
+
+def look_up(lookup: Lookup, spec: ScenarioSpec) -> Question:
+    """:func:`question_of` with the model and hardware looked up in ``lookup`` (ids already
+    checked: a sweep's grid point)."""
+    assert spec.model is not None  # pipeline scenarios are planned stage by stage
+    hardware = [lookup.hardware(h) for h in hardware_ids(spec.hardware)]
+    return question_of(spec, lookup.model(spec.model), hardware)
+
+
+def plan_question(
+    q: Question,
+    peak_rps: float,
+    est: Estimator,
+    *,
+    top: int = 3,
+    objective: Objective = Objective.SERVERS,
+    pricing: Pricing | None = None,
+    dps: Sequence[int] | None = None,
+    span_nvlink_domain: bool = False,
+    prune: bool = False,
+    share_gpus: bool = False,
+    budget: Budget | None = None,
+) -> PlanResult:
+    """:func:`inferencesize.planner.plan` of a question at ``peak_rps``; the keyword arguments
+    are the planner's options."""
+    s = q.space
+    return plan(
+        s.model,
+        list(s.hardware),
+        s.precisions,
+        q.isl,
+        q.osl,
+        peak_rps,
+        q.limits,
+        est,
+        kv_precision=s.kv_precision,
+        tps=s.tps,
+        pps=s.pps,
+        eps=s.eps,
+        batching=q.batching,
+        batch_sizes=q.batch_sizes,
+        arrivals=q.arrivals.kind,
+        cv=q.arrivals.cv,
+        router=q.arrivals.router,
+        top=top,
+        objective=objective,
+        pricing=pricing,
+        dps=dps,
+        span_nvlink_domain=span_nvlink_domain,
+        prune=prune,
+        share_gpus=share_gpus,
+        budget=budget,
+    )
