@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 from inferencesize.deployment import efficiency_resolution
 from inferencesize.estimate import Estimator
-from inferencesize.planner import Limits, Plan, plan
+from inferencesize.planner import Limits, Plan, plan_alone
 from inferencesize.specs import EfficiencySet, GpuSpec
 from inferencesize.specs.efficiency import measured_points, static_batching
 
@@ -156,31 +156,19 @@ def engine_choice(
         if s.id == used.id:
             return chosen.rate
         alone = replace(est, efficiency=s, others=(), _costs={}, _deps={})
-        result = plan(
-            c.model,
-            [(c.gpu, c.system)],
-            [c.precision],
-            chosen.isl,
-            chosen.osl,
-            chosen.peak_rps,
-            limits,
+        found = plan_alone(
+            chosen,
             alone,
-            kv_precision=c.kv_precision,
-            tps=[c.par.tp],
-            pps=[c.par.pp],
-            eps=[c.par.ep],
-            dps=[c.par.dp],
+            limits,
             batching=batching,
             batch_sizes=batch_sizes,
             arrivals=arrivals,
             cv=cv,
             router=router,
-            pricing=options.get("pricing"),
-            span_nvlink_domain=bool(options.get("span_nvlink_domain")),
-            share_gpus=c.share is not None,
+            options=options,
+            top=TOP,
         )
-        same = [p for p in result.feasible if p.candidate.label() == c.label()]
-        return same[0].rate if same else None
+        return found.rate if found else None
 
     compare = len(mine) > 1  # else nothing to compare: only the set used has its rate
     rates = tuple(
@@ -192,6 +180,11 @@ def engine_choice(
         for s in sorted(mine, key=lambda s: s.id)
     )
     return EngineChoice(used.id, used.engine, why, est.efficiency.id, c.gpu.id, c.precision, rates)
+
+
+#: Plans each set's search ranks (planner.plan's default): its capacity is searched as when
+#: the set plans the question itself.
+TOP = 3
 
 
 def _calibrated(s: EfficiencySet, gpu: GpuSpec, precision: str) -> bool:

@@ -1303,9 +1303,11 @@ def plan_alone(
     cv: float,
     router: Router | str,
     options: Mapping[str, Any],
+    top: int = 0,
 ) -> Plan | None:
     """``chosen``'s candidate alone (its hardware, precision, split and GPU share) sized by
-    ``est`` at the same lengths, peak, limits and traffic; None when it meets no count."""
+    ``est`` at the same lengths, peak, limits and traffic; None when it meets no count.
+    ``top``: plans the search ranks (``plan``'s ``top``)."""
     c = chosen.candidate
     result = plan(
         c.model,
@@ -1329,7 +1331,7 @@ def plan_alone(
         pricing=options.get("pricing"),
         span_nvlink_domain=bool(options.get("span_nvlink_domain")),
         share_gpus=c.share is not None,
-        top=0,
+        top=top,
     )
     same = [p for p in result.feasible if p.candidate.label() == c.label()]
     return same[0] if same else None
