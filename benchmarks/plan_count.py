@@ -46,7 +46,8 @@ import numpy as np
 
 from inferencesize.catalog import Catalog, load_catalog
 from inferencesize.estimate import Estimator
-from inferencesize.io_measurements import dedupe, map_measurements, read_measurements
+from inferencesize.io_measurements import dedupe, read_measurements
+from inferencesize.measured_map import map_measurements
 from inferencesize.measured_shape import speculative_method
 from inferencesize.outcomes import LatencyMiss
 from inferencesize.planner import Limits, search_point

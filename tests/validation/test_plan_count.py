@@ -15,7 +15,7 @@ import pytest
 from measurement_row import row
 
 from inferencesize.catalog import load_catalog
-from inferencesize.io_measurements import map_measurements
+from inferencesize.measured_map import map_measurements
 from inferencesize.serving import OperatingPoint, inflight_arrays
 from inferencesize.validation import estimator_chooser
 
