@@ -170,6 +170,35 @@ def _expert_flops(costs: ModelCosts, par: Parallelism, tokens: Any, instance_tok
     return 2.0 * routed * expert_active
 
 
+def _roofline_gemm(
+    dep: Deployment,
+    tokens: Any,
+    instance_tokens: Any,
+    head_rows: Any,
+    touched: Any,
+    per_expert: Any,
+    shard: float,
+) -> tuple[Any, Any]:
+    """GEMM seconds of a stage's step at the set's shares of the datasheet, and whether they
+    are FLOP-bound: the linear FLOPs (routed experts at ``per_expert`` rows) against the
+    weights streamed (``touched`` routed-expert weights)."""
+    c, par, eff = dep.costs, dep.par, dep.eff
+    tp = par.tp
+    flops = 2.0 * tokens * c.active_linear_params * shard
+    flops += 2.0 * head_rows * c.lm_head_params / tp  # lm_head, last stage
+    if par.dp > 1:  # experts see every group's tokens
+        expert_active = c.moe_layers * c.top_k * c.expert_params
+        flops += 2.0 * (instance_tokens / par.dp - tokens) * expert_active * shard
+    weight_bytes = (c.dense_linear_params + touched) * shard * dep.weight_bytes_per_param
+    weight_bytes += c.lm_head_params / tp * ACTIVATION_BYTES
+    expert_flops = _expert_flops(c, par, tokens, instance_tokens) * shard
+    compute = (flops - expert_flops) / (
+        dep.peak_flops * gemm_efficiency(eff, np.maximum(tokens, 1.0))
+    ) + expert_flops / (dep.peak_flops * gemm_efficiency(eff, per_expert))
+    memory = weight_bytes / (dep.hbm_bytes_per_s * eff.memory)
+    return np.maximum(compute, memory), compute >= memory
+
+
 def _roofline_step(
     dep: Deployment,
     decode_seqs: Any = 0.0,
@@ -200,45 +229,33 @@ def _roofline_step(
     layer_frac = layers_per_stage(c, pp) / c.num_layers
     shard = layer_frac / tp
 
-    # GEMMs: linear FLOPs and the weights they stream (MoE: only the experts routed to).
-    flops = 2.0 * tokens * c.active_linear_params * shard
-    flops += 2.0 * (dec * decode_tokens + pre) * c.lm_head_params / tp  # lm_head, last stage
-    weights = (c.dense_linear_params + _touched_expert_params(c, tokens)) * shard
-    if par.dp > 1:  # experts spread over all dp · tp GPUs and see every group's tokens
-        expert_active = c.moe_layers * c.top_k * c.expert_params
-        flops += 2.0 * (instance_tokens / par.dp - tokens) * expert_active * shard
+    # GEMMs: linear FLOPs and the weights they stream (MoE: only the experts routed to; under
+    # attention DP spread over all dp · tp GPUs, seeing every group's tokens). A routed
+    # expert's GEMM has as many rows as tokens routed to it, not the step's tokens.
+    if par.dp > 1:
         touched = _touched_expert_params(c, instance_tokens) / par.dp
-        weights = (c.dense_linear_params + touched) * shard
-    weight_bytes = weights * dep.weight_bytes_per_param
-    weight_bytes += c.lm_head_params / tp * ACTIVATION_BYTES
-    # A routed expert's GEMM has as many rows as tokens routed to it, not the step's tokens:
-    # its share of the FLOPs runs at the efficiency of that smaller M.
-    expert_flops = _expert_flops(c, par, tokens, instance_tokens) * shard
+    else:
+        touched = _touched_expert_params(c, tokens)
     per_expert = _rows_per_expert(c, instance_tokens if par.dp > 1 else tokens)
-    gemm_compute = (flops - expert_flops) / (
-        dep.peak_flops * gemm_efficiency(eff, np.maximum(tokens, 1.0))
-    ) + expert_flops / (dep.peak_flops * gemm_efficiency(eff, per_expert))
-    gemm_memory = weight_bytes / (dep.hbm_bytes_per_s * eff.memory)
-    gemm = np.maximum(gemm_compute, gemm_memory)
-    stream_share = eff.memory
-    if dep.kernels is not None:
-        layers_stage = layers_per_stage(c, pp)
-        moe_stage = c.moe_layers * layer_frac
-        touched = _touched_expert_params(c, instance_tokens if par.dp > 1 else tokens)
-        if par.dp > 1:
-            touched = touched / par.dp
+    head_rows = dec * decode_tokens + pre
+    if dep.kernels is None:
+        gemm, compute_bound = _roofline_gemm(
+            dep, tokens, instance_tokens, head_rows, touched, per_expert, shard
+        )
+        stream_share = eff.memory
+    else:
         work = GemmWork(
             tokens=tokens,
             dense_params_per_layer=c.dense_linear_params / c.num_layers / tp,
-            layers=layers_stage,
+            layers=layers_per_stage(c, pp),
             expert_rows=per_expert,
             expert_params_per_layer=touched / max(c.moe_layers, 1) / tp,
-            moe_layers=moe_stage,
-            head_rows=dec * decode_tokens + pre,
+            moe_layers=c.moe_layers * layer_frac,
+            head_rows=head_rows,
             head_params=c.lm_head_params / tp,
             hidden=c.hidden_size,
         )
-        gemm, bound = gemm_s(
+        gemm, compute_bound = gemm_s(
             dep.kernels,
             work,
             dep.weight_bytes_per_param,
@@ -246,7 +263,6 @@ def _roofline_step(
             dep.peak_flops_attention,
             dep.hbm_bytes_per_s,
         )
-        gemm_compute, gemm_memory = np.where(bound, 1.0, 0.0), 0.0
         stream_share = dep.kernels.stream_share
 
     # Attention. Decode: read the KV cache (memory-bound). Prefill: FLOP-bound.
@@ -258,57 +274,60 @@ def _roofline_step(
     # linear-attention layers read and write their recurrent state once per step
     kv_read = kv_read + 2.0 * linear_state_bytes_per_sequence(c) / tp
     kv_bytes = dec * kv_read * layer_frac
-    kv_memory_eff: Any = stream_share
-    if eff.kv_items_half > 0:  # few (sequence, KV head) pairs cannot fill the memory system
-        items = np.maximum(dec * kv_heads_per_gpu(c, tp), 1e-9)
-        kv_memory_eff = stream_share * items / (items + eff.kv_items_half)
-    decode_attn = op_time(
-        dec * decode_tokens * (attended * pair_flops + decode_extra_flops(c, ctx) * shard),
-        kv_bytes,
-        dep.peak_flops_attention,
-        dep.hbm_bytes_per_s,
-        eff.attention,
-        kv_memory_eff,
+    decode_flops = (
+        dec * decode_tokens * (attended * pair_flops + decode_extra_flops(c, ctx) * shard)
     )
     pairs = attention_pairs(c, prefill_len, prefill_cached)
     extra = prefill_extra_flops(c, prefill_len, prefill_cached) * shard
-    prefill_attn = pre * (pairs * pair_flops + extra) / (dep.peak_flops_attention * eff.attention)
     kh = dep.kernels
     attn_layers = (c.global_layers + c.local_layers) * layer_frac
     if kh is not None and kh.generation is not None and attn_layers > 0:
         # decode attention from the measured kernels: the cache of the attention layers (a
-        # linear-attention state stays a roofline stream); the extra (indexer, linear) FLOPs
-        # ride on the same calls
+        # linear-attention state stays a stream); the extra (indexer, linear) FLOPs ride on
+        # the same calls
         state = dec * 2.0 * linear_state_bytes_per_sequence(c) / tp * layer_frac
-        cache = np.maximum(kv_bytes - state, 0.0)
         decode_attn = decode_attention_s(
             kh,
-            dec * decode_tokens * (attended * pair_flops + decode_extra_flops(c, ctx) * shard),
-            cache,
+            decode_flops,
+            np.maximum(kv_bytes - state, 0.0),
             attn_layers,
             attended / (c.global_layers + c.local_layers),
             dec * kv_heads_per_gpu(c, tp),
             dep.peak_flops_attention,
             dep.hbm_bytes_per_s,
         ) + state / (dep.hbm_bytes_per_s * kh.stream_share)
+    else:
+        kv_memory_eff: Any = stream_share
+        if eff.kv_items_half > 0:  # few (sequence, KV head) pairs cannot fill the memory system
+            items = np.maximum(dec * kv_heads_per_gpu(c, tp), 1e-9)
+            kv_memory_eff = stream_share * items / (items + eff.kv_items_half)
+        decode_attn = op_time(
+            decode_flops,
+            kv_bytes,
+            dep.peak_flops_attention,
+            dep.hbm_bytes_per_s,
+            eff.attention,
+            kv_memory_eff,
+        )
     if kh is not None and kh.context is not None and attn_layers > 0:
-        heads = c.num_attention_heads / tp
-        head_dim = c.attention_flops_per_pair / (4.0 * c.num_attention_heads)
         full = attention_pairs(c, prefill_len)  # without a cached prefix
-        computed = np.where(full > 0, pairs / np.maximum(full, 1e-9), 0.0)
         prefill_attn = prefill_attention_s(
             kh,
             pre,
             prefill_len,
-            heads,
-            head_dim,
+            c.num_attention_heads / tp,
+            c.attention_flops_per_pair / (4.0 * c.num_attention_heads),
             attn_layers,
             c.local_layers * layer_frac,
             c.window,
-            computed,
+            np.where(full > 0, pairs / np.maximum(full, 1e-9), 0.0),
             dep.peak_flops_attention,
             dep.hbm_bytes_per_s,
         ) + pre * extra / (dep.peak_flops_attention * kh.context.eta_max)
+    else:
+        prefill_attn = (
+            pre * (pairs * pair_flops + extra) / (dep.peak_flops_attention * eff.attention)
+        )
     attention = decode_attn + prefill_attn
 
     # Communication: 2 all-reduces per layer on the TP group (1 with parallel attention + MLP);
@@ -336,7 +355,7 @@ def _roofline_step(
     # host and launch costs: per step, per layer, and per sequence the step holds
     per_seq = eff.seq_overhead_s * (dec + pre)
     overhead = eff.step_overhead_s + eff.layer_overhead_s * layers + per_seq
-    stage = StepTime(gemm, attention, comm, overhead, gemm_compute >= gemm_memory)
+    stage = StepTime(gemm, attention, comm, overhead, compute_bound)
     if pp == 1:
         return stage
     send = p2p_time_array(message, dep.pp_link, eff.comm)
