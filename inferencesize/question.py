@@ -115,6 +115,18 @@ class Question:
     def model(self) -> ModelSpec:
         return self.space.model
 
+    def traffic(self) -> dict[str, Any]:
+        """The traffic keyword arguments of :func:`inferencesize.planner.plan` (batching, batch
+        sizes, arrivals, cv, router): what a candidate planned again is asked with."""
+        a = self.arrivals
+        return {
+            "batching": self.batching,
+            "batch_sizes": self.batch_sizes,
+            "arrivals": a.kind,
+            "cv": a.cv,
+            "router": a.router,
+        }
+
 
 def stage_space(
     stage: PipelineStage, spec: ScenarioSpec, model: ModelSpec, hardware: Sequence[Hardware]
@@ -193,11 +205,6 @@ def plan_question(
         tps=s.tps,
         pps=s.pps,
         eps=s.eps,
-        batching=q.batching,
-        batch_sizes=q.batch_sizes,
-        arrivals=q.arrivals.kind,
-        cv=q.arrivals.cv,
-        router=q.arrivals.router,
         top=top,
         objective=objective,
         pricing=pricing,
@@ -206,4 +213,5 @@ def plan_question(
         prune=prune,
         share_gpus=share_gpus,
         budget=budget,
+        **q.traffic(),
     )

@@ -509,12 +509,8 @@ class Study:
             self.catalog.efficiency.values(),
             named=self.origins.get("engine") != "default",
             limits=q.limits,
-            batching=q.batching,
-            batch_sizes=q.batch_sizes,
-            arrivals=q.arrivals.kind,
-            cv=q.arrivals.cv,
-            router=q.arrivals.router,
             options=self.options,
+            **q.traffic(),
         )
 
     def error_band(self, result: PlanResult) -> SlowEdge | None:
@@ -526,18 +522,15 @@ class Study:
         from inferencesize.band_plan import slow_edge
         from inferencesize.io_bands import shipped_bands
 
-        s = self.spec
+        q = self.question
+        assert q is not None  # a chosen plan has a model
         return slow_edge(
             chosen,
             self.estimator,
             shipped_bands(),
-            self.limits,
-            batching=s.batching,
-            batch_sizes=s.batch_sizes,
-            arrivals=s.arrivals,
-            cv=s.cv,
-            router=s.router,
+            q.limits,
             options=self.options,
+            **q.traffic(),
         )
 
     # ---- the answers
