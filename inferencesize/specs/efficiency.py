@@ -244,7 +244,7 @@ class EfficiencySet(Spec):
         " engines",
     )
     source: Source
-    kernels: str | None = Field(
+    kernels: Literal["TRTLLM", "VLLM", "SGLang"] | None = Field(
         default=None,
         description="the engine whose measured kernels (the kernel tier, data/kernels/fit.json)"
         " carry the hardware: TRTLLM, VLLM or SGLang. The set's GEMMs and tensor-parallel"

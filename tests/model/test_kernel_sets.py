@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from inferencesize.catalog import Catalog, load_catalog
+from inferencesize.errors import CatalogError
 from inferencesize.estimate import Candidate, Estimator
 from inferencesize.latency import Deployment, decode_step, prefill
 from inferencesize.parallelism import Parallelism
@@ -117,3 +118,12 @@ def test_your_catalogs_kernels_add_to_and_override_the_shipped_ones(tmp_path: An
     assert tier.gemm[("h100-sxm", "VLLM", "fp8")].eta_mem == 0.5
     assert shipped.gemm[("h100-sxm", "VLLM", "fp8")].eta_mem != 0.5
     assert len(tier.gemm) == len(shipped.gemm)  # one entry replaced, the rest kept
+
+
+def test_a_set_naming_kernels_of_no_engine_is_a_catalog_error(tmp_path: Any) -> None:
+    base = load_catalog().efficiency_set("vllm-2026")
+    data = base.model_dump(exclude_none=True) | {"id": "mine", "kernels": "vllm"}
+    (tmp_path / "hardware" / "efficiency").mkdir(parents=True)
+    (tmp_path / "hardware" / "efficiency" / "mine.yaml").write_text(json.dumps(data))
+    with pytest.raises(CatalogError, match="kernels"):
+        load_catalog([tmp_path])
