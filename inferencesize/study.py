@@ -595,20 +595,27 @@ class Study:
         (:mod:`inferencesize.trace_fleet`); None without a trace."""
         if self.trace is None or not self.trace.windows:
             return None
+        from inferencesize.openloop import InstanceSearch
         from inferencesize.packing import instances_for
         from inferencesize.trace_fleet import trace_fleet
 
         s, c, sizing = self.spec, p.candidate, p.sizing
 
-        counts: dict[float, int] = {}  # windows share peaks (a Poisson percentile: whole)
+        # windows share peaks (a Poisson percentile: whole) and cvs (a grid): one count each,
+        # one instance search per cv (the plan's own at its cv)
+        counts: dict[tuple[float, float], int] = {}
+        searches = {sizing.search.cv: sizing.search} if sizing is not None else {}
 
-        def instances_at(peak: float) -> int:
-            if peak not in counts:
+        def instances_at(peak: float, cv: float) -> int:
+            if (peak, cv) not in counts:
                 if sizing is None:
-                    counts[peak] = instances_for(peak, p.rate)
+                    counts[peak, cv] = instances_for(peak, p.rate)
                 else:
-                    counts[peak] = sizing.search.fewest(peak) or p.instances
-            return counts[peak]
+                    if cv not in searches:
+                        q = sizing.search
+                        searches[cv] = InstanceSearch(q.st, q.limits, cv, q.router, start=q.start)
+                    counts[peak, cv] = searches[cv].fewest(peak) or p.instances
+            return counts[peak, cv]
 
         return trace_fleet(
             self.trace.windows,
@@ -623,6 +630,7 @@ class Study:
             dispersion=s.dispersion,
             scale_up_delay_s=s.scale_up_delay_s,
             instances_per_gpu=c.share.per_gpu if c.share else 1,
+            cv=self.trace.cv,
         )
 
     def replay_trace(self, p: Plan, less: int = 0) -> tuple[TraceReplay, TraceReplay] | None:
@@ -644,7 +652,8 @@ class Study:
         bounds = [(w.start_s, w.end_s) for w in fleet.windows]
         need = [w.instances for w in fleet.windows]
         auto = running_units(bounds, need, s.scale_up_delay_s)
-        router = Router(s.router)
+        q = self.question  # the router the plan and the peak's --verify size behind
+        router = q.arrivals.router if q is not None else Router(s.router)
 
         def replay(counts: list[int]) -> TraceReplay:
             return replay_trace(

@@ -2,11 +2,13 @@
 window, in whole units as they are rented or bought (:func:`inferencesize.economics.sales_unit`).
 
 Each window k (:mod:`inferencesize.trace_windows`) of mean rate λ_k is sized for its own
-burst, the percentile of its per-second count, with the plan's candidate at the trace's
-burstiness (the same instance search the plan made, so a router's pooling counts)::
+burst, the percentile of its per-second count, with the plan's candidate at the window's own
+burstiness cv_k (its gaps' cv as sized, :func:`inferencesize.trace_traffic.sized_cv`; the
+instance search the plan made, one per cv, so a router's pooling counts)::
 
     peak_k      = peak_rps(λ_k, percentile, dispersion)
-    instances_k = the fewest instances meeting the limits at peak_k (instances_at)
+    instances_k = the fewest instances meeting the limits at peak_k with gaps of cv_k
+                  (instances_at)
     units_k     = whole units holding them (packing.pack_servers, + spares)
 
 * **fixed**: ``max(plan instances, max_k instances_k)`` instances, run over the whole trace;
@@ -54,6 +56,7 @@ class WindowFleet:
     start_s: float
     end_s: float
     peak_rps: float
+    cv: float  # the gaps' cv it is sized at
     instances: int  # instances its peak needs
     gpus: int  # GPUs running those instances
     units: int  # whole units holding them
@@ -111,7 +114,7 @@ def running_units(
 
 def trace_fleet(
     windows: Sequence[Window],
-    instances_at: Callable[[float], int],
+    instances_at: Callable[[float, float], int],
     gpus_per_instance: int,
     gpus_per_node: int,
     *,
@@ -123,10 +126,12 @@ def trace_fleet(
     dispersion: float = 0.0,
     scale_up_delay_s: float = DEFAULT_SCALE_UP_DELAY_S,
     instances_per_gpu: int = 1,
+    cv: float = 1.0,
 ) -> TraceFleet:
-    """Size every window with one candidate (module docstring). ``instances_at(peak_rps)``:
-    the fewest instances meeting the limits at that peak; ``plan_instances``: the plan's own
-    count (the fixed fleet never has fewer)."""
+    """Size every window with one candidate (module docstring). ``instances_at(peak_rps,
+    cv)``: the fewest instances meeting the limits at that peak with gaps of that cv (``cv``
+    for a window not sized at its own, :attr:`Window.cv` None); ``plan_instances``: the
+    plan's own count (the fixed fleet never has fewer)."""
     if not windows:
         raise ValueError("a trace fleet needs at least one window")
     if not 0 <= scale_up_delay_s <= 86_400:
@@ -143,7 +148,8 @@ def trace_fleet(
         peak_rps(w.rate_rps, percentile, dispersion=dispersion) if w.rate_rps > 0 else 0.0
         for w in windows
     ]
-    needed = [instances_at(p) if p > 0 else 0 for p in peaks]
+    cvs = [cv if w.cv is None else w.cv for w in windows]
+    needed = [instances_at(p, c) if p > 0 else 0 for p, c in zip(peaks, cvs, strict=True)]
     fleets = [fleet(n) for n in needed]
     spans = [(w.start_s, w.end_s) for w in windows]
     running = running_units(spans, [f.units for f in fleets], scale_up_delay_s)
@@ -187,13 +193,14 @@ def trace_fleet(
             start_s=w.start_s,
             end_s=w.end_s,
             peak_rps=p,
+            cv=c,
             instances=n,
             gpus=f.gpus_used,
             units=f.units,
             autoscaled_units=r,
             autoscaled_gpus=r * unit.gpus,
         )
-        for w, p, n, f, r in zip(windows, peaks, needed, fleets, running, strict=True)
+        for w, p, c, n, f, r in zip(windows, peaks, cvs, needed, fleets, running, strict=True)
     )
     return TraceFleet(
         windows=per_window,

@@ -51,6 +51,7 @@ class TraceReplay:
     held: Latencies  # over the whole trace
     meets: bool  # every limit held over the whole trace
     requests: int
+    router: str = str(DEFAULT_ROUTER)
 
     @property
     def missed(self) -> list[int]:
@@ -110,4 +111,5 @@ def replay_trace(
         out.append(WindowReplay(start, end, n, hi - lo, held, meets))
     values = {n: np.concatenate(v) if v else np.zeros(0) for n, v in pooled.items()}
     held, meets = _held(values, limits)
-    return TraceReplay(tuple(out), held, meets, int(sum(w.requests for w in out)))
+    requests = int(sum(w.requests for w in out))
+    return TraceReplay(tuple(out), held, meets, requests, str(router))

@@ -2,7 +2,18 @@
 and the burstiness of the arrivals (the coefficient of variation of the gaps between them).
 
 The open-loop model takes fixed lengths and gamma-renewal arrivals: a trace enters it as its
-mean ISL and OSL, its mean rate and its gaps' cv. ``plan --verify`` replays the trace itself
+mean ISL and OSL, its busiest window's rate and that window's own gaps' cv
+(:func:`sized_cv`). The whole trace's cv is reported but not sized for: it mixes the drift
+of the rate from window to window with the burstiness within them.
+
+Each window is sized at its own cv (:func:`sized_cv`): at least :data:`MIN_CV`, rounded up
+onto a grid of relative step :data:`CV_STEP` (the sizing is searched once per grid value,
+so a week of windows costs a few searches, and the rounding only ever adds burstiness), and
+at most the model's limit (``max_cv``: 10). A window burstier than that limit is sized at it
+and marked ``cv_capped``: its gaps hold idle spells of minutes between dense bursts (the
+Azure code trace's 5-minute windows measure cv up to 20; at 1-minute windows none is above
+9), which no gamma-renewal cv describes; the output says so, shorter windows (``--window-s``)
+measure the bursts apart from the spells, and ``--verify`` replays them as they came. ``plan --verify`` replays the trace itself
 (every request's lengths, the arrivals' own pattern) with its times scaled to the rate sized
 for (:meth:`TraceTraffic.at_rate`); a trace of more than :data:`REPLAY_MAX_REQUESTS` requests
 replays its first that many, in arrival order (:attr:`TraceTraffic.replayed`).
@@ -28,6 +39,8 @@ MIN_REQUESTS = 3
 #: The least burstiness sized for: a trace of (nearly) evenly spaced requests is sized as
 #: gaps with this cv (the open-loop model needs cv > 0).
 MIN_CV = 0.05
+#: Relative step of the grid a window's cv is rounded up onto (MIN_CV · CV_STEP^k).
+CV_STEP = 1.1
 #: Most requests ``plan --verify`` replays: a longer trace replays its first this many (in
 #: arrival order), so the simulation's memory and time stay bounded.
 REPLAY_MAX_REQUESTS = 200_000
@@ -41,7 +54,8 @@ class TraceTraffic:
     requests: int
     span_s: float
     mean_rps: float
-    #: The gaps' coefficient of variation as measured, and as sized for (at least MIN_CV).
+    #: The whole trace's gaps' coefficient of variation as measured, and the cv the plan is
+    #: sized for: its busiest window's (:func:`sized_cv`; the whole trace's before it is cut).
     gap_cv: float
     cv: float
     isl_mean: float
@@ -57,6 +71,13 @@ class TraceTraffic:
     #: Rates times this (``--trace-scale``: growth planning); the slice read (``--trace-window``).
     scale: float = 1.0
     slice_s: tuple[float, float] | None = None
+    #: The most burstiness sized for (:func:`sized_cv`).
+    max_cv: float = math.inf
+
+    @property
+    def cv_capped(self) -> list[int]:
+        """Indexes of the windows burstier than :attr:`max_cv` (sized at it)."""
+        return [k for k, w in enumerate(self.windows) if w.cv_capped]
 
     @property
     def busiest_rps(self) -> float:
@@ -77,9 +98,16 @@ class TraceTraffic:
         scale: float,
         slice_s: tuple[float, float] | None,
     ) -> TraceTraffic:
-        """These figures with their windows, the mean rate times ``scale``."""
+        """These figures with their windows (each with the cv it is sized at,
+        :func:`sized_cv`), the mean rate times ``scale``; the plan's cv is the busiest
+        window's."""
+        windows = tuple(w.sized(*sized_cv(w.gap_cv, self.cv, self.max_cv)) for w in windows)
+        cv = self.cv
+        if len(windows) > 1:
+            cv = max(windows, key=lambda w: w.rate_rps).cv or cv
         return replace(
             self,
+            cv=cv,
             windows=windows,
             window_s=window_s,
             scale=scale,
@@ -159,9 +187,9 @@ class TraceFigures:
 
 
 def trace_traffic(workload: Workload, source: str, max_cv: float) -> TraceTraffic:
-    """The traffic of ``workload`` (a whole trace in memory, sorted by arrival time);
-    ValueError with the reason when it has too few requests, no time between its first and
-    last arrival, or gaps burstier than ``max_cv``."""
+    """The traffic of ``workload`` (a whole trace in memory, sorted by arrival time), sized
+    at most at ``max_cv`` (:func:`sized_cv`); ValueError with the reason when it has too few
+    requests or no time between its first and last arrival."""
     t = workload.arrival_s
     got = 0 if t is None else len(t)
     _enough(got)
@@ -170,14 +198,15 @@ def trace_traffic(workload: Workload, source: str, max_cv: float) -> TraceTraffi
     _spread(span)
     gaps = np.diff(t)
     mean_gap = float(gaps.mean())
-    gap_cv = _burstiness(float(gaps.std()) / mean_gap, max_cv)
+    gap_cv = float(gaps.std()) / mean_gap
     return TraceTraffic(
         source=source,
         requests=len(t),
         span_s=span,
         mean_rps=1.0 / mean_gap,
         gap_cv=gap_cv,
-        cv=max(gap_cv, MIN_CV),
+        cv=sized_cv(gap_cv, gap_cv, max_cv)[0],
+        max_cv=max_cv,
         isl_mean=float(np.mean(workload.isl)),
         osl_mean=float(np.mean(workload.osl)),
         workload=workload,
@@ -195,14 +224,15 @@ def streamed_traffic(
     span = figures.last_s - figures.first_s
     _spread(span)
     mean_gap = span / (n - 1)
-    gap_cv = _burstiness(math.sqrt(max(figures.gap_m2, 0.0) / figures.gaps) / mean_gap, max_cv)
+    gap_cv = math.sqrt(max(figures.gap_m2, 0.0) / figures.gaps) / mean_gap
     return TraceTraffic(
         source=source,
         requests=n,
         span_s=span,
         mean_rps=1.0 / mean_gap,
         gap_cv=gap_cv,
-        cv=max(gap_cv, MIN_CV),
+        cv=sized_cv(gap_cv, gap_cv, max_cv)[0],
+        max_cv=max_cv,
         isl_mean=figures.isl_sum / n,
         osl_mean=figures.osl_sum / n,
         workload=replay,
@@ -222,10 +252,12 @@ def _spread(span_s: float) -> None:
         raise ValueError("every request arrives at the same time: the trace gives no rate")
 
 
-def _burstiness(gap_cv: float, max_cv: float) -> float:
-    if gap_cv > max_cv:
-        raise ValueError(
-            f"its gaps' coefficient of variation is {gap_cv:.3g}, above the {max_cv:g} the"
-            " open-loop model takes"
-        )
-    return gap_cv
+def sized_cv(gap_cv: float | None, fallback: float, max_cv: float) -> tuple[float, bool]:
+    """The cv a window of measured gap cv ``gap_cv`` is sized at, and whether it was capped
+    (module docstring): ``fallback`` where it has too few gaps to measure one (None), at
+    least :data:`MIN_CV`, rounded up to MIN_CV · CV_STEP^k, at most ``max_cv``."""
+    cv = max(fallback if gap_cv is None else gap_cv, MIN_CV)
+    if cv > max_cv:
+        return max_cv, True
+    k = math.ceil(math.log(cv / MIN_CV) / math.log(CV_STEP) - 1e-9)
+    return min(MIN_CV * CV_STEP ** max(k, 0), max_cv), False

@@ -11,7 +11,9 @@ last window is between 0.5 and 1.5 windows long. Per window:
 - ``gap_cv``: the coefficient of variation of the gaps between consecutive arrivals that both
   fall in the window (None with fewer than two such gaps; a gap across a boundary is in
   neither window, except into a merged last window);
-- the mean and largest prompt and answer lengths (tokens).
+- the mean and largest prompt and answer lengths (tokens);
+- once the trace's figures are known, the cv the window is sized at (``cv``; ``cv_capped``
+  where its own is above the model's limit: :func:`inferencesize.trace_traffic.sized_cv`).
 
 Gathered in one pass over the requests in arrival order, block by block (:class:`Windows`),
 in memory that grows with the number of windows, never with the requests (a week at 300 s is
@@ -21,7 +23,7 @@ in memory that grows with the number of windows, never with the requests (a week
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import numpy.typing as npt
@@ -51,6 +53,13 @@ class Window:
     osl_mean: float
     isl_max: int
     osl_max: int
+    #: The cv it is sized at, and whether its own was above the model's limit (None: not yet).
+    cv: float | None = None
+    cv_capped: bool = False
+
+    def sized(self, cv: float, capped: bool) -> Window:
+        """This window sized at gaps of coefficient of variation ``cv``."""
+        return replace(self, cv=cv, cv_capped=capped)
 
 
 @dataclass

@@ -52,7 +52,7 @@ def test_fixed_against_autoscaled_by_hand() -> None:
     # one instance of 2 GPUs serves 10 req/s: the peak of each window over 10, rounded up
     fleet = trace_fleet(
         windows,
-        lambda peak: math.ceil(peak / 10.0),
+        lambda peak, cv: math.ceil(peak / 10.0),
         2,
         8,
         gpu=gpu,
@@ -89,9 +89,33 @@ def test_fixed_against_autoscaled_by_hand() -> None:
 def test_the_fixed_fleet_never_has_fewer_than_the_plan() -> None:
     gpu, system = _catalog().hardware("aws-p5-48xlarge")
     windows = [_window(0, 300, 1.0)]
-    fleet = trace_fleet(windows, lambda peak: 1, 1, 8, gpu=gpu, system=system, plan_instances=9)
+    fleet = trace_fleet(windows, lambda peak, cv: 1, 1, 8, gpu=gpu, system=system, plan_instances=9)
     assert fleet.fixed_instances == 9 and fleet.fixed.peak_units == 2
     assert fleet.windows[0].instances == 1 and fleet.autoscaled.peak_units == 1
+
+
+def test_each_window_is_sized_at_its_own_cv() -> None:
+    gpu, system = _catalog().hardware("aws-p5-48xlarge")
+    # the same rate, burstier in the second window: sized there at its own cv; a window
+    # whose gaps could not be measured (cv None) at the trace's
+    windows = [
+        _window(0, 300, 10.0).sized(1.0, False),
+        _window(300, 600, 10.0).sized(4.0, False),
+        _window(600, 900, 10.0),
+    ]
+    asked: list[float] = []
+
+    def instances_at(peak: float, cv: float) -> int:  # burstier gaps: more instances
+        asked.append(cv)
+        return math.ceil(peak / 10.0 * cv)
+
+    fleet = trace_fleet(
+        windows, instances_at, 1, 8, gpu=gpu, system=system, plan_instances=1, cv=2.0
+    )
+    assert asked == [1.0, 4.0, 2.0] and [w.cv for w in fleet.windows] == asked
+    peak = peak_rps(10.0, 0.95)
+    assert [w.instances for w in fleet.windows] == [math.ceil(peak / 10 * c) for c in asked]
+    assert fleet.fixed_instances == max(w.instances for w in fleet.windows)
 
 
 def test_plan_json_fixed_and_autoscaled_over_a_trace(tmp_path) -> None:  # type: ignore[no-untyped-def]
@@ -166,6 +190,19 @@ def test_verify_replays_the_trace_window_by_window(tmp_path) -> None:  # type: i
             k for k, w in enumerate(r["windows"]) if not w["meets_limits"]
         ]
         assert r["meets_limits"] == (r["held"]["ttft_ms"] <= 1000 and r["held"]["itl_ms"] <= 60)
+    # the verdict of --verify on a trace is its replay's, over the whole trace, with the
+    # router of the plan and of the simulation at the peak (whose own verdict is kept)
+    v = rec["verify"]
+    assert v["meets_limits"] == replay["fixed"]["meets_limits"]
+    assert v["missed_windows"] == replay["fixed"]["missed_windows"]
+    assert isinstance(v["peak_meets_limits"], bool)
+    assert replay["fixed"]["router"] == replay["autoscaled"]["router"] == v["router"]
+    # the autoscaled fleet never pays for fewer GPUs than its replay runs in a window, and
+    # what it runs is enough there: no window of its replay misses
+    gpi = rec["plan"]["gpus_per_instance"]
+    for w, r in zip(windows, replay["autoscaled"]["windows"], strict=True):
+        assert w["autoscaled_gpus"] >= r["instances"] * gpi >= w["gpus"]
+    assert replay["autoscaled"]["missed_windows"] == []
     # the fixed fleet runs the plan's instances everywhere; the autoscaled what each window needs
     assert {w["instances"] for w in replay["fixed"]["windows"]} == {rec["plan"]["instances"]}
     assert [w["instances"] for w in replay["autoscaled"]["windows"]] == [

@@ -4,6 +4,7 @@ conflicts it refuses, and --verify replaying it."""
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -17,12 +18,15 @@ from inferencesize.errors import InputError
 from inferencesize.io_trace import read_trace_traffic
 from inferencesize.simulate import Workload
 from inferencesize.trace_traffic import (
+    CV_STEP,
     MIN_CV,
     REPLAY_MAX_REQUESTS,
     TraceFigures,
+    sized_cv,
     streamed_traffic,
     trace_traffic,
 )
+from inferencesize.trace_windows import Windows
 
 runner = CliRunner()
 
@@ -37,7 +41,8 @@ def test_rate_burstiness_and_lengths_by_hand() -> None:
     )
     # gaps 1, 2, 3 s: mean 2 s (0.5 req/s), standard deviation sqrt(2/3) s
     assert t.requests == 4 and t.span_s == 6.0 and t.mean_rps == pytest.approx(0.5)
-    assert t.gap_cv == pytest.approx((2.0 / 3.0) ** 0.5 / 2.0) and t.cv == t.gap_cv
+    assert t.gap_cv == pytest.approx((2.0 / 3.0) ** 0.5 / 2.0)
+    assert t.gap_cv <= t.cv <= t.gap_cv * CV_STEP  # sized at it rounded up onto the grid
     assert (t.isl_mean, t.osl_mean) == (250.0, 30.0)
     # brought to 1 req/s: the same pattern in half the time, from 0
     fast = t.at_rate(1.0)
@@ -55,13 +60,51 @@ def test_even_gaps_are_sized_at_the_least_burstiness() -> None:
     [
         ([0.0, 1.0], "at least 3 requests"),
         ([5.0, 5.0, 5.0], "no rate"),
-        ([0.0, 0.0, 0.0, 0.0, 100.0], "above the 1 the open-loop model takes"),
     ],
 )
 def test_a_trace_that_gives_no_traffic_says_why(times: list[float], message: str) -> None:
     n = len(times)
     with pytest.raises(ValueError, match=message):
         trace_traffic(_workload(times, [1] * n, [1] * n), "x", 1.0)
+
+
+def test_a_trace_burstier_than_the_model_takes_is_sized_at_its_limit() -> None:
+    # gaps 0, 0, 0, 100 s: mean 25 s, standard deviation sqrt(3·25² + 75²)/2 = 25·sqrt(3),
+    # cv sqrt(3) = 1.73, above a limit of 1: sized at 1, not refused
+    t = trace_traffic(_workload([0.0, 0.0, 0.0, 0.0, 100.0], [1] * 5, [1] * 5), "x", 1.0)
+    assert t.gap_cv == pytest.approx(3**0.5) and t.cv == 1.0
+
+
+def test_each_window_is_sized_at_its_own_cv_and_the_plan_at_the_busiest() -> None:
+    # window 0 (0-10 s): 3 requests at 0, 5, 9.99 (gaps 5, 4.99: cv 0.001 -> MIN_CV);
+    # window 1 (10-20 s, the last arrival's short window merged in): 10, 10, 10, 19, 20,
+    # gaps 0, 0, 9, 1 (the 9.99 -> 10 gap crosses the boundary: in neither), mean 2.5 s,
+    # variance (81 + 1)/4 - 2.5² = 14.25: cv sqrt(14.25)/2.5; 5 requests against 3
+    times = [0.0, 5.0, 9.99, 10.0, 10.0, 10.0, 19.0, 20.0]
+    w = _workload(times, [1] * 8, [1] * 8)
+    windows = Windows(10.0)
+    windows.add(np.asarray(w.arrival_s), w.isl, w.osl)
+    t = trace_traffic(w, "x", 10.0).cut(windows.result(), 10.0, 1.0, None)
+    first, second = t.windows
+    assert first.cv == sized_cv(first.gap_cv, 0.0, 10.0)[0] and first.cv_capped is False
+    assert second.gap_cv == pytest.approx(14.25**0.5 / 2.5)
+    assert second.cv is not None and second.cv >= second.gap_cv
+    assert t.cv == second.cv  # the busiest window's
+    capped = trace_traffic(w, "x", 1.0).cut(windows.result(), 10.0, 1.0, None)
+    assert [x.cv_capped for x in capped.windows] == [False, True] and capped.cv == 1.0
+    assert capped.cv_capped == [1]
+
+
+@pytest.mark.parametrize("measured", [0.0, 0.01, 0.05, 0.3, 0.999, 1.0, 1.2, 4.7, 9.99, 10.0])
+def test_a_window_cv_is_rounded_up_onto_the_grid(measured: float) -> None:
+    cv, capped = sized_cv(measured, 0.0, 10.0)
+    assert not capped and max(measured, MIN_CV) <= cv <= max(measured, MIN_CV) * CV_STEP * (
+        1 + 1e-9
+    )
+    k = round(math.log(cv / MIN_CV) / math.log(CV_STEP))
+    assert cv == pytest.approx(MIN_CV * CV_STEP**k) or cv == 10.0  # on the grid: few searches
+    assert sized_cv(None, measured, 10.0) == (cv, False)  # too few gaps: the fallback's
+    assert sized_cv(10.01, 0.0, 10.0) == (10.0, True)
 
 
 @pytest.fixture(scope="module")
@@ -234,7 +277,9 @@ def test_a_long_trace_gives_its_figures_in_one_pass(long_trace: Path) -> None:
     gaps = np.diff(arrival)
     assert t.requests == LONG and t.span_s == pytest.approx(arrival[-1] - arrival[0], rel=1e-15)
     assert t.mean_rps == pytest.approx(1.0 / gaps.mean(), rel=1e-12)
-    assert t.gap_cv == pytest.approx(gaps.std() / gaps.mean(), rel=1e-9) and t.cv == t.gap_cv
+    assert t.gap_cv == pytest.approx(gaps.std() / gaps.mean(), rel=1e-9)
+    busiest = max(t.windows, key=lambda w: w.rate_rps)
+    assert t.cv == busiest.cv == sized_cv(busiest.gap_cv, 0.0, 10.0)[0]
     assert t.isl_mean == pytest.approx(isl.mean(), rel=1e-15)
     assert t.osl_mean == pytest.approx(osl.mean(), rel=1e-15)
     # replayed: its first REPLAY_MAX_REQUESTS requests, as they stand in the file

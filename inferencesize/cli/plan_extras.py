@@ -32,8 +32,12 @@ def add_verification(study: Study, rec: dict[str, Any], result: Any) -> None:
     if study.trace is not None:  # the trace as it came, window by window
         with Progress("replaying the trace window by window"):
             replays = study.replay_trace(p)
-        if replays is not None:
-            rec["verify"]["trace_replay"] = replay_record(*replays)
+        if replays is not None:  # a trace's verdict is its replay's, as it came
+            v = rec["verify"]
+            v["peak_meets_limits"] = v["meets_limits"]
+            v["meets_limits"] = replays[0].meets
+            v["missed_windows"] = replays[0].missed
+            v["trace_replay"] = replay_record(*replays)
 
 
 def draw_plan(path: Path, study: Study, result: Any, inputs: list[Input]) -> None:

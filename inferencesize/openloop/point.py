@@ -238,7 +238,7 @@ def point(
                     slope = (longer.prefill_share - ch.prefill_share) / math.log(1.02)
                     busy = max(1.0 - ch.idle_share - ch.prefill_share, _EPS)
                     state[2] = min(max(1.0 + slope / busy, 0.0), 1.0)
-                state[3] = 1.0 + rate * ch.marginal_s / (1.0 - ch.prefill_share)
+                state[3] = 1.0 + rate * ch.marginal_s / max(1.0 - ch.prefill_share, _EPS)
             if (
                 abs(state[0] - idle_p) < 1e-4 * loose
                 and abs(state[1] - idc) <= 1e-3 * loose * idc

@@ -7,7 +7,7 @@ from typing import Any
 
 from inferencesize import report
 from inferencesize.outcomes import fmt_seconds
-from inferencesize.render.trace import trace_fleet_rows
+from inferencesize.render.trace import replay_rows, trace_fleet_rows
 
 ORIGIN_WORDS = {"flag": "flag", "scenario": "scenario", "default": "default"}
 
@@ -527,7 +527,7 @@ def verification_table(v: dict[str, Any]) -> Any:
 
     a, s = v["analytic"], v["simulated"]
     delta = v["instances_delta"]
-    if not v["meets_limits"]:
+    if not v.get("peak_meets_limits", v["meets_limits"]):
         verdict = f"misses the limits even with {report.count(s['instances'], 'instance')}"
     elif delta == 0:
         verdict = (
@@ -553,6 +553,7 @@ def verification_table(v: dict[str, Any]) -> Any:
         ("p99 latency", line("p99")),
         ("instance counts simulated", ", ".join(str(n) for n in v["searched"])),
         ("verdict", verdict),
+        *replay_rows(v),
     ]
     return report.key_value_table("verification (discrete-event simulation)", pairs)
 

@@ -66,6 +66,22 @@ def trace_fleet_rows(rec: dict[str, Any]) -> list[tuple[str, str]]:
             f" {busiest['rate_rps']:,.3g} req/s from {busiest['start_s']:,.0f} s",
         )
     ]
+    cvs = sorted({round(w["cv"], 3) for w in t["windows"] if w.get("cv") is not None})
+    if len(cvs) > 1:
+        rows.append(
+            ("window burstiness", f"each window at its own gaps' cv: {cvs[0]:g} to {cvs[-1]:g}")
+        )
+    capped = [k for k, w in enumerate(t["windows"]) if w.get("cv_capped")]
+    if capped:
+        most = max(t["windows"][k]["gap_cv"] for k in capped)
+        rows.append(
+            (
+                "burstier than modelled",
+                f"{len(capped)} of {len(t['windows'])} windows (gaps' cv up to {most:.3g}: idle"
+                f" spells between bursts) sized at cv {cvs[-1]:g}, the model's limit; shorter"
+                " --window-s measures the bursts apart, --verify replays them as they came",
+            )
+        )
     for name in ("fixed", "autoscaled"):
         f = fl[name]
         rows.append(
@@ -97,6 +113,7 @@ def replay_record(fixed: TraceReplay, autoscaled: TraceReplay) -> dict[str, Any]
         return {
             "meets_limits": r.meets,
             "requests": r.requests,
+            "router": r.router,
             "held": _ms(r.held),
             "missed_windows": r.missed,
             "windows": [
@@ -113,3 +130,36 @@ def replay_record(fixed: TraceReplay, autoscaled: TraceReplay) -> dict[str, Any]
         }
 
     return {"fixed": one(fixed), "autoscaled": one(autoscaled)}
+
+
+def replay_rows(v: dict[str, Any]) -> list[tuple[str, str]]:
+    """``plan --verify`` on a trace: the replay of the whole trace against each fleet, the
+    limits' statistics over every request and the windows that miss."""
+    replay = v.get("trace_replay")
+    if not replay:
+        return []
+    stats = v["statistics"]
+    rows = []
+    for name in ("fixed", "autoscaled"):
+        r = replay[name]
+        held = " · ".join(
+            f"{label} {stats[key]} {r['held'][f'{key}_ms']:,.1f} ms"
+            for key, label in (("ttft", "TTFT"), ("itl", "ITL"), ("e2e", "E2E"))
+            if v["limits"].get(f"{key}_ms") is not None
+        )
+        missed = r["missed_windows"]
+        windows = len(r["windows"])
+        state = "meets" if r["meets_limits"] else "misses"
+        where = (
+            f"misses in windows {', '.join(map(str, missed))} of {windows}"
+            if missed
+            else (f"every window of {windows} meets")
+        )
+        rows.append(
+            (
+                f"trace replay, {name}",
+                f"{r['requests']:,} requests, {r['router']} router: {held or 'no limit'} →"
+                f" {state} over the whole trace; {where}",
+            )
+        )
+    return rows
