@@ -3,29 +3,53 @@ plan --trace`` process (wall and CPU seconds), then in process the plan's fixed 
 autoscaled fleets replayed as the trace came (:mod:`inferencesize.trace_replay`), whether
 they meet the limits over the whole trace, and whether the fleet with one instance fewer in
 every window misses in at least one window (the fleet is tight, not padded). Also the
-analytic p99 TTFT at the plan's peak against the replay's over the whole trace. Not a timed
-test: figures for a person.
+analytic p99 TTFT at the plan's peak against the replay's over the whole trace. With
+``--synthetic ROWS``: a generated trace of that many requests (benchmarks/trace_scale.py's)
+planned by a whole process, its peak memory and time. Not a timed test: figures for a
+person.
+
+Each check prints PASS or FAIL against its target: a plan process under
+:data:`PLAN_CPU_S` CPU seconds; the fixed fleet's replay meets the limits over the whole
+trace; one instance fewer in every window misses in at least one window; the autoscaled
+fleet's replay misses in no window (so it never runs fewer than the replay needs there); a
+synthetic trace planned under :data:`SYNTHETIC_MIB` MiB and :data:`SYNTHETIC_S` s. Times are
+judged in CPU seconds (the plan is one thread): on a shared machine the wall clock also
+counts the other processes' turns.
 
 The Azure LLM inference traces 2023 (Azure Public Dataset, CC-BY-4.0; Patel et al.,
 "Splitwise: Efficient generative LLM inference using phase splitting", ISCA 2024) are what it
 was written for; they are not in this repository:
 
 Run: python benchmarks/trace_fleet.py TRACE.csv [TRACE.csv ...] [--model M --hardware H ...]
-Exit 0 when every plan was feasible and its fixed fleet met the limits over the trace.
+         [--synthetic 10000000]
+Exit 0 when every check passed.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 from process_stats import infersize, mib, run
+from trace_scale import QUESTION as SYNTHETIC_QUESTION
+from trace_scale import write_trace
 
 from inferencesize.catalog import load_catalog
 from inferencesize.render.plan import result_record
 from inferencesize.study import resolve
+
+#: Targets: a trace plans in this many CPU seconds; a synthetic trace in this memory and time.
+PLAN_CPU_S = 3.0
+SYNTHETIC_MIB = 300.0
+SYNTHETIC_S = 60.0
+
+
+def check(name: str, passed: bool, figures: str) -> bool:
+    print(f"  {'PASS' if passed else 'FAIL'} {name}: {figures}")
+    return passed
 
 
 def _question(args: argparse.Namespace, trace: Path) -> dict[str, object]:
@@ -54,7 +78,8 @@ def _flags(args: argparse.Namespace, trace: Path) -> list[str]:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("traces", nargs="+", type=Path)
+    ap.add_argument("traces", nargs="*", type=Path)
+    ap.add_argument("--synthetic", type=int, default=0, help="requests of a generated trace")
     ap.add_argument("--model", default="llama-3.1-70b")
     ap.add_argument("--hardware", default="h100-sxm")
     ap.add_argument("--precision", default="fp8")
@@ -70,6 +95,7 @@ def main() -> int:
         r = run([*infersize(), *_flags(args, trace)])
         print(f"{trace.name}: plan process {r.wall_s:.2f} s wall, {r.cpu_s:.2f} s CPU", end="")
         print(f", peak memory {mib(r.peak_bytes):.0f} MiB, exit {r.code}")
+        ok &= check("plans in time", r.cpu_s < PLAN_CPU_S, f"{r.cpu_s:.2f} s CPU")
         study = resolve(catalog, None, _question(args, trace))
         result = study.plan(top=1)
         p = result.chosen
@@ -92,7 +118,18 @@ def main() -> int:
                 f" {rep.requests:,} requests); one instance fewer in every window misses in"
                 f" windows {less.missed}"
             )
-        ok = ok and replays[0].meets
+        fixed, auto = replays
+        ok &= check("fixed fleet meets over the whole trace", fixed.meets, f"{fixed.requests:,}")
+        ok &= check(
+            "one instance fewer misses somewhere",
+            bool(tight[0].missed),
+            f"windows {tight[0].missed} of {len(tight[0].windows)}",
+        )
+        ok &= check(
+            "autoscaled fleet never runs fewer than its replay needs",
+            not auto.missed,
+            f"windows missed {auto.missed}; instances {[w.instances for w in auto.windows]}",
+        )
         for name in ("fixed", "autoscaled"):
             f = rec["fleet"][name]
             print(
@@ -104,7 +141,24 @@ def main() -> int:
             f"  analytic TTFT at the peak: p95 {at_peak.get('ttft_ms_p95')} ms, p99"
             f" {at_peak.get('ttft_ms_p99')} ms; replays took {seconds:.1f} s"
         )
+    if args.synthetic:
+        ok &= synthetic(args.synthetic)
     return 0 if ok else 1
+
+
+def synthetic(rows: int) -> bool:
+    """A generated trace of ``rows`` requests planned by a whole process (flat memory)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "synthetic.csv"
+        wrote = write_trace(path, rows)
+        print(f"synthetic trace: {rows:,} requests, {mib(path.stat().st_size):,.0f} MiB", end="")
+        print(f" (written in {wrote:.1f} s)")
+        r = run([*infersize(), "plan", *SYNTHETIC_QUESTION, "--trace", str(path)])
+        print(f"  plan process {r.wall_s:.2f} s wall, {r.cpu_s:.2f} s CPU, exit {r.code}")
+        peak = mib(r.peak_bytes)
+        fits = r.code == 0 and peak < SYNTHETIC_MIB and r.cpu_s < SYNTHETIC_S
+        figures = f"peak {peak:.0f} MiB, {r.cpu_s:.1f} s CPU"
+        return check("synthetic trace in flat memory and time", fits, figures)
 
 
 if __name__ == "__main__":

@@ -26,6 +26,7 @@ from inferencesize.io_trace_formats import Block, Reading, read_blocks
 from inferencesize.simulate.arrivals import Workload
 from inferencesize.simulate.engine import SimResult
 from inferencesize.simulate.stats import per_request
+from inferencesize.trace_conversations import Reuse
 from inferencesize.trace_traffic import (
     REPLAY_MAX_REQUESTS,
     TraceFigures,
@@ -101,6 +102,8 @@ def read_trace_traffic(
     held_t = np.empty(keep)
     held_isl = np.empty(keep, dtype=np.int64)
     held_osl = np.empty(keep, dtype=np.int64)
+    held_conversation = np.full(keep, -1, dtype=np.int64)
+    reuse = Reuse()  # in file order; a held trace out of order is gathered again once sorted
     disorder: tuple[int, float, float] | None = None  # (line, its time, the time above it)
     windows = Windows(window_s)  # in file order; a held trace is cut again once sorted
     for b in _blocks(path, reading):
@@ -112,6 +115,8 @@ def read_trace_traffic(
             held_t[start : start + take] = b.arrival_s[:take]
             held_isl[start : start + take] = b.isl[:take]
             held_osl[start : start + take] = b.osl[:take]
+            if b.conversation is not None:
+                held_conversation[start : start + take] = b.conversation[:take]
         if disorder is None and len(b.arrival_s):
             previous = figures.last_s if start else float(b.arrival_s[0])
             back = np.flatnonzero(np.diff(b.arrival_s, prepend=previous) < 0)
@@ -122,6 +127,8 @@ def read_trace_traffic(
         figures.add(b.arrival_s, b.isl, b.osl)
         if disorder is None:
             windows.add(b.arrival_s, b.isl, b.osl)
+            if b.conversation is not None:
+                reuse.add(b.arrival_s, b.isl, b.osl, b.conversation)
         if disorder is not None and figures.requests > keep:
             line, time, above = disorder
             name = reading.arrival_column
@@ -140,10 +147,15 @@ def read_trace_traffic(
         traffic = trace_traffic(Workload(isl, osl, t), source, max_cv)
         windows = Windows(window_s)
         windows.add(t, isl, osl)
+        if reading.conversations and disorder is not None:  # gathered again in order
+            reuse = Reuse()
+            reuse.add(t, isl, osl, held_conversation[:n][order])
     else:
         replay = Workload(isl.copy(), osl.copy(), t.copy())
         traffic = streamed_traffic(figures, replay, source, max_cv)
     traffic = traffic.read_as(reading.layout, reading.skipped, reading.skipped_note())
+    if reading.conversations:
+        traffic = traffic.with_reuse(reuse)
     return traffic.cut(windows.result(scale), window_s, scale, slice_s)
 
 

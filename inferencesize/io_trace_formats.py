@@ -5,7 +5,7 @@
   date and time such as ``2023-11-16 18:17:03.9799600``; either is taken from the first
   row's); the prompt, ``isl``, ``input_tokens`` or ``ContextTokens``; the answer, ``osl``,
   ``output_tokens`` or ``GeneratedTokens``; optionally the conversation, ``conversation_id``
-  or ``conversation``. The Azure LLM inference traces (``TIMESTAMP,ContextTokens,
+  or ``conversation`` (empty or null: a request of no conversation). The Azure LLM inference traces (``TIMESTAMP,ContextTokens,
   GeneratedTokens``) are read as they are published.
 - **JSONL**: one JSON object a line (the first non-blank character of the file is ``{``),
   with the same keys, the first object's keys deciding which.
@@ -49,6 +49,8 @@ NAMES: dict[str, tuple[str, ...]] = {
     "osl": ("osl", "output_tokens", "generatedtokens"),
     "conversation": ("conversation_id", "conversation"),
 }
+#: A conversation cell that names none (the request stands alone): empty, or JSON null.
+NO_CONVERSATION = ("", "null")
 #: The fields a trace must have.
 REQUIRED = ("arrival", "isl", "osl")
 #: What a file with none of the names is told to have.
@@ -250,9 +252,12 @@ def _parsed(
         reading.skipped += int(np.count_nonzero(~keep))
     conversation = None
     if "conversation" in cols.names:
-        ids = reading.conversations
+        ids, at = reading.conversations, cols.at["conversation"]
         conversation = np.array(
-            [ids.setdefault(c[cols.at["conversation"]], len(ids)) for _, c in block],
+            [
+                -1 if c[at].strip() in NO_CONVERSATION else ids.setdefault(c[at], len(ids))
+                for _, c in block
+            ],
             dtype=np.int64,
         )[keep]
     return Block(

@@ -24,7 +24,7 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -73,6 +73,7 @@ if TYPE_CHECKING:  # imported by the methods that need them
     from inferencesize.planner import Plan
     from inferencesize.plotting import LabelledCurve
     from inferencesize.sweep import Axis, Row, Sweeper
+    from inferencesize.trace_conversations import PrefixHits
     from inferencesize.trace_fleet import TraceFleet
     from inferencesize.trace_replay import TraceReplay
     from inferencesize.trace_traffic import TraceTraffic
@@ -436,6 +437,8 @@ class Study:
     question: Question | None = None
     #: A pipeline's stages' search spaces, resolved (in the order of ``spec.pipeline``).
     stages: tuple[SearchSpace, ...] = ()
+    #: The prefix cache a trace's conversations gave the estimator (:func:`_trace_prefix`).
+    trace_prefix: PrefixHits | None = None
 
     # ---- the question
     @property
@@ -632,6 +635,23 @@ class Study:
             instances_per_gpu=c.share.per_gpu if c.share else 1,
             cv=self.trace.cv,
         )
+
+    def prefix_reuse(self, p: Plan) -> PrefixHits | None:
+        """The share of the trace's conversations' earlier turns a prefix cache keeps on plan
+        ``p``'s instances (:mod:`inferencesize.trace_conversations`): each instance's KV left
+        after its running sequences at the peak (whole sequences of the plan's length), filled
+        by its share of the peak's requests (a cache filling that fast keeps prefixes no longer
+        than at the mean); None without conversation ids."""
+        if self.trace is None or self.trace.reuse is None:
+            return None
+        from inferencesize.trace_conversations import residence_s
+
+        seq = self.isl + self.osl
+        res = self.estimator.resolve(p.candidate, seq)
+        free = max(res.max_concurrency - p.planned.concurrency, 0.0) * seq
+        written = p.peak_rps / p.instances * seq  # tokens/s into one instance
+        # gaps shrink with --trace-scale: a gap g/scale under T is g under T·scale
+        return self.trace.reuse.hits(residence_s(free, written) * self.trace.scale)
 
     def replay_trace(self, p: Plan, less: int = 0) -> tuple[TraceReplay, TraceReplay] | None:
         """The trace replayed as it came against plan ``p``'s fixed fleet and its autoscaled
@@ -889,7 +909,32 @@ def resolve(
         setup = planning(catalog, eset, spec, shown, others, model)
         est, options = setup.estimator, dict(setup.options)
         question = question_of(spec, model, hardware)
-    return Study(spec, shown, catalog, eset, origins, est, options, trace, names, question, spaces)
+    study = Study(spec, shown, catalog, eset, origins, est, options, trace, names, question, spaces)
+    return _trace_prefix(study)
+
+
+def _trace_prefix(study: Study) -> Study:
+    """A trace's conversations as the prefix cache the model sizes with, unless the scenario
+    states one (``techniques.prefix_tokens`` or ``prefix_hit_rate``, ``--prefix-*``): the
+    question planned without it, the share of earlier turns its chosen plan's caches keep
+    (:meth:`Study.prefix_reuse`), then the study with that cache (one step: the plan it gives
+    keeps about as much, its own share shown beside). ``prefix_tokens`` is the mean cached
+    tokens of a hit, at most the ISL sized for (the hit rate raised to keep the tokens
+    skipped)."""
+    t, told = study.trace, study.spec.techniques
+    stated = told is not None and (told.prefix_tokens is not None or told.prefix_hit_rate > 0)
+    if t is None or t.reuse is None or stated or study.question is None:
+        return study
+    chosen = study.plan(top=1).chosen
+    hits = study.prefix_reuse(chosen) if chosen is not None else None
+    if hits is None or hits.hit_rate <= 0:
+        return study
+    prefix = min(hits.prefix_tokens, float(study.isl))
+    rate = min(1.0, hits.hit_rate * hits.prefix_tokens / prefix)
+    est = study.estimator
+    techniques = replace(est.techniques, prefix_tokens=prefix, prefix_hit_rate=rate)
+    est = replace(est, techniques=techniques, _costs={}, _deps={})
+    return replace(study, estimator=est, trace_prefix=hits)
 
 
 def _peak_names(

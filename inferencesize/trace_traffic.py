@@ -32,6 +32,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from inferencesize.simulate.arrivals import FloatArray, IntArray, Workload
+from inferencesize.trace_conversations import Reuse
 from inferencesize.trace_windows import DEFAULT_WINDOW_S, Window
 
 #: Fewest requests a trace needs: two gaps give a rate and a spread.
@@ -73,6 +74,8 @@ class TraceTraffic:
     slice_s: tuple[float, float] | None = None
     #: The most burstiness sized for (:func:`sized_cv`).
     max_cv: float = math.inf
+    #: Prefix reuse across conversations' turns, where the trace names conversations.
+    reuse: Reuse | None = None
 
     @property
     def cv_capped(self) -> list[int]:
@@ -90,6 +93,10 @@ class TraceTraffic:
     def read_as(self, layout: str, skipped: int, skipped_note: str) -> TraceTraffic:
         """These figures, with what reading the file found besides its requests."""
         return replace(self, layout=layout, skipped=skipped, skipped_note=skipped_note)
+
+    def with_reuse(self, reuse: Reuse) -> TraceTraffic:
+        """These figures with the reuse of the conversations' earlier turns."""
+        return replace(self, reuse=reuse)
 
     def cut(
         self,

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from inferencesize.engine_choice import EngineChoice
     from inferencesize.offline import OfflineBatch
     from inferencesize.pipeline import PipelineResult
+    from inferencesize.trace_conversations import PrefixHits, Reuse
     from inferencesize.trace_fleet import TraceFleet
     from inferencesize.trace_traffic import TraceTraffic
     from inferencesize.verify import Verification
@@ -55,8 +56,11 @@ class Study(Protocol):
     def offline(self) -> OfflineBatch | None: ...
     @property
     def trace(self) -> TraceTraffic | None: ...
+    @property
+    def trace_prefix(self) -> PrefixHits | None: ...
     def daily(self, p: Plan) -> DailyPlan | None: ...
     def trace_fleet(self, p: Plan) -> TraceFleet | None: ...
+    def prefix_reuse(self, p: Plan) -> PrefixHits | None: ...
     def engine_choice(self, result: PlanResult) -> EngineChoice | None: ...
     def error_band(self, result: PlanResult) -> SlowEdge | None: ...
     def plan_engine(self, p: Plan) -> str: ...
@@ -309,6 +313,19 @@ def trace_record(t: TraceTraffic) -> dict[str, Any]:
         "slice_s": list(t.slice_s) if t.slice_s is not None else None,
         "window_s": t.window_s,
         "windows": [asdict(w) for w in t.windows],
+        "conversations": conversations_record(t.reuse) if t.reuse is not None else None,
+    }
+
+
+def conversations_record(reuse: Reuse) -> dict[str, Any]:
+    """Prefix reuse across a trace's conversations (:mod:`inferencesize.trace_conversations`):
+    an unbounded cache's share; with a plan, ``prefix_cache``: what its instances keep."""
+    return {
+        "conversations": reuse.conversations,
+        "later_turns": reuse.later_turns,
+        "reuse_share": reuse.reuse_share,
+        "prefix_cache": None,
+        "sized_with": None,
     }
 
 
@@ -341,6 +358,12 @@ def result_record(study: Study, result: PlanResult, percentiles: bool = True) ->
         windows = question["trace"]["windows"]
         for w, more in zip(windows, window_fleet_fields(fleet), strict=True):
             w.update(more)
+    hits = study.prefix_reuse(chosen) if chosen else None
+    if hits is not None and question.get("trace"):
+        c = question["trace"]["conversations"]
+        c["prefix_cache"] = asdict(hits)
+        fed = study.trace_prefix
+        c["sized_with"] = asdict(fed) if fed is not None else None
     return {
         "schema_version": SCHEMA_VERSION,
         **question,

@@ -82,6 +82,7 @@ def trace_fleet_rows(rec: dict[str, Any]) -> list[tuple[str, str]]:
                 " --window-s measures the bursts apart, --verify replays them as they came",
             )
         )
+    rows.extend(conversation_rows(t))
     for name in ("fixed", "autoscaled"):
         f = fl[name]
         rows.append(
@@ -163,3 +164,29 @@ def replay_rows(v: dict[str, Any]) -> list[tuple[str, str]]:
             )
         )
     return rows
+
+
+def conversation_rows(t: dict[str, Any]) -> list[tuple[str, str]]:
+    """Prefix reuse across the trace's conversations, and what the plan's caches keep."""
+    c = t.get("conversations")
+    if not c:
+        return []
+    text = (
+        f"{c['later_turns']:,} later turns of {c['conversations']:,} conversations repeat"
+        f" {c['reuse_share']:.1%} of the prompt tokens"
+    )
+    cache = c.get("prefix_cache")
+    if cache:
+        kept = cache["residence_s"]
+        held = "ever" if kept == float("inf") else f"{kept:,.3g} s"
+        text += (
+            f" · the plan's KV left keeps a prefix {held}: hit rate {cache['hit_rate']:.1%},"
+            f" {cache['prefix_tokens']:,.0f} tokens a hit ({cache['cached_share']:.1%} of"
+            " prompt tokens)"
+        )
+    fed = c.get("sized_with")
+    if fed:
+        text += f" · sized with a hit rate of {fed['hit_rate']:.1%}"
+    elif cache:
+        text += " · sized without (a prefix cache stated, or no hit)"
+    return [("conversations", text)]
