@@ -106,12 +106,13 @@ class TraceTraffic:
         slice_s: tuple[float, float] | None,
     ) -> TraceTraffic:
         """These figures with their windows (each with the cv it is sized at,
-        :func:`sized_cv`), the mean rate times ``scale``; the plan's cv is the busiest
-        window's."""
-        windows = tuple(w.sized(*sized_cv(w.gap_cv, self.cv, self.max_cv)) for w in windows)
+        :func:`sized_cv`), the mean rate times ``scale``. The plan's cv is the busiest
+        window's (the whole trace's when it is one window, or too sparse to measure), and so
+        is that of a window with too few gaps to measure its own."""
         cv = self.cv
         if len(windows) > 1:
-            cv = max(windows, key=lambda w: w.rate_rps).cv or cv
+            cv = sized_cv(max(windows, key=lambda w: w.rate_rps).gap_cv, cv, self.max_cv)[0]
+        windows = tuple(w.sized(*sized_cv(w.gap_cv, cv, self.max_cv)) for w in windows)
         return replace(
             self,
             cv=cv,

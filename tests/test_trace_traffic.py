@@ -93,6 +93,13 @@ def test_each_window_is_sized_at_its_own_cv_and_the_plan_at_the_busiest() -> Non
     capped = trace_traffic(w, "x", 1.0).cut(windows.result(), 10.0, 1.0, None)
     assert [x.cv_capped for x in capped.windows] == [False, True] and capped.cv == 1.0
     assert capped.cv_capped == [1]
+    # a window of one request (no gap to measure) takes the busiest window's cv
+    sparse = Windows(10.0)
+    more = np.array([*times, 25.0, 35.0, 45.0])  # windows 2-4: 20, 25 · 35 · 45 (one gap or none)
+    sparse.add(more, np.ones(11, np.int64), np.ones(11, np.int64))
+    cut = trace_traffic(w, "x", 10.0).cut(sparse.result(), 10.0, 1.0, None)
+    assert [x.gap_cv is None for x in cut.windows] == [False, False, True, True, True]
+    assert {x.cv for x in cut.windows[2:]} == {cut.cv} == {cut.windows[1].cv}
 
 
 @pytest.mark.parametrize("measured", [0.0, 0.01, 0.05, 0.3, 0.999, 1.0, 1.2, 4.7, 9.99, 10.0])
