@@ -69,7 +69,7 @@ def trace_fleet_rows(rec: dict[str, Any]) -> list[tuple[str, str]]:
     cvs = sorted({round(w["cv"], 3) for w in t["windows"] if w.get("cv") is not None})
     if len(cvs) > 1:
         rows.append(
-            ("window burstiness", f"each window at its own gaps' cv: {cvs[0]:g} to {cvs[-1]:g}")
+            ("window burstiness", f"each window at its own gaps' cv: {cvs[0]:.3g} to {cvs[-1]:.3g}")
         )
     capped = [k for k, w in enumerate(t["windows"]) if w.get("cv_capped")]
     if capped:
