@@ -24,7 +24,7 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -625,6 +625,18 @@ class Study:
             instances_per_gpu=c.share.per_gpu if c.share else 1,
         )
 
+    def mean_length_instances(self, p: Plan) -> int | None:
+        """Instances ``p``'s candidate needs at the trace's mean lengths alone
+        (:mod:`inferencesize.trace_lengths`); None without a trace or when none serves."""
+        q = self.question
+        if self.trace is None or q is None:
+            return None
+        from inferencesize.trace_lengths import mean_length_instances
+
+        return mean_length_instances(
+            self.estimator, p, q.isl, q.osl, q.limits, q.arrivals.cv, q.arrivals.router
+        )
+
     def replay_trace(self, p: Plan, less: int = 0) -> tuple[TraceReplay, TraceReplay] | None:
         """The trace replayed as it came against plan ``p``'s fixed fleet and its autoscaled
         fleet, window by window (:mod:`inferencesize.trace_replay`); ``less``: that many
@@ -879,6 +891,8 @@ def resolve(
     else:
         setup = planning(catalog, eset, spec, shown, others, model)
         est, options = setup.estimator, dict(setup.options)
+        if trace is not None and spec.trace_lengths == "distribution":  # (trace_lengths)
+            est = replace(est, lengths=trace.lengths)
         question = question_of(spec, model, hardware)
     return Study(spec, shown, catalog, eset, origins, est, options, trace, names, question, spaces)
 

@@ -20,6 +20,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from inferencesize.length_mix import LengthMix, length_mix
 from inferencesize.simulate.arrivals import FloatArray, IntArray, Workload
 from inferencesize.trace_windows import DEFAULT_WINDOW_S, Window
 
@@ -57,6 +58,10 @@ class TraceTraffic:
     #: Rates times this (``--trace-scale``: growth planning); the slice read (``--trace-window``).
     scale: float = 1.0
     slice_s: tuple[float, float] | None = None
+    #: The binned joint ISL/OSL distribution (:mod:`inferencesize.length_mix`) of the
+    #: requests ``--verify`` replays (the whole trace, or its first
+    #: :data:`REPLAY_MAX_REQUESTS`); None only for a hand-built value.
+    lengths: LengthMix | None = None
 
     @property
     def busiest_rps(self) -> float:
@@ -181,6 +186,7 @@ def trace_traffic(workload: Workload, source: str, max_cv: float) -> TraceTraffi
         isl_mean=float(np.mean(workload.isl)),
         osl_mean=float(np.mean(workload.osl)),
         workload=workload,
+        lengths=length_mix(workload.isl, workload.osl),
     )
 
 
@@ -206,6 +212,7 @@ def streamed_traffic(
         isl_mean=figures.isl_sum / n,
         osl_mean=figures.osl_sum / n,
         workload=replay,
+        lengths=length_mix(replay.isl, replay.osl),
     )
 
 

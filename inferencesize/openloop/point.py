@@ -40,7 +40,7 @@ from inferencesize.openloop.running import (
     feedback,
     itl_mixture,
 )
-from inferencesize.openloop.steps import Steps
+from inferencesize.openloop.steps import FloatArray, Steps
 from inferencesize.vocabulary import QUANTILES as QUANTILES  # every point reports them
 from inferencesize.vocabulary import Metric, fraction_of
 
@@ -138,6 +138,32 @@ class Warm:
     w: float
     state: tuple[float, ...]
     hint: float | None
+
+
+#: Gauss–Hermite nodes for the spread of the other prompts' work in a TTFT.
+SPREAD_NODES = 6
+
+
+def _mixed_lengths(st: Steps, tv: FloatArray, tp: FloatArray) -> tuple[FloatArray, FloatArray]:
+    """TTFT atoms of mean-length prompts (``tv``, ``tp``) under a length distribution: each ISL
+    bin's own prompt shifts them by its δ_b (``Steps.own_s``), and the prompts served before
+    it within them (their count: the time beyond a lone prompt step, in prompts of the
+    saturated step's mean work) add their lengths' spread, a normal of variance count ×
+    ``Steps.other_var_s2`` (a sum of independent prompts' deviations), no TTFT below the
+    bin's own prompt step alone."""
+    k = st.saturated_prompts
+    per_prompt = float(st.prompt_s[k]) / k
+    alone = float(st.prompt_s[1])
+    count = np.maximum(tv - alone, 0.0) / per_prompt
+    sd = np.sqrt(count * st.other_var_s2)
+    z, h = np.polynomial.hermite_e.hermegauss(SPREAD_NODES)
+    h = h / h.sum()
+    spread = tv[:, None] + sd[:, None] * z[None, :]  # [atom, node]
+    weight = tp[:, None] * h[None, :]
+    shift, share = np.asarray(st.own_s), np.asarray(st.own_p)
+    values = np.maximum(spread[None, :, :] + shift[:, None, None], alone + shift[:, None, None])
+    probs = share[:, None, None] * weight[None, :, :]
+    return compact(values.ravel(), probs.ravel())
 
 
 def unstable(st: Steps, rate: float, qs: tuple[float, ...]) -> OpenLoopPoint:
@@ -334,6 +360,8 @@ def point(
         return unstable(st, rate, qs)
     # TTFT at the engine, then the KV slot wait and the hand-off
     tv, tp = compact(*ttft_atoms(cst, carr, qu, ch))
+    if st.own_s:
+        tv, tp = _mixed_lengths(st, tv, tp)
     kv_mean = 0.0
     itl: Mixture | None = None
     if dec is not None and (dec.full > 1e-9 or "itl" in tables or "e2e" in tables):

@@ -202,6 +202,12 @@ class ScenarioSpec(Spec):
         description="seconds a unit takes to start when a trace's fleet is autoscaled window"
         " by window (boot, load the weights): it is started that long before it is needed",
     )
+    trace_lengths: Literal["distribution", "mean"] = Field(
+        default="distribution",
+        description="what the trace's lengths are sized as: distribution, its binned joint"
+        " ISL/OSL distribution (long prompts set the KV capacity and the TTFT tail), or mean,"
+        " its mean ISL and OSL alone",
+    )
     window_s: Annotated[float, Field(gt=0, le=1e9)] = Field(
         default=300.0,
         description="length of the windows a trace is cut into (seconds): each window's rate,"
@@ -315,6 +321,7 @@ class ScenarioSpec(Spec):
             ("trace_window", None),
             ("window_s", 300.0),
             ("scale_up_delay_s", 600.0),
+            ("trace_lengths", "distribution"),
         ):
             if data.get(key) not in (None, default) and data.get("trace") is None:
                 raise ValueError(f"{key}: applies to a trace; add trace: FILE or drop {key}")
