@@ -625,17 +625,21 @@ class Study:
             instances_per_gpu=c.share.per_gpu if c.share else 1,
         )
 
-    def mean_length_instances(self, p: Plan) -> int | None:
-        """Instances ``p``'s candidate needs at the trace's mean lengths alone
-        (:mod:`inferencesize.trace_lengths`); None without a trace or when none serves."""
-        q = self.question
-        if self.trace is None or q is None:
-            return None
-        from inferencesize.trace_lengths import mean_length_instances
+    def length_answers(self, p: Plan) -> tuple[int | None, int | None]:
+        """Instances ``p``'s candidate needs for the trace's length distribution and for its
+        mean lengths alone: ``p``'s own count for the way it was sized, the other sized
+        again (:mod:`inferencesize.trace_lengths`); (None, None) without a trace."""
+        q, t = self.question, self.trace
+        if t is None or q is None:
+            return None, None
+        from inferencesize.trace_lengths import instances_for_lengths
 
-        return mean_length_instances(
-            self.estimator, p, q.isl, q.osl, q.limits, q.arrivals.cv, q.arrivals.router
-        )
+        by_mean = self.spec.trace_lengths == "mean"
+        other = instances_for_lengths(
+            self.estimator, p, t.lengths if by_mean else None, q.isl, q.osl, q.limits,
+            q.arrivals.cv, q.arrivals.router,
+        )  # fmt: skip
+        return (other, p.instances) if by_mean else (p.instances, other)
 
     def replay_trace(self, p: Plan, less: int = 0) -> tuple[TraceReplay, TraceReplay] | None:
         """The trace replayed as it came against plan ``p``'s fixed fleet and its autoscaled
