@@ -28,6 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from inferencesize.catalog import load_catalog
+from inferencesize.errors import CatalogError
 from inferencesize.openloop import steps_of
 from inferencesize.openloop.point import point
 from inferencesize.openloop.router import instance, node_below
@@ -127,7 +128,11 @@ def main() -> int:
     for trace in args.traces:
         for lengths in ("mean", "distribution"):
             started = time.process_time()
-            study = resolve(catalog, None, _question(args, trace, lengths))
+            try:
+                study = resolve(catalog, None, _question(args, trace, lengths))
+            except CatalogError as err:
+                print(f"{trace.name} [{lengths}]: not planned: {err}")
+                continue
             result = study.plan(top=1)
             plan_cpu = time.process_time() - started
             p = result.chosen
@@ -137,11 +142,12 @@ def main() -> int:
             q = study.question
             assert q is not None
             res = study.estimator.resolve(p.candidate, q.isl + q.osl)
-            mean_n = study.mean_length_instances(p)
+            by_dist, by_mean = study.length_answers(p)
             print(
                 f"{trace.name} [{lengths}]: {p.instances} instances ({p.gpus} GPUs) for a peak"
-                f" of {p.peak_rps:.3g} req/s, {res.max_concurrency} KV slots; the mean lengths"
-                f" alone: {mean_n} instances; resolve + plan {plan_cpu:.2f} s CPU"
+                f" of {p.peak_rps:.3g} req/s, {res.max_concurrency} KV slots (instances for the"
+                f" distribution {by_dist}, for the mean lengths {by_mean}); resolve + plan"
+                f" {plan_cpu:.2f} s CPU"
             )
             a = analytic(study, p.instances, res.deployment, res.max_concurrency)
             r = replayed(study, p.instances)

@@ -208,7 +208,7 @@ def arrival_options(
         typer.Option(
             metavar="FILE",
             help="Size for the traffic of a file of requests (CSV arrival_s, isl, osl; the"
-            " Azure trace layout; JSONL): its mean ISL and OSL, its mean rate (unless"
+            " Azure trace layout; JSONL): its ISL/OSL distribution, its mean rate (unless"
             " --mean-rps or --peak-rps) and its gaps' cv; --verify replays it.",
         ),
     ] = None,

@@ -184,7 +184,7 @@ class ScenarioSpec(Spec):
     trace: str | None = Field(
         default=None,
         description="CSV of requests (arrival_s, isl, osl) whose traffic is sized for: its"
-        " mean ISL and OSL, its mean rate (unless mean_rps or peak_rps is stated) and its gaps'"
+        " ISL/OSL distribution (trace_lengths), its mean rate (unless mean_rps or peak_rps is stated) and its gaps'"
         " cv; plan --verify replays it. A path relative to the scenario file",
     )
     trace_scale: Annotated[float, Field(gt=0, le=1e6)] = Field(
