@@ -18,6 +18,7 @@ from inferencesize.bands import BAND_SHARE, METRICS, Band, BandTable
 from inferencesize.deployment import build_deployment, choose_efficiency, default_kv_precision
 from inferencesize.kernel_step import KernelTier, kernel_hardware
 from inferencesize.latency import Deployment
+from inferencesize.length_mix import LengthMix
 from inferencesize.memory import MemoryBudget, memory_budget
 from inferencesize.parallelism import Parallelism
 from inferencesize.roofline import Efficiency
@@ -114,6 +115,11 @@ class Estimator:
     #: Every step's time times this (``latency.Deployment.step_scale``): 1 predicts; a plan's
     #: count at the pessimistic edge of its error band (``inferencesize.band_plan``) sets more.
     step_scale: float = 1.0
+    #: The traffic's binned ISL/OSL distribution (a trace's, ``inferencesize.length_mix``):
+    #: every deployment carries it to the open-loop model (``latency.Deployment.lengths``),
+    #: and a candidate's KV slots are counted at its occupancy-weighted reservation
+    #: (``LengthMix.kv_tokens``) instead of the ``seq_len`` asked; None: fixed lengths.
+    lengths: LengthMix | None = None
     _costs: dict[str, ModelCosts] = field(default_factory=dict)
     _deps: dict[tuple[Any, ...], tuple[Deployment | str, str, str]] = field(default_factory=dict)
 
@@ -163,6 +169,8 @@ class Estimator:
                 dep = replace(dep, kernels=kh.launched(eff.launch_share) if kh else None)
             if self.step_scale != 1.0 and not isinstance(dep, str):
                 dep = replace(dep, step_scale=self.step_scale)
+            if self.lengths is not None and not isinstance(dep, str):
+                dep = replace(dep, lengths=self.lengths)
             self._deps[key] = (dep, found.origin, found.trust)
         dep, origin, trust = self._deps[key]
         if isinstance(dep, str):
@@ -176,7 +184,8 @@ class Estimator:
                 f"ISL + OSL = {seq_len:.0f} exceeds the context window {cand.model.max_context}",
                 trust,
             )
-        mem = memory_budget(dep, gpu.memory_bytes, seq_len)
+        kv_seq = seq_len if self.lengths is None else self.lengths.kv_tokens
+        mem = memory_budget(dep, gpu.memory_bytes, kv_seq)
         reason = None
         if not mem.fits:
             cap = gpu.memory_bytes / GIB

@@ -39,6 +39,7 @@ from inferencesize.kernel_step import (
     gemm_s,
     prefill_attention_s,
 )
+from inferencesize.length_mix import LengthMix
 from inferencesize.parallelism import (
     Parallelism,
     kv_heads_per_gpu,
@@ -83,6 +84,9 @@ class Deployment:
     #: Every step's time multiplied by this (``step_time``): 1 predicts; a plan's pessimistic
     #: count takes the 90th percentile of measured / predicted (``inferencesize.bands``).
     step_scale: float = 1.0
+    #: The traffic's binned ISL/OSL distribution the open-loop model sizes for
+    #: (``inferencesize.length_mix``; ``Estimator.lengths``); None: the lengths asked, fixed.
+    lengths: LengthMix | None = None
 
     @property
     def handoff_s(self) -> float:

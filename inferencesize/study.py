@@ -653,6 +653,22 @@ class Study:
         # gaps shrink with --trace-scale: a gap g/scale under T is g under T·scale
         return self.trace.reuse.hits(residence_s(free, written) * self.trace.scale)
 
+    def length_answers(self, p: Plan) -> tuple[int | None, int | None]:
+        """Instances ``p``'s candidate needs for the trace's length distribution and for its
+        mean lengths alone: ``p``'s own count for the way it was sized, the other sized
+        again (:mod:`inferencesize.trace_lengths`); (None, None) without a trace."""
+        q, t = self.question, self.trace
+        if t is None or q is None:
+            return None, None
+        from inferencesize.trace_lengths import instances_for_lengths
+
+        by_mean = self.spec.trace_lengths == "mean"
+        other = instances_for_lengths(
+            self.estimator, p, t.lengths if by_mean else None, q.isl, q.osl, q.limits,
+            q.arrivals.cv, q.arrivals.router,
+        )  # fmt: skip
+        return (other, p.instances) if by_mean else (p.instances, other)
+
     def replay_trace(self, p: Plan, less: int = 0) -> tuple[TraceReplay, TraceReplay] | None:
         """The trace replayed as it came against plan ``p``'s fixed fleet and its autoscaled
         fleet, window by window (:mod:`inferencesize.trace_replay`); ``less``: that many
@@ -908,6 +924,8 @@ def resolve(
     else:
         setup = planning(catalog, eset, spec, shown, others, model)
         est, options = setup.estimator, dict(setup.options)
+        if trace is not None and spec.trace_lengths == "distribution":  # (trace_lengths)
+            est = replace(est, lengths=trace.lengths)
         question = question_of(spec, model, hardware)
     study = Study(spec, shown, catalog, eset, origins, est, options, trace, names, question, spaces)
     return _trace_prefix(study)

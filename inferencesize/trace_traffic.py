@@ -31,6 +31,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from inferencesize.length_mix import LengthMix, length_mix
 from inferencesize.simulate.arrivals import FloatArray, IntArray, Workload
 from inferencesize.trace_conversations import Reuse
 from inferencesize.trace_windows import DEFAULT_WINDOW_S, Window
@@ -81,6 +82,10 @@ class TraceTraffic:
     def cv_capped(self) -> list[int]:
         """Indexes of the windows burstier than :attr:`max_cv` (sized at it)."""
         return [k for k, w in enumerate(self.windows) if w.cv_capped]
+    #: The binned joint ISL/OSL distribution (:mod:`inferencesize.length_mix`) of the
+    #: requests ``--verify`` replays (the whole trace, or its first
+    #: :data:`REPLAY_MAX_REQUESTS`); None only for a hand-built value.
+    lengths: LengthMix | None = None
 
     @property
     def busiest_rps(self) -> float:
@@ -218,6 +223,7 @@ def trace_traffic(workload: Workload, source: str, max_cv: float) -> TraceTraffi
         isl_mean=float(np.mean(workload.isl)),
         osl_mean=float(np.mean(workload.osl)),
         workload=workload,
+        lengths=length_mix(workload.isl, workload.osl),
     )
 
 
@@ -244,6 +250,7 @@ def streamed_traffic(
         isl_mean=figures.isl_sum / n,
         osl_mean=figures.osl_sum / n,
         workload=replay,
+        lengths=length_mix(replay.isl, replay.osl),
     )
 
 

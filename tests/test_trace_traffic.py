@@ -139,7 +139,8 @@ def test_the_plan_sizes_for_what_the_trace_gives(trace: Path) -> None:
     from inferencesize.io_trace import read_trace
 
     want = trace_traffic(read_trace(trace), str(trace), 10.0)
-    rec = _plan(*QUESTION, "--trace", str(trace))
+    # sized for the mean lengths (the default, the length distribution: tests/test_trace_lengths)
+    rec = _plan(*QUESTION, "--trace", str(trace), "--trace-lengths", "mean")
     assert rec["arrivals"] == "trace" and rec["origins"]["arrivals"] == "flag"
     assert rec["isl"] == round(want.isl_mean) and rec["osl"] == round(want.osl_mean)
     assert rec["mean_rps"] == pytest.approx(want.mean_rps) and rec["cv"] == want.cv

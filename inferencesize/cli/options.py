@@ -208,7 +208,7 @@ def arrival_options(
         typer.Option(
             metavar="FILE",
             help="Size for the traffic of a file of requests (CSV arrival_s, isl, osl; the"
-            " Azure trace layout; JSONL): its mean ISL and OSL, its mean rate (unless"
+            " Azure trace layout; JSONL): its ISL/OSL distribution, its mean rate (unless"
             " --mean-rps or --peak-rps) and its gaps' cv; --verify replays it.",
         ),
     ] = None,
@@ -236,6 +236,14 @@ def arrival_options(
         typer.Option(
             metavar="SECONDS",
             help="Time one unit takes to start when the trace's fleet autoscales (default 600).",
+        ),
+    ] = None,
+    trace_lengths: Annotated[
+        str | None,
+        typer.Option(
+            metavar="distribution|mean",
+            help="Size for the trace's binned ISL/OSL distribution (the default: the long"
+            " prompts set KV capacity and the TTFT tail) or for its mean lengths alone.",
         ),
     ] = None,
 ) -> None:
@@ -667,6 +675,7 @@ FLAGS: dict[str, tuple[str, Callable[[Any, str], Any]]] = {
     "trace_window": ("trace_window", _same),
     "window_s": ("window_s", _real(0.0, 1e9)),
     "scale_up_delay_s": ("scale_up_delay_s", _real(0.0, 86_400.0)),
+    "trace_lengths": ("trace_lengths", _same),
     "batch_sizes": ("batch_sizes", _batch_sizes),
     "requests": ("offline.requests", _real(0.0, MAX_OFFLINE_REQUESTS)),
     "tokens_per_day": ("offline.tokens_per_day", _real(0.0, MAX_TOKENS_PER_DAY)),
@@ -723,6 +732,7 @@ NOT_OFFLINE = (
     "trace_window",
     "window_s",
     "scale_up_delay_s",
+    "trace_lengths",
 )
 OFFLINE_FLAGS = ("requests", "tokens_per_day", "deadline_h")
 

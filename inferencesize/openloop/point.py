@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
-from inferencesize.openloop.arrivals import arrivals
+from inferencesize.openloop.arrivals import Arrivals, arrivals
 from inferencesize.openloop.dist import (
     Mixture,
     compact,
@@ -40,7 +40,7 @@ from inferencesize.openloop.running import (
     feedback,
     itl_mixture,
 )
-from inferencesize.openloop.steps import Steps
+from inferencesize.openloop.steps import FloatArray, Steps
 from inferencesize.vocabulary import QUANTILES as QUANTILES  # every point reports them
 from inferencesize.vocabulary import Metric, fraction_of
 
@@ -138,6 +138,56 @@ class Warm:
     w: float
     state: tuple[float, ...]
     hint: float | None
+
+
+#: Gauss–Hermite nodes for the spread of the other prompts' work in a TTFT.
+SPREAD_NODES = 6
+
+
+def _mixed_lengths(st: Steps, tv: FloatArray, tp: FloatArray) -> tuple[FloatArray, FloatArray]:
+    """TTFT atoms of mean-length prompts (``tv``, ``tp``) under a length distribution: each ISL
+    bin's own prompt shifts them by its δ_b (``Steps.own_s``), and the prompts served before
+    it within them (their count: the time beyond a lone prompt step, in prompts of the
+    saturated step's mean work) add their lengths' spread, a normal of variance count ×
+    ``Steps.other_var_s2`` (a sum of independent prompts' deviations), no TTFT below the
+    bin's own prompt step alone."""
+    k = st.saturated_prompts
+    per_prompt = float(st.prompt_s[k]) / k
+    alone = float(st.prompt_s[1])
+    count = np.maximum(tv - alone, 0.0) / per_prompt
+    sd = np.sqrt(count * st.other_var_s2)
+    z, h = np.polynomial.hermite_e.hermegauss(SPREAD_NODES)
+    h = h / h.sum()
+    spread = tv[:, None] + sd[:, None] * z[None, :]  # [atom, node]
+    weight = tp[:, None] * h[None, :]
+    shift, share = np.asarray(st.own_s), np.asarray(st.own_p)
+    values = np.maximum(spread[None, :, :] + shift[:, None, None], alone + shift[:, None, None])
+    probs = share[:, None, None] * weight[None, :, :]
+    return compact(values.ravel(), probs.ravel())
+
+
+def _itl_over_answers(
+    st: Steps, arr: Arrivals, ch: Chain, dec: Decode, cap_s: float, idc: float | None
+) -> Mixture:
+    """Per-request ITL under a length distribution: the mixture over the OSL bins
+    (``Steps.answer_osl``) of the ITL of a request of that bin's OSL, its decode life the
+    mean one's scaled to its OSL − 1 gaps (one-token answers have none)."""
+    steps = st.osl - 1.0
+    parts = []
+    for osl, share in zip(st.answer_osl, st.answer_p, strict=True):
+        if osl < 2.0:
+            continue
+        life = dec.life_s * (osl - 1.0) / steps
+        m = itl_mixture(replace(st, osl=osl), arr, ch, replace(dec, life_s=life), cap_s, idc)
+        parts.append((m, share))
+    total = sum(share for _, share in parts)
+    return Mixture(
+        np.concatenate([m.shift for m, _ in parts]),
+        np.concatenate([m.gmean for m, _ in parts]),
+        np.concatenate([m.var for m, _ in parts]),
+        np.concatenate([m.w * share / total for m, share in parts]),
+        cap_s,
+    )
 
 
 def unstable(st: Steps, rate: float, qs: tuple[float, ...]) -> OpenLoopPoint:
@@ -334,6 +384,8 @@ def point(
         return unstable(st, rate, qs)
     # TTFT at the engine, then the KV slot wait and the hand-off
     tv, tp = compact(*ttft_atoms(cst, carr, qu, ch))
+    if st.own_s:
+        tv, tp = _mixed_lengths(st, tv, tp)
     kv_mean = 0.0
     itl: Mixture | None = None
     if dec is not None and (dec.full > 1e-9 or "itl" in tables or "e2e" in tables):
@@ -380,7 +432,14 @@ def point(
         if itl is not None and "e2e" in tables
         else none
     )
-    itl_q = Quantiles(qs, itl.quantiles, qs) if itl is not None and "itl" in tables else none
+    shown_itl = itl
+    if itl is not None and st.answer_osl and "itl" in tables:
+        shown_itl = _itl_over_answers(st, arr, ch, dec, itl.cap, idc_itl)
+    itl_q = (
+        Quantiles(qs, shown_itl.quantiles, qs)
+        if shown_itl is not None and "itl" in tables
+        else none
+    )
     b = np.arange(st.slots + 1, dtype=float)
     return OpenLoopPoint(
         rate_rps=rate,

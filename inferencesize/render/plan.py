@@ -18,6 +18,7 @@ from inferencesize.outcomes import Rejected
 from inferencesize.planned import READING_ITL_S
 from inferencesize.planner import Plan, PlanResult
 from inferencesize.render.trace import fleet_record, window_fleet_fields
+from inferencesize.render.trace_lengths import lengths_record
 from inferencesize.serving import OperatingPoint
 from inferencesize.sharing import Share
 from inferencesize.specs.scenario import ScenarioSpec
@@ -61,6 +62,7 @@ class Study(Protocol):
     def daily(self, p: Plan) -> DailyPlan | None: ...
     def trace_fleet(self, p: Plan) -> TraceFleet | None: ...
     def prefix_reuse(self, p: Plan) -> PrefixHits | None: ...
+    def length_answers(self, p: Plan) -> tuple[int | None, int | None]: ...
     def engine_choice(self, result: PlanResult) -> EngineChoice | None: ...
     def error_band(self, result: PlanResult) -> SlowEdge | None: ...
     def plan_engine(self, p: Plan) -> str: ...
@@ -364,6 +366,14 @@ def result_record(study: Study, result: PlanResult, percentiles: bool = True) ->
         c["prefix_cache"] = asdict(hits)
         fed = study.trace_prefix
         c["sized_with"] = asdict(fed) if fed is not None else None
+    if study.trace is not None and study.trace.lengths is not None and question.get("trace"):
+        answers = study.length_answers(chosen) if chosen else (None, None)
+        question["trace"]["lengths"] = lengths_record(
+            s.trace_lengths,
+            study.trace.lengths,
+            answers,
+            chosen.gpus_per_instance if chosen else None,
+        )
     return {
         "schema_version": SCHEMA_VERSION,
         **question,

@@ -8,6 +8,7 @@ from typing import Any
 from inferencesize import report
 from inferencesize.outcomes import fmt_seconds
 from inferencesize.render.trace import replay_rows, trace_fleet_rows
+from inferencesize.render.trace_lengths import trace_lengths_rows
 
 ORIGIN_WORDS = {"flag": "flag", "scenario": "scenario", "default": "default"}
 
@@ -120,6 +121,7 @@ def economics_rows(plan: dict[str, Any], rec: dict[str, Any]) -> list[tuple[str,
             )
         )
     rows.extend(trace_fleet_rows(rec))
+    rows.extend(trace_lengths_rows(rec))
     return rows
 
 

@@ -184,7 +184,7 @@ class ScenarioSpec(Spec):
     trace: str | None = Field(
         default=None,
         description="CSV of requests (arrival_s, isl, osl) whose traffic is sized for: its"
-        " mean ISL and OSL, its mean rate (unless mean_rps or peak_rps is stated) and its gaps'"
+        " ISL/OSL distribution (trace_lengths), its mean rate (unless mean_rps or peak_rps is stated) and its gaps'"
         " cv; plan --verify replays it. A path relative to the scenario file",
     )
     trace_scale: Annotated[float, Field(gt=0, le=1e6)] = Field(
@@ -201,6 +201,12 @@ class ScenarioSpec(Spec):
         default=600.0,
         description="seconds a unit takes to start when a trace's fleet is autoscaled window"
         " by window (boot, load the weights): it is started that long before it is needed",
+    )
+    trace_lengths: Literal["distribution", "mean"] = Field(
+        default="distribution",
+        description="what the trace's lengths are sized as: distribution, its binned joint"
+        " ISL/OSL distribution (long prompts set the KV capacity and the TTFT tail), or mean,"
+        " its mean ISL and OSL alone",
     )
     window_s: Annotated[float, Field(gt=0, le=1e9)] = Field(
         default=300.0,
@@ -315,6 +321,7 @@ class ScenarioSpec(Spec):
             ("trace_window", None),
             ("window_s", 300.0),
             ("scale_up_delay_s", 600.0),
+            ("trace_lengths", "distribution"),
         ):
             if data.get(key) not in (None, default) and data.get("trace") is None:
                 raise ValueError(f"{key}: applies to a trace; add trace: FILE or drop {key}")
