@@ -82,6 +82,7 @@ class TraceTraffic:
     def cv_capped(self) -> list[int]:
         """Indexes of the windows burstier than :attr:`max_cv` (sized at it)."""
         return [k for k, w in enumerate(self.windows) if w.cv_capped]
+
     #: The binned joint ISL/OSL distribution (:mod:`inferencesize.length_mix`) of the
     #: requests ``--verify`` replays (the whole trace, or its first
     #: :data:`REPLAY_MAX_REQUESTS`); None only for a hand-built value.
