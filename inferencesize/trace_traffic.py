@@ -31,6 +31,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from inferencesize.burstiness import matched_cv, renewal_idc
 from inferencesize.length_mix import LengthMix, length_mix
 from inferencesize.simulate.arrivals import FloatArray, IntArray, Workload
 from inferencesize.trace_conversations import Reuse
@@ -116,9 +117,9 @@ class TraceTraffic:
         window's (the whole trace's when it is one window, or too sparse to measure), and so
         is that of a window with too few gaps to measure its own."""
         cv = self.cv
-        if len(windows) > 1:
-            cv = sized_cv(max(windows, key=lambda w: w.rate_rps).gap_cv, cv, self.max_cv)[0]
-        windows = tuple(w.sized(*sized_cv(w.gap_cv, cv, self.max_cv)) for w in windows)
+        if windows:
+            cv = window_cv(max(windows, key=lambda w: w.rate_rps), cv, self.max_cv)[0]
+        windows = tuple(w.sized(*window_cv(w, cv, self.max_cv)) for w in windows)
         return replace(
             self,
             cv=cv,
@@ -266,6 +267,25 @@ def _enough(requests: int) -> None:
 def _spread(span_s: float) -> None:
     if not span_s > 0:
         raise ValueError("every request arrives at the same time: the trace gives no rate")
+
+
+def cv_grid(max_cv: float) -> tuple[float, ...]:
+    """The cvs a window is sized at: MIN_CV · CV_STEP^k below ``max_cv``, then ``max_cv``."""
+    top = math.floor(math.log(max_cv / MIN_CV) / math.log(CV_STEP) + 1e-9)
+    grid = [MIN_CV * CV_STEP**k for k in range(top + 1)]
+    return (*(g for g in grid if g < max_cv), max_cv)
+
+
+def window_cv(w: Window, fallback: float, max_cv: float) -> tuple[float, bool]:
+    """The cv window ``w`` is sized at, and whether it was capped (module docstring): the
+    grid's least cv whose gamma-renewal arrivals vary as much as its requests' counts over
+    :data:`~inferencesize.burstiness.BURST_SCALE_S` (:func:`~inferencesize.burstiness.matched_cv`);
+    where it has too few requests for that, its gaps' cv (:func:`sized_cv`)."""
+    if w.count_idc is None:
+        return sized_cv(w.gap_cv, fallback, max_cv)
+    grid = cv_grid(max_cv)
+    cv = matched_cv(w.burst_mean_count, w.count_idc, grid)
+    return cv, cv == grid[-1] and renewal_idc(w.burst_mean_count, cv) < w.count_idc
 
 
 def sized_cv(gap_cv: float | None, fallback: float, max_cv: float) -> tuple[float, bool]:

@@ -24,9 +24,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+
+from inferencesize.burstiness import BURST_SCALE_S, count_idc
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -53,6 +56,10 @@ class Window:
     osl_mean: float
     isl_max: int
     osl_max: int
+    #: Index of dispersion of its requests' counts over BURST_SCALE_S spans, and the mean
+    #: count of such a span (:mod:`inferencesize.burstiness`; None: too few to say).
+    count_idc: float | None = None
+    burst_mean_count: float = 0.0
     #: The cv it is sized at, and whether its own was above the model's limit (None: not yet).
     cv: float | None = None
     cv_capped: bool = False
@@ -80,6 +87,11 @@ class Windows:
     gap_sq: FloatArray = field(default_factory=lambda: np.zeros(0))
     #: The gap into each window's first request from the request before it (0: none).
     lead_gap: FloatArray = field(default_factory=lambda: np.zeros(0))
+    #: Sum of the squared request counts of the BURST_SCALE_S spans that closed in each
+    #: window, and the span still open (its index and count so far; -1: none).
+    burst_sq: FloatArray = field(default_factory=lambda: np.zeros(0))
+    open_span: int = -1
+    open_count: int = 0
 
     def __post_init__(self) -> None:
         if not (math.isfinite(self.window_s) and self.window_s > 0):
@@ -93,7 +105,7 @@ class Windows:
         for name in ("count", "isl_sum", "osl_sum", "isl_max", "osl_max", "gaps"):
             old = getattr(self, name)
             setattr(self, name, np.concatenate([old, np.zeros(extra, dtype=old.dtype)]))
-        for name in ("gap_sum", "gap_sq", "lead_gap"):
+        for name in ("gap_sum", "gap_sq", "lead_gap", "burst_sq"):
             setattr(self, name, np.concatenate([getattr(self, name), np.zeros(extra)]))
 
     def add(self, arrival_s: FloatArray, isl: IntArray, osl: IntArray) -> None:
@@ -132,6 +144,25 @@ class Windows:
         self.gaps += np.bincount(to[same], minlength=size_now)[:size_now]
         self.gap_sum += np.bincount(to[same], gaps[same], minlength=size_now)[:size_now]
         self.gap_sq += np.bincount(to[same], gaps[same] ** 2, minlength=size_now)[:size_now]
+        self._count_spans(arrival_s)
+
+    def _window_of_span(self, span: Any) -> Any:
+        return (np.asarray(span) * BURST_SCALE_S // self.window_s).astype(np.int64)
+
+    def _count_spans(self, arrival_s: FloatArray) -> None:
+        """The requests per BURST_SCALE_S span (from the first arrival): every span but the
+        last one seen is closed, its squared count added to its window's."""
+        assert self.first_s is not None
+        b = ((arrival_s - self.first_s) // BURST_SCALE_S).astype(np.int64)
+        starts = np.flatnonzero(np.diff(b, prepend=-1))
+        spans, counts = b[starts], np.diff(np.append(starts, len(b)))
+        if spans[0] == self.open_span:
+            counts[0] += self.open_count
+        elif self.open_span >= 0:
+            self.burst_sq[self._window_of_span(self.open_span)] += float(self.open_count) ** 2
+        closed = self._window_of_span(spans[:-1])
+        np.add.at(self.burst_sq, closed, counts[:-1].astype(np.float64) ** 2)
+        self.open_span, self.open_count = int(spans[-1]), int(counts[-1])
 
     def result(self, scale: float = 1.0) -> tuple[Window, ...]:
         """The windows (module docstring), their rates times ``scale``."""
@@ -140,6 +171,11 @@ class Windows:
         n = int((self.last_s - self.first_s) // self.window_s) + 1
         count, gaps = self.count[:n].copy(), self.gaps[:n].copy()
         sums = [a[:n].copy() for a in (self.isl_sum, self.osl_sum, self.gap_sum, self.gap_sq)]
+        burst = self.burst_sq[:n].copy()
+        if self.open_span >= 0:  # the span still open closes with the trace
+            burst[min(int(self._window_of_span(self.open_span)), n - 1)] += (
+                float(self.open_count) ** 2
+            )
         isl_max, osl_max = self.isl_max[:n].copy(), self.osl_max[:n].copy()
         span = self.last_s - self.first_s
         starts = [k * self.window_s for k in range(n)]
@@ -155,6 +191,7 @@ class Windows:
                 sums[2][-2] += lead
                 sums[3][-2] += lead * lead
                 gaps[-2] += 1
+            burst[-2] += burst[-1]
             isl_max[-2] = max(isl_max[-2], isl_max[-1])
             osl_max[-2] = max(osl_max[-2], osl_max[-1])
             n -= 1
@@ -170,6 +207,8 @@ class Windows:
                 mean = sums[2][j] / gaps[j]
                 var = max(sums[3][j] / gaps[j] - mean * mean, 0.0)
                 cv = math.sqrt(var) / mean if mean > 0 else None
+            spans = max(round(length / BURST_SCALE_S), 1)
+            idc = count_idc(float(burst[j]), c, spans)
             out.append(
                 Window(
                     start_s=starts[j],
@@ -181,6 +220,8 @@ class Windows:
                     osl_mean=sums[1][j] / c if c else 0.0,
                     isl_max=int(isl_max[j]),
                     osl_max=int(osl_max[j]),
+                    count_idc=idc,
+                    burst_mean_count=c / spans,
                 )
             )
         return tuple(out)

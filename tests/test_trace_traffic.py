@@ -136,9 +136,9 @@ def _plan(*args: str) -> dict[str, Any]:
 
 
 def test_the_plan_sizes_for_what_the_trace_gives(trace: Path) -> None:
-    from inferencesize.io_trace import read_trace
+    from inferencesize.io_trace import read_trace_traffic
 
-    want = trace_traffic(read_trace(trace), str(trace), 10.0)
+    want = read_trace_traffic(trace, str(trace), 10.0)  # cut into windows, as plan reads it
     # sized for the mean lengths (the default, the length distribution: tests/test_trace_lengths)
     rec = _plan(*QUESTION, "--trace", str(trace), "--trace-lengths", "mean")
     assert rec["arrivals"] == "trace" and rec["origins"]["arrivals"] == "flag"
