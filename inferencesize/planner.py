@@ -30,7 +30,7 @@ Limits: streaming mode checks every given limit (TTFT, ITL, E2E); sequential mod
 from __future__ import annotations
 
 import itertools
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, Literal
@@ -50,6 +50,7 @@ from inferencesize.economics import (
 from inferencesize.economics import plan_economics as _plan_economics
 from inferencesize.estimate import Batching, Candidate, Estimator, Resolved, operating_points
 from inferencesize.latency import prefill
+from inferencesize.limits import Limits as Limits
 from inferencesize.outcomes import (
     BatchTooLarge,
     ContextTooLong,
@@ -70,13 +71,13 @@ from inferencesize.packing import RATE_SLACK, instances_for
 from inferencesize.packing import pack_servers as pack_servers
 from inferencesize.parallelism import Parallelism, enumerate_splits, split_problem
 from inferencesize.planned import ClosedLoad, OpenLoad, UnlimitedOpenLoad, open_loop_op
+from inferencesize.question import DEFAULT_OPTIONS, PlanOptions, Question, SearchSpace
 from inferencesize.serving import InflightArrays, OperatingPoint, inflight_arrays, select
 from inferencesize.sharing import Share, shares_for, whole_gpus
 from inferencesize.specs import GpuSpec, ModelSpec, SystemSpec
-from inferencesize.specs.scenario import ScenarioSpec
 from inferencesize.transformer import ModelCosts
-from inferencesize.units import SECONDS_PER_DAY, ms_to_s
-from inferencesize.vocabulary import DEFAULT_ROUTER, Arrivals, Metric, Mode, Objective, Router
+from inferencesize.units import SECONDS_PER_DAY
+from inferencesize.vocabulary import DEFAULT_ROUTER, Metric, Objective, Router
 
 if TYPE_CHECKING:  # imported where searched: the open-loop model loads only when used
     from inferencesize.openloop import InstanceSearch
@@ -92,70 +93,6 @@ Searched = (
     tuple[OperatingPoint | None, Binding, int, "OpenLoopSizing | None"]
     | tuple[None, RejectReason, int, None]
 )
-
-
-@dataclass(frozen=True)
-class Limits:
-    """Latency limits in seconds (None = no limit), each held at a statistic over requests
-    (``stats``: TTFT, ITL, E2E; "mean" or "p50" … "p99"). The closed-loop model predicts
-    means only; percentiles need the open-loop model (:mod:`inferencesize.openloop`)."""
-
-    ttft_s: float | None = None
-    itl_s: float | None = None
-    e2e_s: float | None = None
-    mode: Mode = Mode.STREAMING
-    stats: tuple[str, str, str] = ("mean", "mean", "mean")
-
-    @classmethod
-    def from_ms(
-        cls, ttft_ms: float | None, itl_ms: float | None, e2e_ms: float | None, mode: Mode
-    ) -> Limits:
-        """Limits from millisecond values as scenarios and flags state them."""
-
-        return cls(ms_to_s(ttft_ms), ms_to_s(itl_ms), ms_to_s(e2e_ms), mode)
-
-    @classmethod
-    def of(cls, scenario: ScenarioSpec) -> Limits:
-        """A scenario's limits, at their statistics."""
-        plain = cls.from_ms(scenario.ttft_ms, scenario.itl_ms, scenario.e2e_ms, scenario.mode)
-        return replace(plain, stats=scenario.statistics)
-
-    def statistic(self, name: Metric) -> str:
-        return self.stats[("ttft", "itl", "e2e").index(name)]
-
-    def open_loop_limits(self) -> dict[str, tuple[str, float]]:
-        """metric -> (statistic, seconds) of the active limits (``openloop.max_rate_within``)."""
-        return {name: (self.statistic(name), limit) for name, limit in self.active()}
-
-    def active(self) -> list[tuple[Metric, float]]:
-        """The (name, limit) pairs that apply in this mode."""
-        if self.mode == "sequential":
-            return [("e2e", self.e2e_s)] if self.e2e_s is not None else []
-        pairs: list[tuple[Metric, float | None]] = [
-            ("ttft", self.ttft_s),
-            ("itl", self.itl_s),
-            ("e2e", self.e2e_s),
-        ]
-        return [(k, v) for k, v in pairs if v is not None]
-
-    def miss(self, op: OperatingPoint) -> tuple[Metric, float, float] | None:
-        """The first limit ``op`` misses as (name, value, limit), or None when it meets all."""
-        for name, limit in self.active():
-            value = _metric(op, name)
-            if value > limit:
-                return name, value, limit
-        return None
-
-    def worst_ratio(self, op: OperatingPoint) -> tuple[Metric, float, float, float]:
-        """The limit ``op`` misses by the largest factor: (name, value, limit, value/limit)."""
-        worst: tuple[Metric, float, float, float] | None = None
-        for name, limit in self.active():
-            value = _metric(op, name)
-            ratio = value / limit
-            if worst is None or ratio > worst[3]:
-                worst = (name, value, limit, ratio)
-        assert worst is not None
-        return worst
 
 
 @dataclass(frozen=True)
@@ -434,14 +371,6 @@ class PlanResult:
             return None
         best = min(self.rejected, key=lambda r: r.miss_ratio)
         return best.kind
-
-
-def _metric(op: OperatingPoint, name: Binding) -> float:
-    if name == "ttft":
-        return op.ttft_s
-    if name == "itl":
-        return op.itl_s
-    return op.e2e_s
 
 
 def unrunnable(
@@ -948,54 +877,32 @@ def _splits(
 
 
 def plan(
-    model: ModelSpec,
-    hardware: Sequence[tuple[GpuSpec, SystemSpec | None]],
-    precisions: Sequence[str] | None,
-    isl: float,
-    osl: float,
-    peak_rps: float,
-    limits: Limits,
-    est: Estimator,
-    *,
-    kv_precision: str | None = None,
-    tps: Sequence[int] | None = None,
-    pps: Sequence[int] | None = None,
-    eps: Sequence[int] | None = None,
-    batching: Batching = "inflight",
-    top: int = 3,
-    objective: Objective = Objective.SERVERS,
-    pricing: Pricing | None = None,
-    dps: Sequence[int] | None = None,
-    span_nvlink_domain: bool = False,
-    batch_sizes: Sequence[int] | None = None,
-    arrivals: Arrivals = Arrivals.CLOSED_LOOP,
-    cv: float = 1.0,
-    router: Router | str = DEFAULT_ROUTER,
-    prune: bool = False,
-    share_gpus: bool = False,
-    budget: Budget | None = None,
+    q: Question, peak_rps: float, est: Estimator, options: PlanOptions = DEFAULT_OPTIONS
 ) -> PlanResult:
-    """Size a deployment: every candidate, its best operating point, ranked plans.
+    """Size a deployment for question ``q`` at ``peak_rps``: every candidate of its search
+    space, its best operating point, ranked plans.
 
-    ``tps``/``pps``/``eps`` None means "auto" (every valid power of two), else the listed
-    values. Splits with tp · pp above a node (multi-node) are tried only when no single-node
-    candidate is feasible. ``objective`` ranks feasible plans by what is paid for — servers,
-    GPUs (of whole units: a rack is all its trays), cost per hour or power first (unknown
-    cost/power last); ``pricing`` prices them (:mod:`inferencesize.economics`). With a
-    ``budget``, plans within it rank before every plan over it: the chosen plan is the best
-    within the budget when one exists (``check``). The alternatives (``top`` of them) are the
-    best plan of each other hardware option, then variants (:func:`alternatives`). ``dps`` lists attention data-parallel degrees (None: 1
+    The space's ``tps``/``pps``/``eps`` None means "auto" (every valid power of two), else
+    the listed values. Splits with tp · pp above a node (multi-node) are tried only when no
+    single-node candidate is feasible. ``options.objective`` ranks feasible plans by what is
+    paid for — servers, GPUs (of whole units: a rack is all its trays), cost per hour or power
+    first (unknown cost/power last); ``options.pricing`` prices them
+    (:mod:`inferencesize.economics`). With a ``budget``, plans within it rank before every
+    plan over it: the chosen plan is the best within the budget when one exists (``check``).
+    The alternatives (``top`` of them) are the best plan of each other hardware option, then
+    variants (:func:`alternatives`). ``dps`` lists attention data-parallel degrees (None: 1
     only); ``span_nvlink_domain`` lets the single-node pass use a rack's whole NVLink domain.
-    ``batch_sizes`` restricts static batches to those sizes (:func:`search_point`).
-    ``share_gpus`` also searches several TP-1 instances per GPU, on MIG slices or processes
-    sharing it, where the model is small for the GPU (:func:`_shared`); their GPUs count whole.
+    The question's ``batch_sizes`` restricts static batches to those sizes
+    (:func:`search_point`). ``share_gpus`` also searches several TP-1 instances per GPU, on
+    MIG slices or processes sharing it, where the model is small for the GPU
+    (:func:`_shared`); their GPUs count whole.
 
-    ``arrivals``: ``"closed-loop"`` sizes each instance at the load a GenAI-Perf concurrency
-    benchmark would run it at (:func:`search_point`, mean limits); ``"poisson"`` at the highest
+    Arrivals: a closed loop sizes each instance at the load a GenAI-Perf concurrency benchmark
+    would run it at (:func:`search_point`, mean limits); open-loop arrivals at the highest
     request rate whose latencies meet the limits at their statistics under arrivals at a rate
-    with coefficient of variation ``cv`` (:func:`search_rate`; in-flight batching: static
-    batching keeps the closed-loop batch model). The peak is split evenly over the instances
-    (a least-loaded balancer), so N instances serve it when peak / N is within one's rate.
+    with the question's coefficient of variation (:func:`search_instances`; in-flight
+    batching: static batching keeps the closed-loop batch model), spread over the instances by
+    its router.
 
     ``prune`` (open loop only): branch and bound over the candidates, for a caller that wants
     the chosen plan and the ``top`` alternatives and not every other feasible plan. Each
@@ -1013,216 +920,335 @@ def plan(
     """
     if peak_rps <= 0:
         raise ValueError(f"peak_rps must be > 0 (got {peak_rps})")
-    open_loop = arrivals == "poisson" and batching != "static"
-    if not open_loop and any(stat != "mean" for stat in limits.stats):
+    if not q.open_loop and any(stat != "mean" for stat in q.limits.stats):
         raise ValueError("percentile limits need open-loop (poisson) arrivals")
-    options = [HardwareOption(g, s) for g, s in hardware]
-    require_figure(objective, pricing or Pricing(), hardware)  # never a silent fallback
-    feasible: list[Plan] = []
-    rejected: list[Rejected] = []
-    searched: dict[Any, Searched] = {}
-    # what was searched, per hardware option: precisions, split labels, splits enumerated
-    explicit = {"tp": bool(tps), "pp": bool(pps), "ep": bool(eps), "dp": bool(dps)}
-    tried_precisions: list[dict[str, None]] = [{} for _ in options]
-    tried_splits: list[list[str]] = [[] for _ in options]
-    considered = [0] * len(options)
-    candidates = 0
+    pricing = options.pricing or Pricing()
+    require_figure(options.objective, pricing, q.space.hardware)  # never a silent fallback
+    search = _Search(q, peak_rps, est, options)
+    search.run(multi_node=False)
+    multi_node = not search.feasible
+    if multi_node:
+        search.run(multi_node=True)
+    return search.result(multi_node)
 
-    def run(multi_node: bool) -> None:
-        nonlocal candidates
-        queue: list[tuple[Candidate, HardwareOption]] = []  # bounded: searched in bound order
-        for i, hw in enumerate(options):
-            node = hw.instance_span(span_nvlink_domain)
-            if multi_node:
-                top_gpus = max(node, hw.gpus_per_node * MAX_NODES_PER_INSTANCE)
-                splits = _splits(est, model, top_gpus, node, tps, pps, eps, dps)
-            else:
-                splits = _splits(est, model, node, 0, tps, pps, eps, dps)
-            considered[i] += len(splits)
-            # an invalid split is a candidate when a degree it breaks was asked for; "auto"
-            # keeps the structurally possible splits only (and counts the others)
-            splits = [(p, why) for p, why in splits if why is None or _asked(why, explicit)]
-            tried_splits[i] += [p.label() for p, _ in splits]
-            tried = precisions or hw.gpu.native_precisions()
-            shares = [] if multi_node or not sharing else _shared(est, model, hw, tried, isl + osl)
-            tried_splits[i] += [f"tp1 {share.label()}" for share in shares]
-            considered[i] += len(shares)
-            for precision in tried:
-                kv = kv_precision or default_kv_precision(precision)
-                tried_precisions[i][precision] = None
+
+@dataclass
+class _Tried:
+    """What was searched on one hardware option: its precisions, split labels, and how many
+    splits were enumerated (``considered``)."""
+
+    precisions: dict[str, None] = field(default_factory=dict)
+    splits: list[str] = field(default_factory=list)
+    considered: int = 0
+
+
+class _Search:
+    """One run of :func:`plan`: the candidates of the question enumerated, each searched
+    (operating point, or instance count under open loop) and sized into a plan or rejected
+    with its reason; with ``prune`` (open loop), in the order of a bound (:meth:`bounded`)."""
+
+    def __init__(self, q: Question, peak_rps: float, est: Estimator, options: PlanOptions):
+        self.q, self.peak_rps, self.est, self.options = q, peak_rps, est, options
+        self.hardware = [HardwareOption(g, s) for g, s in q.space.hardware]
+        self.tried = [_Tried() for _ in self.hardware]
+        self.candidates = 0
+        self.feasible: list[Plan] = []
+        self.rejected: list[Rejected] = []
+        #: per deployment (the same instance on a DGX and its bare GPU): its search
+        self.found: dict[Any, Searched] = {}
+        self.searches: dict[Any, InstanceSearch] = {}  # branch and bound: per deployment
+        self.answered: list[float] = []  # answers so far, as shares of their sustainable rates
+        self.wanted = q.limits.open_loop_limits()
+
+    # ---- the candidates
+    def run(self, multi_node: bool) -> None:
+        """Every candidate of one pass (single-node, or multi-node when none was feasible):
+        searched now, or queued for branch and bound."""
+        queue: list[tuple[Candidate, HardwareOption]] = []
+        for i, hw in enumerate(self.hardware):
+            splits = self._splits(i, hw, multi_node)
+            precisions = self.q.space.precisions or hw.gpu.native_precisions()
+            shares = self._shares(i, hw, precisions, multi_node)
+            for precision in precisions:
+                self.tried[i].precisions[precision] = None
+                kv = self.q.space.kv_precision or default_kv_precision(precision)
                 runs = [(par, problem, None) for par, problem in splits]
                 for par, problem, share in runs + [(Parallelism(), None, s) for s in shares]:
-                    cand = Candidate(model, hw.gpu, hw.system, precision, kv, par, share)
-                    candidates += 1
+                    cand = Candidate(self.q.model, hw.gpu, hw.system, precision, kv, par, share)
+                    self.candidates += 1
                     if problem is not None:
-                        rejected.append(Rejected(cand.label(), problem))
-                    elif bounded:
+                        self.rejected.append(Rejected(cand.label(), problem))
+                    elif self.pruned:
                         queue.append((cand, hw))
                     else:
-                        _evaluate(cand, hw)
+                        self.evaluate(cand, hw)
         if queue:
-            _bound_and_search(queue)
+            self.bounded(queue)
 
-    def _evaluate(
+    @property
+    def pruned(self) -> bool:
+        """Branch and bound (``prune``, open loop only)."""
+        return self.options.prune and self.q.open_loop
+
+    def _splits(
+        self, i: int, hw: HardwareOption, multi_node: bool
+    ) -> list[tuple[Parallelism, SplitProblem | None]]:
+        """The splits of one pass on ``hw``, each with the rule it breaks: an invalid split is
+        a candidate when a degree it breaks was asked for; "auto" keeps the structurally
+        possible splits only (and counts the others)."""
+        s, dps = self.q.space, self.options.dps
+        node = hw.instance_span(self.options.span_nvlink_domain)
+        top, low = node, 0
+        if multi_node:
+            top, low = max(node, hw.gpus_per_node * MAX_NODES_PER_INSTANCE), node
+        splits = _splits(self.est, s.model, top, low, s.tps, s.pps, s.eps, dps)
+        self.tried[i].considered += len(splits)
+        explicit = {"tp": bool(s.tps), "pp": bool(s.pps), "ep": bool(s.eps), "dp": bool(dps)}
+        splits = [(p, why) for p, why in splits if why is None or _asked(why, explicit)]
+        self.tried[i].splits += [p.label() for p, _ in splits]
+        return splits
+
+    def _shares(
+        self, i: int, hw: HardwareOption, precisions: Sequence[str], multi_node: bool
+    ) -> list[Share]:
+        """Several instances per GPU (``share_gpus``): TP 1 and PP 1 must be among the splits
+        asked for; never in the multi-node pass."""
+        s, o = self.q.space, self.options
+        asked = o.share_gpus and not o.dps and all(not d or 1 in d for d in (s.tps, s.pps, s.eps))
+        if multi_node or not asked:
+            return []
+        shares = _shared(self.est, s.model, hw, precisions, self.q.isl + self.q.osl)
+        self.tried[i].splits += [f"tp1 {share.label()}" for share in shares]
+        self.tried[i].considered += len(shares)
+        return shares
+
+    # ---- one candidate
+    def resolved(self, cand: Candidate) -> Resolved | None:
+        """``cand``'s deployment at ISL + OSL, or None (rejected) when it cannot run."""
+        seq = self.q.isl + self.q.osl
+        res = self.est.resolve(cand, seq)
+        cannot = unrunnable(res, seq, self.est.costs(self.q.model))
+        if cannot is not None:
+            self.rejected.append(Rejected(cand.label(), cannot))
+            return None
+        return res
+
+    def evaluate(
+        self,
         cand: Candidate,
         hw: HardwareOption,
         res: Resolved | None = None,
         search: InstanceSearch | None = None,
     ) -> None:
+        """``cand`` searched and sized into a plan, or rejected with why it cannot serve."""
         if res is None:
-            res = est.resolve(cand, isl + osl)
-            cannot = unrunnable(res, isl + osl, est.costs(model))
-            if cannot is not None:
-                rejected.append(Rejected(cand.label(), cannot))
-                return
-        # The same instance on another package of the same GPU (a DGX and its bare GPU)
-        # has the same deployment: search it once.
-        found: Searched | None
+            res = self.resolved(cand)
+        if res is None:
+            return
+        op, why, count, sizing = self.searched(res, search)
+        if isinstance(why, str):
+            q = self.q
+            args = (cand, res, op, why, hw, self.peak_rps, q.isl, q.osl, self.options.pricing)
+            self.feasible.append(_plan_for(*args, count or None, sizing, self._load(res, sizing)))
+            return
+        self.rejected.append(Rejected(cand.label(), why, nearest=self._nearest(res, why)))
+
+    def searched(self, res: Resolved, search: InstanceSearch | None = None) -> Searched:
+        """The search of ``res``'s deployment (once per deployment: the same instance on
+        another package of the same GPU, a DGX and its bare GPU, is searched once)."""
         try:
             key: Any = (res.deployment, res.max_concurrency)
-            found = searched.get(key)
+            found = self.found.get(key)
         except TypeError:  # an unhashable deployment detail: no sharing
             key, found = None, None
         if found is None:
-            if open_loop:
-                found = search_instances(res, isl, osl, limits, peak_rps, cv, router, search)
-            else:
-                closed = search_point(res, isl, osl, limits, batching, batch_sizes)
-                found = (
-                    (closed[0], closed[1], 0, None)
-                    if closed[0] is not None
-                    else (None, closed[1], 0, None)
-                )
+            found = self._search(res, search)
             if key is not None:
-                searched[key] = found
-        op, why, count, sizing = found
-        if isinstance(why, str):
-            load: ClosedLoad | UnlimitedOpenLoad | None = None
-            if not open_loop:
-                load = ClosedLoad(res, isl, osl, batching, _sizes(batch_sizes))
-            elif sizing is None:
-                load = UnlimitedOpenLoad(res, isl, osl, cv, str(router))
-            args = (cand, res, op, why, hw, peak_rps, isl, osl, pricing)
-            feasible.append(_plan_for(*args, count or None, sizing, load))
-            return
-        assert not isinstance(why, str)
-        nearest = None
-        if isinstance(why, LatencyMiss) and why.unit == "request rate":
-            nearest = why  # already the limit missed by the largest factor at light load
-        elif isinstance(why, LatencyMiss):  # the limit missed by the largest factor there
-            at = _point(res, isl, osl, why.at, batching)
-            assert at is not None
-            name, value, limit, _ = limits.worst_ratio(at)
-            nearest = LatencyMiss(name, value, limit, why.at, why.unit)
-        rejected.append(Rejected(cand.label(), why, nearest=nearest))
+                self.found[key] = found
+        return found
 
-    bounded = prune and open_loop
-    # several instances per GPU: TP 1 and PP 1 must be among the splits asked for
-    sharing = share_gpus and not dps and all(not d or 1 in d for d in (tps, pps, eps))
-    kept = 1 + max(top, 0)  # the plans a pruned candidate must not be able to beat
-    wanted = limits.open_loop_limits()
-    searches: dict[Any, InstanceSearch] = {}  # per deployment, like ``searched``
-    answered: list[float] = []  # answers so far, as shares of their sustainable rates
+    def _search(self, res: Resolved, search: InstanceSearch | None) -> Searched:
+        q, a = self.q, self.q.arrivals
+        if q.open_loop:
+            return search_instances(
+                res, q.isl, q.osl, q.limits, self.peak_rps, a.cv, a.router, search
+            )
+        closed = search_point(res, q.isl, q.osl, q.limits, q.batching, q.batch_sizes)
+        if closed[0] is None:
+            return None, closed[1], 0, None
+        return closed[0], closed[1], 0, None
 
-    def placeholder(cand: Candidate, res: Resolved, hw: HardwareOption, n: int) -> Plan:
+    def _load(
+        self, res: Resolved, sizing: OpenLoopSizing | None
+    ) -> ClosedLoad | UnlimitedOpenLoad | None:
+        """How one instance is loaded below its capacity where its sizing does not say."""
+        q = self.q
+        if not q.open_loop:
+            return ClosedLoad(res, q.isl, q.osl, q.batching, _sizes(q.batch_sizes))
+        if sizing is None:
+            return UnlimitedOpenLoad(res, q.isl, q.osl, q.arrivals.cv, str(q.arrivals.router))
+        return None
+
+    def _nearest(self, res: Resolved, why: RejectReason) -> LatencyMiss | None:
+        """The limit missed by the largest factor where a latency miss was found."""
+        if not isinstance(why, LatencyMiss):
+            return None
+        if why.unit == "request rate":
+            return why  # already the limit missed by the largest factor at light load
+        q = self.q
+        at = _point(res, q.isl, q.osl, why.at, q.batching)
+        name, value, limit, _ = q.limits.worst_ratio(at)
+        return LatencyMiss(name, value, limit, why.at, why.unit)
+
+    # ---- branch and bound
+    def placeholder(self, cand: Candidate, res: Resolved, hw: HardwareOption, n: int) -> Plan:
         """``cand`` sized at ``n`` instances (the plan's own sizing at a rate that needs n):
         its servers, GPUs, cost and power; its operating point is a placeholder."""
-        at = OperatingPoint(0.0, 0.0, 0.0, 0.0, 0.0, peak_rps / n, 0.0, 0.0, 0.0, None, None)
-        return _plan_for(cand, res, at, "memory", hw, peak_rps, isl, osl, pricing)
+        pk, q = self.peak_rps, self.q
+        at = OperatingPoint(0.0, 0.0, 0.0, 0.0, 0.0, pk / n, 0.0, 0.0, 0.0, None, None)
+        return _plan_for(cand, res, at, "memory", hw, pk, q.isl, q.osl, self.options.pricing)
 
-    def sized(cand: Candidate, res: Resolved, hw: HardwareOption, n: int) -> tuple[float, ...]:
+    def sized(self, cand: Candidate, res: Resolved, hw: HardwareOption, n: int) -> Prefix:
         """The ranking prefix (servers, GPUs, cost, power in ``objective``'s order) of
         ``cand`` at ``n`` instances."""
-        return placeholder(cand, res, hw, n).prefix(objective, budget)[:-1]
+        return self.placeholder(cand, res, hw, n).prefix(*self._ranked)[:-1]
 
-    def prune_one(
-        cand: Candidate, res: Resolved, hw: HardwareOption, basis: Any, rate: float, n: int
+    @property
+    def _ranked(self) -> tuple[Objective, Budget | None]:
+        return self.options.objective, self.options.budget
+
+    def prune(
+        self, cand: Candidate, res: Resolved, hw: HardwareOption, basis: Any, rate: float, n: int
     ) -> None:
-        at = placeholder(cand, res, hw, n)
-        rejected.append(Rejected(cand.label(), Pruned(basis, rate, n, at.gpus, at.servers)))
+        at = self.placeholder(cand, res, hw, n)
+        self.rejected.append(Rejected(cand.label(), Pruned(basis, rate, n, at.gpus, at.servers)))
 
-    def most(cand: Candidate, res: Resolved, hw: HardwareOption, n: int, bar: Any) -> int | None:
+    def most(
+        self, cand: Candidate, res: Resolved, hw: HardwareOption, n: int, bar: Prefix
+    ) -> int | None:
         """The most instances (≥ ``n``, which fits) at which ``cand`` still sizes within
         ``bar`` (the prefix is monotone in the count); None when no count exceeds it."""
         step = 1
-        while sized(cand, res, hw, n + step) <= bar:
+        while self.sized(cand, res, hw, n + step) <= bar:
             n += step
             step *= 2
             if n > 1 << 40:
                 return None
         while step > 1:  # n fits, n + step does not
             step //= 2
-            if sized(cand, res, hw, n + step) <= bar:
+            if self.sized(cand, res, hw, n + step) <= bar:
                 n += step
         return n
 
-    def _bound_and_search(queue: list[tuple[Candidate, HardwareOption]]) -> None:
-        """Branch and bound over ``queue`` (``prune`` in :func:`plan`)."""
-        from inferencesize.openloop import InstanceSearch, rate_bound, steps_of
+    def bounded(self, queue: list[tuple[Candidate, HardwareOption]]) -> None:
+        """Branch and bound over ``queue`` (``prune`` in :func:`plan`): in the order of each
+        candidate's bound, searched while it can still rank among the plans shown."""
+        for bound in sorted(self._bounds(queue), key=lambda b: (b.low, b.order)):
+            bar = self._bar(bound.hw)
+            if bar is not None and bound.low > bar:
+                basis = (
+                    "sustainable_rate" if bound.cap >= bound.steps.max_rate_rps else "mean_limits"
+                )
+                self.prune(bound.cand, bound.res, bound.hw, basis, bound.cap, bound.fewest)
+                continue
+            self._search_bounded(bound, bar)
 
-        bounds = []
+    def _bounds(self, queue: list[tuple[Candidate, HardwareOption]]) -> list[_Bound]:
+        """Each runnable candidate's bound: the fewest instances its sustainable rate (or
+        less, under mean limits) allows, and their ranking prefix."""
+        from inferencesize.openloop import rate_bound, steps_of
+
+        q, out = self.q, []
         for order, (cand, hw) in enumerate(queue):
-            res = est.resolve(cand, isl + osl)
-            cannot = unrunnable(res, isl + osl, est.costs(model))
-            if cannot is not None:
-                rejected.append(Rejected(cand.label(), cannot))
+            res = self.resolved(cand)
+            if res is None:
                 continue
             assert res.deployment is not None
-            st = steps_of(res.deployment, isl, osl, res.max_concurrency)
-            cap = rate_bound(st, wanted)  # the sustainable rate, or less under mean limits
-            fewest = instances_for(peak_rps, cap) if cap > 0 else 1 << 40
-            bounds.append((sized(cand, res, hw, fewest), order, cand, hw, res, cap, fewest, st))
-        bounds.sort(key=lambda b: (b[0], b[1]))
-        for low, _, cand, hw, res, cap, fewest, st in bounds:
-            best = sorted(p.prefix(objective, budget)[:-1] for p in feasible)[:kept]
-            bar = best[-1] if len(best) == kept else None
-            if bar is not None and top > 0:  # it may still be its hardware's best
-                own = [
-                    p.prefix(objective, budget)[:-1]
-                    for p in feasible
-                    if p.candidate.hardware_id == hw.id
-                ]
-                bar = max(bar, min(own)) if own else None
-            if bar is not None and low > bar:
-                basis = "sustainable_rate" if cap >= st.max_rate_rps else "mean_limits"
-                prune_one(cand, res, hw, basis, cap, fewest)
-                continue
-            key = (res.deployment, res.max_concurrency)
-            search = searches.get(key)
-            if search is None and wanted and key not in searched:
-                # the first point where the answers so far lie (their median share of the
-                # sustainable rate): fewer points, the same answer
-                start = float(np.median(answered)) if answered else 0.5
-                search = InstanceSearch(st, wanted, cv, router, start=start)
-                searches[key] = search
-            n = most(cand, res, hw, fewest, bar) if bar is not None and search else None
-            need = peak_rps / (n + RATE_SLACK) if n is not None else 0.0
-            if search is not None and n is not None and not search.meets(peak_rps, n):
-                prune_one(cand, res, hw, "limits", need, n + 1)
-                continue
-            _evaluate(cand, hw, res, search)
-            if search is not None and search.answer_share > 0:
-                answered.append(search.answer_share)
+            st = steps_of(res.deployment, q.isl, q.osl, res.max_concurrency)
+            cap = rate_bound(st, self.wanted)  # the sustainable rate, or less under mean limits
+            fewest = instances_for(self.peak_rps, cap) if cap > 0 else 1 << 40
+            low = self.sized(cand, res, hw, fewest)
+            out.append(_Bound(low, order, cand, hw, res, cap, fewest, st))
+        return out
 
-    run(multi_node=False)
-    multi_node = not feasible
-    if multi_node:
-        run(multi_node=True)
-    summary = SearchSummary(
-        hardware=tuple(
-            HardwareSearch(hw.id, tuple(tried_precisions[i]), tuple(tried_splits[i]), n)
-            for i, (hw, n) in enumerate(zip(options, considered, strict=True))
-        ),
-        candidates=candidates,
-        feasible=len(feasible),
-        rejected_by_kind=count_kinds(rejected),
-        multi_node=multi_node,
-    )
-    feasible = rank(feasible, objective, exact=1 + max(top, 0), budget=budget)
-    chosen = feasible[0] if feasible else None
-    shown = alternatives(feasible, top)
-    nearest = None if chosen else _nearest_miss(rejected, limits)
-    return PlanResult(chosen, shown, rejected, feasible, nearest, summary)
+    def _bar(self, hw: HardwareOption) -> Prefix | None:
+        """The prefix a candidate on ``hw`` must beat to be shown: the worst of the
+        ``1 + top`` best so far, or its hardware's best while it could be that (None: none
+        yet)."""
+        kept = 1 + max(self.options.top, 0)
+        best = sorted(p.prefix(*self._ranked)[:-1] for p in self.feasible)[:kept]
+        bar = best[-1] if len(best) == kept else None
+        if bar is not None and self.options.top > 0:  # it may still be its hardware's best
+            own = [
+                p.prefix(*self._ranked)[:-1]
+                for p in self.feasible
+                if p.candidate.hardware_id == hw.id
+            ]
+            bar = max(bar, min(own)) if own else None
+        return bar
+
+    def _search_bounded(self, b: _Bound, bar: Prefix | None) -> None:
+        """A candidate whose bound may beat ``bar``: tested at the one rate per instance it
+        would need to, then searched."""
+        from inferencesize.openloop import InstanceSearch
+
+        key = (b.res.deployment, b.res.max_concurrency)
+        search = self.searches.get(key)
+        if search is None and self.wanted and key not in self.found:
+            # the first point where the answers so far lie (their median share of the
+            # sustainable rate): fewer points, the same answer
+            start = float(np.median(self.answered)) if self.answered else 0.5
+            a = self.q.arrivals
+            search = InstanceSearch(b.steps, self.wanted, a.cv, a.router, start=start)
+            self.searches[key] = search
+        n = self.most(b.cand, b.res, b.hw, b.fewest, bar) if bar is not None and search else None
+        if search is not None and n is not None and not search.meets(self.peak_rps, n):
+            need = self.peak_rps / (n + RATE_SLACK)
+            self.prune(b.cand, b.res, b.hw, "limits", need, n + 1)
+            return
+        self.evaluate(b.cand, b.hw, b.res, search)
+        if search is not None and search.answer_share > 0:
+            self.answered.append(search.answer_share)
+
+    # ---- the answer
+    def result(self, multi_node: bool) -> PlanResult:
+        """The ranked plans, the alternatives shown, the rejections and what was searched."""
+        o = self.options
+        summary = SearchSummary(
+            hardware=tuple(
+                HardwareSearch(hw.id, tuple(t.precisions), tuple(t.splits), t.considered)
+                for hw, t in zip(self.hardware, self.tried, strict=True)
+            ),
+            candidates=self.candidates,
+            feasible=len(self.feasible),
+            rejected_by_kind=count_kinds(self.rejected),
+            multi_node=multi_node,
+        )
+        feasible = rank(self.feasible, o.objective, exact=1 + max(o.top, 0), budget=o.budget)
+        chosen = feasible[0] if feasible else None
+        shown = alternatives(feasible, o.top)
+        nearest = None if chosen else _nearest_miss(self.rejected, self.q.limits)
+        return PlanResult(chosen, shown, self.rejected, feasible, nearest, summary)
+
+
+#: A plan's ranking prefix without the shared flag (what branch and bound compares).
+Prefix = tuple[float, ...]
+
+
+@dataclass(frozen=True)
+class _Bound:
+    """A candidate's bound for branch and bound: the ranking prefix of the fewest instances
+    its sustainable rate allows (``low``), its place in the queue, its deployment, that rate
+    (``cap``), the count, and its step costs."""
+
+    low: Prefix
+    order: int
+    cand: Candidate
+    hw: HardwareOption
+    res: Resolved
+    cap: float
+    fewest: int
+    steps: Any
 
 
 def _sizes(batch_sizes: Sequence[int] | None) -> tuple[int, ...] | None:
@@ -1293,45 +1319,25 @@ def at_peak(
 
 
 def plan_alone(
-    chosen: Plan,
-    est: Estimator,
-    limits: Limits,
-    *,
-    batching: Batching,
-    batch_sizes: Sequence[int] | None,
-    arrivals: Arrivals,
-    cv: float,
-    router: Router | str,
-    options: Mapping[str, Any],
-    top: int = 0,
+    chosen: Plan, est: Estimator, q: Question, options: PlanOptions, top: int = 0
 ) -> Plan | None:
     """``chosen``'s candidate alone (its hardware, precision, split and GPU share) sized by
-    ``est`` at the same lengths, peak, limits and traffic; None when it meets no count.
-    ``top``: plans the search ranks (``plan``'s ``top``)."""
+    ``est`` for question ``q`` (the one it was planned for: the same lengths, limits and
+    traffic) at the same peak, priced and spanned as ``options`` say; None when it meets no
+    count. ``top``: plans the search ranks (``plan``'s ``top``)."""
     c = chosen.candidate
-    result = plan(
-        c.model,
-        [(c.gpu, c.system)],
-        [c.precision],
-        chosen.isl,
-        chosen.osl,
-        chosen.peak_rps,
-        limits,
-        est,
-        kv_precision=c.kv_precision,
-        tps=[c.par.tp],
-        pps=[c.par.pp],
-        eps=[c.par.ep],
-        dps=[c.par.dp],
-        batching=batching,
-        batch_sizes=batch_sizes,
-        arrivals=arrivals,
-        cv=cv,
-        router=router,
-        pricing=options.get("pricing"),
-        span_nvlink_domain=bool(options.get("span_nvlink_domain")),
-        share_gpus=c.share is not None,
-        top=top,
+    hardware = ((c.gpu, c.system),)
+    par = c.par
+    space = SearchSpace(
+        c.model, hardware, [c.precision], c.kv_precision, [par.tp], [par.pp], [par.ep]
     )
+    alone = PlanOptions(
+        top=top,
+        pricing=options.pricing,
+        dps=(par.dp,),
+        span_nvlink_domain=options.span_nvlink_domain,
+        share_gpus=c.share is not None,
+    )
+    result = plan(replace(q, space=space), chosen.peak_rps, est, alone)
     same = [p for p in result.feasible if p.candidate.label() == c.label()]
     return same[0] if same else None

@@ -17,8 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
 from inferencesize.economics import Budget, Pricing
-from inferencesize.estimate import Estimator
-from inferencesize.planner import Limits, PlanResult, plan
+from inferencesize.limits import Limits
 from inferencesize.specs import GpuSpec, ModelSpec, SystemSpec
 from inferencesize.specs.economics import PipelineStage
 from inferencesize.specs.scenario import ScenarioSpec
@@ -92,11 +91,11 @@ class SearchSpace:
 
     model: ModelSpec
     hardware: tuple[Hardware, ...]
-    precisions: list[str] | None
-    kv_precision: str | None
-    tps: list[int] | None
-    pps: list[int] | None
-    eps: list[int] | None
+    precisions: list[str] | None = None
+    kv_precision: str | None = None
+    tps: list[int] | None = None
+    pps: list[int] | None = None
+    eps: list[int] | None = None
 
 
 @dataclass(frozen=True)
@@ -107,25 +106,19 @@ class Question:
     isl: int
     osl: int
     limits: Limits
-    arrivals: ArrivalsModel
-    batching: Batching
-    batch_sizes: list[int] | None
+    arrivals: ArrivalsModel = ClosedLoop()
+    batching: Batching = Batching.INFLIGHT
+    batch_sizes: list[int] | None = None
+
+    @property
+    def open_loop(self) -> bool:
+        """Sized under open-loop arrivals: a rate, in-flight batching (static batching keeps
+        the closed-loop batch model)."""
+        return self.arrivals.open_loop and self.batching != Batching.STATIC
 
     @property
     def model(self) -> ModelSpec:
         return self.space.model
-
-    def traffic(self) -> dict[str, Any]:
-        """The traffic keyword arguments of :func:`inferencesize.planner.plan` (batching, batch
-        sizes, arrivals, cv, router): what a candidate planned again is asked with."""
-        a = self.arrivals
-        return {
-            "batching": self.batching,
-            "batch_sizes": self.batch_sizes,
-            "arrivals": a.kind,
-            "cv": a.cv,
-            "router": a.router,
-        }
 
 
 def stage_space(
@@ -175,43 +168,23 @@ def look_up(lookup: Lookup, spec: ScenarioSpec) -> Question:
     return question_of(spec, lookup.model(spec.model), hardware)
 
 
-def plan_question(
-    q: Question,
-    peak_rps: float,
-    est: Estimator,
-    *,
-    top: int = 3,
-    objective: Objective = Objective.SERVERS,
-    pricing: Pricing | None = None,
-    dps: Sequence[int] | None = None,
-    span_nvlink_domain: bool = False,
-    prune: bool = False,
-    share_gpus: bool = False,
-    budget: Budget | None = None,
-) -> PlanResult:
-    """:func:`inferencesize.planner.plan` of a question at ``peak_rps``; the keyword arguments
-    are the planner's options."""
-    s = q.space
-    return plan(
-        s.model,
-        list(s.hardware),
-        s.precisions,
-        q.isl,
-        q.osl,
-        peak_rps,
-        q.limits,
-        est,
-        kv_precision=s.kv_precision,
-        tps=s.tps,
-        pps=s.pps,
-        eps=s.eps,
-        top=top,
-        objective=objective,
-        pricing=pricing,
-        dps=dps,
-        span_nvlink_domain=span_nvlink_domain,
-        prune=prune,
-        share_gpus=share_gpus,
-        budget=budget,
-        **q.traffic(),
-    )
+@dataclass(frozen=True)
+class PlanOptions:
+    """How :func:`inferencesize.planner.plan` searches and ranks, beyond the question: the
+    alternatives shown (``top``), what is minimised first (``objective``), the prices
+    (``pricing``; None: the catalog's), attention data-parallel degrees (``dps``; None: 1
+    only), whether an instance may fill a rack's NVLink domain, branch and bound (``prune``,
+    open loop), several instances per GPU (``share_gpus``) and a ``budget`` (``check``)."""
+
+    top: int = 3
+    objective: Objective = Objective.SERVERS
+    pricing: Pricing | None = None
+    dps: tuple[int, ...] | None = None
+    span_nvlink_domain: bool = False
+    prune: bool = False
+    share_gpus: bool = False
+    budget: Budget | None = None
+
+
+#: The planner's options where a caller states none.
+DEFAULT_OPTIONS = PlanOptions()

@@ -86,10 +86,10 @@ def setting() -> tuple[Any, Plan, Limits]:
     catalog = load_catalog()
     est = resolve_point(catalog, engine=None, calibration=None).estimator
     cand = candidate(catalog, "llama-3-8b", "dgx-h100", "fp8", None, 1, 1, 1)
-    from inferencesize.planner import plan
+    from loose_plan import plan_loose
 
     limits = replace(Limits(ttft_s=0.3, itl_s=0.025), stats=("p95", "p95", "p95"))
-    result = plan(
+    result = plan_loose(
         cand.model,
         [(cand.gpu, cand.system)],
         ["fp8"],
