@@ -19,7 +19,6 @@ from typing import Any, Protocol, TypeVar
 from inferencesize.economics import Budget, Pricing
 from inferencesize.limits import Limits
 from inferencesize.specs import GpuSpec, ModelSpec, SystemSpec
-from inferencesize.specs.economics import PipelineStage
 from inferencesize.specs.scenario import ScenarioSpec
 from inferencesize.vocabulary import DEFAULT_ROUTER, Arrivals, Batching, Objective, Router
 
@@ -121,19 +120,40 @@ class Question:
         return self.space.model
 
 
-def stage_space(
-    stage: PipelineStage, spec: ScenarioSpec, model: ModelSpec, hardware: Sequence[Hardware]
+class Part(Protocol):
+    """A part of a scenario with its own search space: a pipeline stage or a disaggregated
+    pool. What it leaves unset (None) is the scenario's."""
+
+    @property
+    def precision(self) -> list[str] | None: ...
+
+    @property
+    def kv_precision(self) -> str | None: ...
+
+    @property
+    def tp(self) -> Any: ...
+
+    @property
+    def pp(self) -> Any: ...
+
+    @property
+    def ep(self) -> Any: ...
+
+
+def part_space(
+    part: Part, spec: ScenarioSpec, model: ModelSpec, hardware: Sequence[Hardware]
 ) -> SearchSpace:
-    """A pipeline stage's search space: its model and hardware (looked up), its precisions
-    and splits, each inherited from the scenario where the stage states none."""
+    """A pipeline stage's or a disaggregated pool's search space: its model and hardware
+    (looked up), its precisions and splits, each inherited from the scenario where the part
+    states none."""
     return SearchSpace(
         model,
         tuple(hardware),
-        searched(inherit(stage.precision, spec.precision)),
-        inherit(stage.kv_precision, spec.kv_precision),
-        searched(inherit(stage.tp, spec.tp)),
-        searched(inherit(stage.pp, spec.pp)),
-        searched(inherit(stage.ep, spec.ep)),
+        searched(inherit(part.precision, spec.precision)),
+        inherit(part.kv_precision, spec.kv_precision),
+        searched(inherit(part.tp, spec.tp)),
+        searched(inherit(part.pp, spec.pp)),
+        searched(inherit(part.ep, spec.ep)),
     )
 
 

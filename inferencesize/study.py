@@ -52,9 +52,8 @@ from inferencesize.question import (
     SearchSpace,
     hardware_ids,
     inherit,
+    part_space,
     question_of,
-    searched,
-    stage_space,
 )
 from inferencesize.specs import EfficiencySet, ModelSpec
 from inferencesize.specs.scenario import DEFAULT_HARDWARE, MAX_CV, Pool, ScenarioSpec
@@ -545,16 +544,10 @@ class Study:
             return None
         from inferencesize.disagg import Comparison, plan_disaggregated
 
-        result = plan_disaggregated(
-            model,
-            self._pool(dis.prefill, "prefill"),
-            self._pool(dis.decode, "decode"),
-            self.isl,
-            self.osl,
-            self.peak_rps,
-            self.limits,
-            self.estimator,
-        )
+        q = self.question
+        assert q is not None  # disaggregated questions have one model
+        prefill, decode = self._pool(dis.prefill, "prefill"), self._pool(dis.decode, "decode")
+        result = plan_disaggregated(q, prefill, decode, self.peak_rps, self.estimator)
         return Comparison(result, aggregated)
 
     def _pool(self, pool: Pool, role: str) -> PoolSpec:
@@ -572,12 +565,7 @@ class Study:
                     where = f"disaggregated.{role}.hardware[{i}]"
                     raise CatalogError(self.shown, where, str(err)) from None
         return PoolSpec(
-            hardware=hardware,
-            precisions=searched(inherit(pool.precision, s.precision)),
-            kv_precision=inherit(pool.kv_precision, s.kv_precision),
-            tps=searched(inherit(pool.tp, s.tp)),
-            pps=searched(inherit(pool.pp, s.pp)),
-            eps=searched(inherit(pool.ep, s.ep)),
+            part_space(pool, s, q.model, hardware),
             cps=tuple(pool.cp or [1]),
             dps=attention_dps(inherit(pool.attention_dp, s.attention_dp)),
             span_nvlink_domain=s.span_nvlink_domain,
@@ -719,17 +707,7 @@ class Study:
         q = self.question
         assert q is not None  # a plan has a model
         replay = self.trace.at_rate(p.peak_rps) if self.trace is not None else None
-        return verify_plan(
-            self.estimator,
-            p,
-            q.isl,
-            q.osl,
-            q.limits,
-            q.batching,
-            q.arrivals.cv,
-            replay=replay,
-            router=q.arrivals.router,
-        )
+        return verify_plan(self.estimator, p, q, replay=replay)
 
     def rate_curves(self, result: PlanResult, max_curves: int = 6) -> list[LabelledCurve]:
         """Req/s per instance against latency of the chosen plan and the next-ranked
@@ -865,7 +843,7 @@ def resolve(
         options = DEFAULT_OPTIONS
         question = None
         spaces = tuple(
-            stage_space(st, spec, m, hw) for st, (m, hw) in zip(spec.pipeline, stages, strict=True)
+            part_space(st, spec, m, hw) for st, (m, hw) in zip(spec.pipeline, stages, strict=True)
         )
     else:
         setup = planning(catalog, eset, spec, shown, others, model)

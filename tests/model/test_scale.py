@@ -31,6 +31,7 @@ from inferencesize.latency import decode_step, prefill
 from inferencesize.memory import kv_bytes_per_sequence_per_gpu, weight_bytes_per_gpu
 from inferencesize.parallelism import Parallelism, invalid_reason, valid_splits
 from inferencesize.planner import HardwareOption, Limits
+from inferencesize.question import Question, SearchSpace
 from inferencesize.transformer import capped_costs, causal_pairs, decode_flops, prefill_flops
 
 
@@ -327,9 +328,10 @@ def _disagg(
     limits: Limits | None = None,
 ) -> DisaggResult:
     c = _catalog()
-    pool = PoolSpec([c.hardware(hw)], ["fp8"], pps=[1])
-    lim = limits or Limits(ttft_s=2.0, itl_s=0.03)
-    return plan_disaggregated(c.model("llama-3.1-70b"), pool, pool, isl, osl, peak, lim, _est())
+    space = SearchSpace(c.model("llama-3.1-70b"), (c.hardware(hw),), ["fp8"], pps=[1])
+    pool = PoolSpec(space)
+    q = Question(space, isl, osl, limits or Limits(ttft_s=2.0, itl_s=0.03))
+    return plan_disaggregated(q, pool, pool, peak, _est())
 
 
 def test_disaggregated_e2e_limit_splits_the_budget() -> None:
