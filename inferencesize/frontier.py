@@ -14,7 +14,7 @@ one. The *latency-optimal* end is the frontier point with the most tokens/s per 
 limits (TTFT, ITL, E2E; sequential mode: E2E only) form the goodput set, with its own frontier
 and its best point (most tokens/s per GPU within the limits).
 
-**Open loop** (``arrivals="poisson"``, in-flight batching): the load is a request rate per
+**Open loop** (arrivals at a rate or a trace's, in-flight batching): the load is a request rate per
 instance instead of a number of clients, swept over the shares :data:`RATE_SHARES` of the
 instance's sustainable rate λ_max (:mod:`inferencesize.openloop`; gamma arrivals with ``cv``).
 TTFT, ITL and E2E are taken at the statistic each limit holds (mean, or p50 … p99 over

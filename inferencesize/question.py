@@ -14,13 +14,23 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from inferencesize.economics import Budget, Pricing
 from inferencesize.limits import Limits
 from inferencesize.specs import GpuSpec, ModelSpec, SystemSpec
 from inferencesize.specs.scenario import ScenarioSpec
-from inferencesize.vocabulary import DEFAULT_ROUTER, Arrivals, Batching, Objective, Router
+from inferencesize.vocabulary import (
+    DEFAULT_ROUTER,
+    Arrivals,
+    Batching,
+    Objective,
+    Router,
+    gaps_words,
+)
+
+if TYPE_CHECKING:  # a trace is read by the application layer
+    from inferencesize.trace_traffic import TraceTraffic
 
 T = TypeVar("T")
 #: A hardware option: a GPU, alone or in a system.
@@ -60,6 +70,7 @@ class ClosedLoop:
     open_loop = False
     cv = 1.0
     router = DEFAULT_ROUTER
+    words = "closed-loop clients"
 
 
 @dataclass(frozen=True)
@@ -72,12 +83,44 @@ class OpenLoop:
     kind = Arrivals.POISSON
     open_loop = True
 
+    @property
+    def words(self) -> str:
+        return f"{gaps_words(self.cv)} arrivals, {self.router} router"
 
-ArrivalsModel = ClosedLoop | OpenLoop
+
+#: The arrivals word of a question whose requests are a trace's (``trace:``; a scenario may
+#: state ``arrivals: trace``): not a scenario's :class:`Arrivals` value, which says how
+#: arrivals are modelled; a trace's are modelled as a rate with its burstiness.
+TRACE = "trace"
 
 
-def arrivals_of(spec: ScenarioSpec) -> ArrivalsModel:
-    """The arrivals a scenario is sized for (its schema has settled the default)."""
+@dataclass(frozen=True)
+class TraceArrivals:
+    """A trace's requests: arrivals at a rate whose gaps have the trace's coefficient of
+    variation ``cv`` (as sized for), spread over the instances by ``router``; ``source``
+    names the file, ``skipped`` its rows of 0 tokens left out."""
+
+    cv: float
+    router: Router = DEFAULT_ROUTER
+    source: str = ""
+    skipped: int = 0
+    kind = TRACE
+    open_loop = True
+
+    @property
+    def words(self) -> str:
+        note = f", {self.skipped:,} rows of 0 tokens skipped" if self.skipped else ""
+        return f"arrivals of trace {self.source} (gaps cv {self.cv:.3g}{note})"
+
+
+ArrivalsModel = ClosedLoop | OpenLoop | TraceArrivals
+
+
+def arrivals_of(spec: ScenarioSpec, trace: TraceTraffic | None = None) -> ArrivalsModel:
+    """The arrivals a scenario is sized for (its schema has settled the default): a trace's
+    requests where it names one (``trace``, read), its gaps' cv the one the scenario holds."""
+    if trace is not None:
+        return TraceArrivals(spec.cv, Router(spec.router), trace.source, trace.skipped)
     if spec.arrivals == Arrivals.POISSON:
         return OpenLoop(spec.cv, Router(spec.router))
     return ClosedLoop()
@@ -157,9 +200,14 @@ def part_space(
     )
 
 
-def question_of(spec: ScenarioSpec, model: ModelSpec, hardware: Sequence[Hardware]) -> Question:
+def question_of(
+    spec: ScenarioSpec,
+    model: ModelSpec,
+    hardware: Sequence[Hardware],
+    trace: TraceTraffic | None = None,
+) -> Question:
     """The question of a single-model scenario whose model and (de-duplicated) hardware have
-    been looked up."""
+    been looked up, and whose trace (``trace:``), if it names one, has been read."""
     space = SearchSpace(
         model,
         tuple(hardware),
@@ -174,7 +222,7 @@ def question_of(spec: ScenarioSpec, model: ModelSpec, hardware: Sequence[Hardwar
         spec.input_tokens,
         spec.output_tokens,
         Limits.of(spec),
-        arrivals_of(spec),
+        arrivals_of(spec, trace),
         spec.batching,
         spec.batch_sizes,
     )

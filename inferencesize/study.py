@@ -848,7 +848,7 @@ def resolve(
     else:
         setup = planning(catalog, eset, spec, shown, others, model)
         est, options = setup.estimator, setup.options
-        question = question_of(spec, model, hardware)
+        question = question_of(spec, model, hardware, trace)
     return Study(spec, shown, catalog, eset, origins, est, options, trace, names, question, spaces)
 
 
