@@ -24,7 +24,13 @@ law: N / E2E) is usually highest at N*, not always (:func:`search_point`): the h
   hardware option, then variants (:func:`alternatives`).
 
 Limits: streaming mode checks every given limit (TTFT, ITL, E2E); sequential mode only E2E
-(the whole answer is what counts). Pure: no I/O, no printing.
+(the whole answer is what counts) (:class:`inferencesize.limits.Limits`).
+
+:func:`plan` takes the resolved question (:class:`inferencesize.question.Question`) and the
+planner's options (:class:`inferencesize.question.PlanOptions`); one run is a small object,
+:class:`_Search`, whose methods each decide one thing (the splits and shares of a hardware
+option, a candidate's search, its plan or rejection, branch and bound). Pure: no I/O, no
+printing.
 """
 
 from __future__ import annotations

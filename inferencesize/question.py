@@ -5,9 +5,15 @@ A scenario states ids (``model: llama-3-8b``), ``"auto"`` for a search over ever
 limits in milliseconds and arrivals as a word. :func:`question_of` resolves them once: the
 model and hardware specs (looked up in the catalog here and nowhere later), the precisions and
 splits searched (None: every valid one), the limits in seconds at their statistics, and the
-arrivals as a tagged value (:class:`ClosedLoop` or :class:`OpenLoop` with its ``cv`` and
-router). A disaggregated pool or a pipeline stage inherits what it does not state from the
-scenario with :func:`inherit`.
+arrivals as a tagged value (:class:`ClosedLoop`, :class:`OpenLoop` with its ``cv`` and
+router, or a trace's, :class:`TraceArrivals`), each with its own words. A disaggregated pool
+or a pipeline stage inherits what it does not state from the scenario with :func:`inherit`,
+through one function (:func:`part_space`).
+
+Every solver takes a :class:`Question` (``planner.plan(question, peak_rps, est, options)``,
+``frontier``, ``verify_plan``, ``plan_disaggregated``; a pipeline stage's is
+``pipeline.Stage.question``) and, for the planner, :class:`PlanOptions`: no solver sees an id,
+``"auto"``, a millisecond or an arrivals word.
 """
 
 from __future__ import annotations
