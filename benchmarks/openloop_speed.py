@@ -37,7 +37,8 @@ from inferencesize.catalog import load_catalog
 from inferencesize.estimate import Candidate, Estimator
 from inferencesize.openloop import RateSearch, max_rate_rps, open_loop
 from inferencesize.parallelism import Parallelism
-from inferencesize.planner import Limits, plan
+from inferencesize.plan_search import plan
+from inferencesize.planner import Limits
 from inferencesize.question import OpenLoop, PlanOptions, Question, SearchSpace
 
 MODELS = ("llama-3.1-70b", "llama-3-8b", "deepseek-r1", "gpt-oss-120b", "qwen3-30b-a3b")

@@ -3,7 +3,7 @@
 A plan's GPU count rests on its predicted step times; measurements of predictions like this
 one (same trust, model family measured or not: :mod:`inferencesize.bands`) fall above the
 prediction by up to the 90th percentile of measured / predicted ITL in nine cases out of
-ten. The chosen candidate is sized again, alone (:func:`inferencesize.planner.plan_alone`),
+ten. The chosen candidate is sized again, alone (:func:`inferencesize.plan_search.plan_alone`),
 with every step's time multiplied by that ratio (``latency.Deployment.step_scale``), at the
 same peak, limits and traffic: the count to buy if the step is that slow. One extra count
 search, for one candidate.
@@ -16,7 +16,8 @@ from typing import Any
 
 from inferencesize.bands import Band, BandTable
 from inferencesize.estimate import Estimator, point_bands
-from inferencesize.planner import Plan, plan_alone
+from inferencesize.plan_search import plan_alone
+from inferencesize.planner import Plan
 from inferencesize.question import PlanOptions, Question
 
 

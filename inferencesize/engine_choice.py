@@ -17,7 +17,8 @@ from typing import Any, Literal
 
 from inferencesize.deployment import efficiency_resolution
 from inferencesize.estimate import Estimator
-from inferencesize.planner import Plan, plan_alone
+from inferencesize.plan_search import plan_alone
+from inferencesize.planner import Plan
 from inferencesize.question import PlanOptions, Question
 from inferencesize.specs import EfficiencySet, GpuSpec
 from inferencesize.specs.efficiency import measured_points, static_batching
@@ -167,7 +168,7 @@ def engine_choice(
     return EngineChoice(used.id, used.engine, why, est.efficiency.id, c.gpu.id, c.precision, rates)
 
 
-#: Plans each set's search ranks (planner.plan's default): its capacity is searched as when
+#: Plans each set's search ranks (plan_search.plan's default): its capacity is searched as when
 #: the set plans the question itself.
 TOP = 3
 

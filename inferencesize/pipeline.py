@@ -1,6 +1,6 @@
 """Pipelines of models: one user request calls several models in turn (guardrail → main model →
 judge; an agent that makes N calls per prompt). Each stage is its own fleet, sized by
-:func:`inferencesize.planner.plan`; the user's E2E limit covers the whole chain.
+:func:`inferencesize.plan_search.plan`; the user's E2E limit covers the whole chain.
 
 Each stage i makes ``calls_i`` sequential calls per user request, so
 
@@ -30,7 +30,8 @@ from inferencesize.deployment import BARE_GPU_NODE, default_kv_precision
 from inferencesize.estimate import Batching, Candidate, Estimator
 from inferencesize.limits import Limits
 from inferencesize.parallelism import valid_splits
-from inferencesize.planner import Plan, PlanResult, plan
+from inferencesize.plan_search import plan
+from inferencesize.planner import Plan, PlanResult
 from inferencesize.question import DEFAULT_OPTIONS, PlanOptions, Question, SearchSpace
 from inferencesize.vocabulary import Batching as BatchingKind
 from inferencesize.vocabulary import Mode

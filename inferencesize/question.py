@@ -10,7 +10,7 @@ router, or a trace's, :class:`TraceArrivals`), each with its own words. A disagg
 or a pipeline stage inherits what it does not state from the scenario with :func:`inherit`,
 through one function (:func:`part_space`).
 
-Every solver takes a :class:`Question` (``planner.plan(question, peak_rps, est, options)``,
+Every solver takes a :class:`Question` (``plan_search.plan(question, peak_rps, est, options)``,
 ``frontier``, ``verify_plan``, ``plan_disaggregated``; a pipeline stage's is
 ``pipeline.Stage.question``) and, for the planner, :class:`PlanOptions`: no solver sees an id,
 ``"auto"``, a millisecond or an arrivals word.
@@ -244,7 +244,7 @@ def look_up(lookup: Lookup, spec: ScenarioSpec) -> Question:
 
 @dataclass(frozen=True)
 class PlanOptions:
-    """How :func:`inferencesize.planner.plan` searches and ranks, beyond the question: the
+    """How :func:`inferencesize.plan_search.plan` searches and ranks, beyond the question: the
     alternatives shown (``top``), what is minimised first (``objective``), the prices
     (``pricing``; None: the catalog's), attention data-parallel degrees (``dps``; None: 1
     only), whether an instance may fill a rack's NVLink domain, branch and bound (``prune``,

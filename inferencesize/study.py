@@ -44,7 +44,8 @@ from inferencesize.errors import CatalogError, InputError, UnknownIdError
 from inferencesize.estimate import Candidate, Estimator
 from inferencesize.offline import OfflineBatch, offline_batch
 from inferencesize.parallelism import Parallelism
-from inferencesize.planner import Limits, PlanResult, plan
+from inferencesize.plan_search import plan
+from inferencesize.planner import Limits, PlanResult
 from inferencesize.question import (
     DEFAULT_OPTIONS,
     PlanOptions,

@@ -34,7 +34,8 @@ from inferencesize.economics import RANKING
 from inferencesize.errors import InputError
 from inferencesize.estimate import Estimator
 from inferencesize.packing import instances_needed, servers_needed
-from inferencesize.planner import Plan, PlanResult, at_peak, plan, rank
+from inferencesize.plan_search import plan
+from inferencesize.planner import Plan, PlanResult, at_peak, rank
 from inferencesize.question import DEFAULT_OPTIONS, Lookup, PlanOptions, look_up
 from inferencesize.specs import ModelSpec
 from inferencesize.specs.scenario import ScenarioSpec

@@ -1,7 +1,7 @@
 """Tests that state a sizing question as loose values: the :class:`Question` and
 :class:`PlanOptions` they stand for, and the planner run on them.
 
-The planner takes a resolved question (:func:`inferencesize.planner.plan`); many tests vary one
+The planner takes a resolved question (:func:`inferencesize.plan_search.plan`); many tests vary one
 value of it at a time, and state it as the flags would (``tps=[1]``, ``arrivals="poisson"``).
 :func:`plan_loose` builds the question and the options from them, in one place."""
 
@@ -13,7 +13,8 @@ from typing import Any
 from inferencesize.economics import Budget, Pricing
 from inferencesize.estimate import Estimator
 from inferencesize.limits import Limits
-from inferencesize.planner import PlanResult, plan
+from inferencesize.plan_search import plan
+from inferencesize.planner import PlanResult
 from inferencesize.question import ClosedLoop, OpenLoop, PlanOptions, Question, SearchSpace
 from inferencesize.specs import GpuSpec, ModelSpec, SystemSpec
 from inferencesize.vocabulary import DEFAULT_ROUTER, Arrivals, Batching, Objective, Router
@@ -72,7 +73,7 @@ def plan_loose(
     budget: Budget | None = None,
     **question: Any,
 ) -> PlanResult:
-    """:func:`inferencesize.planner.plan` of the question and options these values state
+    """:func:`inferencesize.plan_search.plan` of the question and options these values state
     (``question``: the keyword arguments of :func:`loose_question`)."""
     q = loose_question(model, hardware, precisions, isl, osl, limits, **question)
     options = PlanOptions(

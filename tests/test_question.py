@@ -14,7 +14,7 @@ from pydantic import ValidationError
 from inferencesize.catalog import Catalog
 from inferencesize.economics import RANKING, objective_key
 from inferencesize.limits import Limits
-from inferencesize.planner import plan, plan_alone
+from inferencesize.plan_search import plan, plan_alone
 from inferencesize.question import (
     ClosedLoop,
     OpenLoop,
@@ -195,7 +195,7 @@ def test_the_planner_sizes_a_trace_by_its_rate_and_burstiness() -> None:
 
 
 def test_the_chosen_candidate_planned_alone_is_the_same_plan() -> None:
-    """planner.plan_alone narrows the question to the chosen candidate: two independent
+    """plan_search.plan_alone narrows the question to the chosen candidate: two independent
     searches of the same candidate, the same count and rate."""
     est = shipped.estimator()
     q = _small(ClosedLoop())

@@ -18,7 +18,8 @@ from typer.testing import CliRunner
 
 from inferencesize.catalog import load_catalog
 from inferencesize.cli import app
-from inferencesize.planner import Limits, Plan, pack_servers, plan
+from inferencesize.plan_search import plan
+from inferencesize.planner import Limits, Plan, pack_servers
 from inferencesize.question import OpenLoop, Question, SearchSpace
 from inferencesize.study import candidate, resolve_point
 from inferencesize.verify import _run, verify_plan, workload

@@ -16,7 +16,8 @@ from inferencesize.deployment import default_kv_precision
 from inferencesize.estimate import Candidate, Estimator
 from inferencesize.latency import Deployment
 from inferencesize.parallelism import Parallelism
-from inferencesize.planner import Limits, plan
+from inferencesize.plan_search import plan
+from inferencesize.planner import Limits
 from inferencesize.question import PlanOptions, Question, SearchSpace
 from inferencesize.serving import inflight
 from inferencesize.techniques import Techniques
