@@ -96,17 +96,17 @@ def plan(
     (:mod:`inferencesize.economics`). With a ``budget``, plans within it rank before every
     plan over it: the chosen plan is the best within the budget when one exists (``check``).
     The alternatives (``top`` of them) are the best plan of each other hardware option, then
-    variants (:func:`alternatives`). ``dps`` lists attention data-parallel degrees (None: 1
+    variants (:func:`~inferencesize.planner.alternatives`). ``dps`` lists attention data-parallel degrees (None: 1
     only); ``span_nvlink_domain`` lets the single-node pass use a rack's whole NVLink domain.
     The question's ``batch_sizes`` restricts static batches to those sizes
-    (:func:`search_point`). ``share_gpus`` also searches several TP-1 instances per GPU, on
+    (:func:`~inferencesize.planner.search_point`). ``share_gpus`` also searches several TP-1 instances per GPU, on
     MIG slices or processes sharing it, where the model is small for the GPU
     (:func:`_shared`); their GPUs count whole.
 
     Arrivals: a closed loop sizes each instance at the load a GenAI-Perf concurrency benchmark
-    would run it at (:func:`search_point`, mean limits); open-loop arrivals at the highest
+    would run it at (:func:`~inferencesize.planner.search_point`, mean limits); open-loop arrivals at the highest
     request rate whose latencies meet the limits at their statistics under arrivals at a rate
-    with the question's coefficient of variation (:func:`search_instances`; in-flight
+    with the question's coefficient of variation (:func:`~inferencesize.planner.search_instances`; in-flight
     batching: static batching keeps the closed-loop batch model), spread over the instances by
     its router.
 
@@ -119,7 +119,7 @@ def plan(
     that could is first tested at the one rate per instance it would need
     (:meth:`inferencesize.openloop.RateSearch.meets`): a miss there prunes it too. With
     ``top`` > 0 a candidate is also kept while it could be the best plan of its hardware
-    option (each one's best is shown, :func:`alternatives`). Either is
+    option (each one's best is shown, :func:`~inferencesize.planner.alternatives`). Either is
     recorded as a rejection of kind :attr:`RejectKind.PRUNED` (:class:`Pruned`, with its
     bound), never dropped; the plans kept are the exhaustive search's, the same rates to the
     bit (the rate search's answer does not depend on the points it evaluated).
