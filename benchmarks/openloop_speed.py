@@ -37,7 +37,9 @@ from inferencesize.catalog import load_catalog
 from inferencesize.estimate import Candidate, Estimator
 from inferencesize.openloop import RateSearch, max_rate_rps, open_loop
 from inferencesize.parallelism import Parallelism
-from inferencesize.planner import Limits, plan
+from inferencesize.plan_search import plan
+from inferencesize.planner import Limits
+from inferencesize.question import OpenLoop, PlanOptions, Question, SearchSpace
 
 MODELS = ("llama-3.1-70b", "llama-3-8b", "deepseek-r1", "gpt-oss-120b", "qwen3-30b-a3b")
 HARDWARE = ("dgx-h100", "dgx-h200", "dgx-b200")
@@ -101,11 +103,14 @@ def plans(models: list[str], runs: int, exhaustive: bool) -> None:
     for m in models:
         model = cat.model(m)
 
-        def closed_plan(model: Any = model) -> Any:
-            return plan(model, hw, None, ISL, OSL, PEAK, CLOSED, est)
+        space = SearchSpace(model, tuple(hw))
 
-        def open_plan(prune: bool, model: Any = model) -> Any:
-            return plan(model, hw, None, ISL, OSL, PEAK, OPEN, est, arrivals="poisson", prune=prune)
+        def closed_plan(space: SearchSpace = space) -> Any:
+            return plan(Question(space, ISL, OSL, CLOSED), PEAK, est)
+
+        def open_plan(prune: bool, space: SearchSpace = space) -> Any:
+            q = Question(space, ISL, OSL, OPEN, OpenLoop())
+            return plan(q, PEAK, est, PlanOptions(prune=prune))
 
         t_closed, _ = _best(closed_plan, runs)
 

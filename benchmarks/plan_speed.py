@@ -76,7 +76,7 @@ wrap(typer.main, "get_command", "typer command tree")
 import inferencesize.cli.options as options_mod
 import inferencesize.study as study_mod
 wrap(options_mod, "open_catalog", "catalog load")
-wrap(study_mod, "plan_question", "planner (plan())")
+wrap(study_mod, "plan", "planner (plan())")
 sys.argv = ["infersize", *json.loads(sys.argv[1])]
 out = sys.stdout
 sys.stdout = open("/dev/null" if sys.platform != "win32" else "nul", "w")

@@ -3,7 +3,7 @@
 A plan's GPU count rests on its predicted step times; measurements of predictions like this
 one (same trust, model family measured or not: :mod:`inferencesize.bands`) fall above the
 prediction by up to the 90th percentile of measured / predicted ITL in nine cases out of
-ten. The chosen candidate is sized again, alone (:func:`inferencesize.planner.plan_alone`),
+ten. The chosen candidate is sized again, alone (:func:`inferencesize.plan_search.plan_alone`),
 with every step's time multiplied by that ratio (``latency.Deployment.step_scale``), at the
 same peak, limits and traffic: the count to buy if the step is that slow. One extra count
 search, for one candidate.
@@ -11,14 +11,14 @@ search, for one candidate.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
 from inferencesize.bands import Band, BandTable
 from inferencesize.estimate import Estimator, point_bands
-from inferencesize.planner import Limits, Plan, plan_alone
-from inferencesize.vocabulary import Arrivals, BatchingMode, Router
+from inferencesize.plan_search import plan_alone
+from inferencesize.planner import Plan
+from inferencesize.question import PlanOptions, Question
 
 
 @dataclass(frozen=True)
@@ -49,29 +49,14 @@ def slow_edge(
     chosen: Plan,
     est: Estimator,
     table: BandTable,
-    limits: Limits,
-    *,
-    batching: BatchingMode,
-    batch_sizes: Any,
-    arrivals: Arrivals,
-    cv: float,
-    router: Router | str,
-    options: Mapping[str, Any],
+    q: Question,
+    options: PlanOptions,
 ) -> SlowEdge | None:
-    """The :class:`SlowEdge` of ``chosen`` (module docstring); None when no band covers it."""
+    """The :class:`SlowEdge` of ``chosen``, planned for question ``q`` with ``options``
+    (module docstring); None when no band covers it."""
     band = point_bands(table, est, chosen.candidate, chosen.trust).get("itl")
     if band is None:
         return None
     slow = replace(est, step_scale=band.high, _costs={}, _deps={})
-    found = plan_alone(
-        chosen,
-        slow,
-        limits,
-        batching=batching,
-        batch_sizes=batch_sizes,
-        arrivals=arrivals,
-        cv=cv,
-        router=router,
-        options=options,
-    )
+    found = plan_alone(chosen, slow, q, options)
     return SlowEdge(band, found)

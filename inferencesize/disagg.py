@@ -68,13 +68,13 @@ from inferencesize.parallelism import (
 from inferencesize.planner import (
     MAX_NODES_PER_INSTANCE,
     HardwareOption,
-    Limits,
     PlanResult,
     Rejected,
     fmt_seconds,
 )
+from inferencesize.question import Question, SearchSpace
 from inferencesize.queueing import e2e_s
-from inferencesize.specs import GpuSpec, ModelSpec, SystemSpec
+from inferencesize.specs import SystemSpec
 from inferencesize.transformer import (
     ModelCosts,
     attention_pairs,
@@ -89,14 +89,11 @@ PREFILL_TTFT_STEPS = 1.5
 
 @dataclass(frozen=True)
 class PoolSpec:
-    """The candidates of one pool: hardware, precisions and splits (None = auto)."""
+    """The candidates of one pool: its search space (the model, hardware, precisions and
+    splits, None = auto: :func:`inferencesize.question.part_space`) and the degrees only a
+    pool has."""
 
-    hardware: Sequence[tuple[GpuSpec, SystemSpec | None]]
-    precisions: Sequence[str] | None  # None: each GPU's native precisions
-    kv_precision: str | None = None
-    tps: Sequence[int] | None = None
-    pps: Sequence[int] | None = None
-    eps: Sequence[int] | None = None
+    space: SearchSpace
     cps: Sequence[int] = (1,)  # context parallelism (prefill pool only)
     dps: Sequence[int] | None = None  # attention data parallelism (MoE), None = 1
     span_nvlink_domain: bool = False  # instances may fill a rack-scale NVLink domain
@@ -475,10 +472,12 @@ def _pool_plan(
 
 
 def _candidates(
-    model: ModelSpec, pool: PoolSpec, est: Estimator, multi_node: bool
+    pool: PoolSpec, est: Estimator, multi_node: bool
 ) -> list[tuple[HardwareOption, Candidate, int]]:
     out = []
-    for gpu, system in pool.hardware:
+    space = pool.space
+    model = space.model
+    for gpu, system in space.hardware:
         hw = HardwareOption(gpu, system)
         node = hw.instance_span(pool.span_nvlink_domain)
         costs = est.costs(model)
@@ -489,16 +488,16 @@ def _candidates(
             splits = valid_splits(
                 costs,
                 max(hi // cp, 1),
-                list(pool.tps) if pool.tps else None,
-                list(pool.pps) if pool.pps else None,
-                list(pool.eps) if pool.eps else None,
+                list(space.tps) if space.tps else None,
+                list(space.pps) if space.pps else None,
+                list(space.eps) if space.eps else None,
                 list(pool.dps) if pool.dps else None,
             )
             for par in splits:
                 if not lo < par.gpus * cp <= hi:
                     continue
-                for precision in pool.precisions or gpu.native_precisions():
-                    kv = pool.kv_precision or default_kv_precision(precision)
+                for precision in space.precisions or gpu.native_precisions():
+                    kv = space.kv_precision or default_kv_precision(precision)
                     out.append((hw, Candidate(model, gpu, system, precision, kv, par), cp))
     return out
 
@@ -537,7 +536,6 @@ def kv_link_between(
 
 
 def _best_decode(
-    model: ModelSpec,
     pool: PoolSpec,
     est: Estimator,
     isl: float,
@@ -548,7 +546,7 @@ def _best_decode(
 ) -> PoolPlan | None:
     found: list[PoolPlan] = []
     for multi in (False, True):
-        for hw, cand, _ in _candidates(model, pool, est, multi):
+        for hw, cand, _ in _candidates(pool, est, multi):
             res = est.resolve(cand, isl + osl)
             dep = res.deployment
             if res.reason is not None or dep is None:
@@ -580,7 +578,6 @@ def _best_decode(
 
 
 def _best_prefill(
-    model: ModelSpec,
     pool: PoolSpec,
     est: Estimator,
     isl: float,
@@ -591,7 +588,7 @@ def _best_prefill(
 ) -> tuple[PoolPlan, float, float, str] | None:
     found: list[tuple[PoolPlan, float, float, str]] = []
     for multi in (False, True):
-        for hw, cand, cp in _candidates(model, pool, est, multi):
+        for hw, cand, cp in _candidates(pool, est, multi):
             res = est.resolve(cand, isl)
             dep = res.deployment
             name = f"prefill {cand.label()}" + (f" cp{cp}" if cp > 1 else "")
@@ -639,16 +636,14 @@ ITL_LADDER_S = tuple(10.0 ** (k / 8.0) for k in range(-24, 1))
 
 
 def plan_disaggregated(
-    model: ModelSpec,
+    q: Question,
     prefill_pool: PoolSpec,
     decode_pool: PoolSpec,
-    isl: float,
-    osl: float,
     peak_rps: float,
-    limits: Limits,
     est: Estimator,
 ) -> DisaggResult:
-    """Size a prefill pool and a decode pool for the peak (module docstring).
+    """Size a prefill pool and a decode pool for question ``q`` (its lengths and limits; each
+    pool searches its own space) at the peak (module docstring).
 
     Decode is sized first for an ITL budget, then prefill gets the TTFT limit and what E2E
     leaves after the decode pool's actual ITL. Without an E2E limit the ITL budget is the ITL
@@ -659,6 +654,7 @@ def plan_disaggregated(
     if peak_rps <= 0:
         raise ValueError(f"peak_rps must be > 0 (got {peak_rps})")
     rejected: list[Rejected] = []
+    isl, osl, limits = q.isl, q.osl, q.limits
     inf = math.inf
     streaming = limits.mode == "streaming"
     ttft_lim = (limits.ttft_s if streaming else None) or inf
@@ -675,14 +671,14 @@ def plan_disaggregated(
     decode_missing = True
     for itl_cap in caps:
         misses: list[Rejected] = []
-        decode = _best_decode(model, decode_pool, est, isl, osl, itl_cap, peak_rps, misses)
+        decode = _best_decode(decode_pool, est, isl, osl, itl_cap, peak_rps, misses)
         if decode is None:
             if best is None:
                 rejected[:] = misses
             continue
         decode_missing = False
         ttft_budget = min(ttft_lim, e2e_lim - steps * decode.step_s)
-        found = _best_prefill(model, prefill_pool, est, isl, ttft_budget, decode, peak_rps, misses)
+        found = _best_prefill(prefill_pool, est, isl, ttft_budget, decode, peak_rps, misses)
         if found is None:
             if best is None:
                 rejected[:] = misses

@@ -11,13 +11,15 @@ prediction's error and the answer depends on which engine is run; the plan says 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from inferencesize.deployment import efficiency_resolution
 from inferencesize.estimate import Estimator
-from inferencesize.planner import Limits, Plan, plan_alone
+from inferencesize.plan_search import plan_alone
+from inferencesize.planner import Plan
+from inferencesize.question import PlanOptions, Question
 from inferencesize.specs import EfficiencySet, GpuSpec
 from inferencesize.specs.efficiency import measured_points, static_batching
 
@@ -130,19 +132,14 @@ def engine_choice(
     chosen: Plan,
     est: Estimator,
     catalog_sets: Iterable[EfficiencySet],
+    q: Question,
+    options: PlanOptions,
     *,
     named: bool,
-    limits: Limits,
-    batching: Any,
-    batch_sizes: Sequence[int] | None,
-    arrivals: Any,
-    cv: float,
-    router: Any,
-    options: Mapping[str, Any],
 ) -> EngineChoice:
-    """The :class:`EngineChoice` of ``chosen``, planned with ``est``: each in-flight set of
-    the catalog (and ``est``'s own) calibrated on its GPU × precision sizes its candidate
-    alone, with the same limits, traffic and options."""
+    """The :class:`EngineChoice` of ``chosen``, planned with ``est`` for question ``q``: each
+    in-flight set of the catalog (and ``est``'s own) calibrated on its GPU × precision sizes
+    its candidate alone, with the same limits, traffic and options."""
     c = chosen.candidate
     used = est.efficiency_for(c.gpu, c.precision)
     why: Why = "named" if named else "default" if used is est.efficiency else "calibrated"
@@ -156,18 +153,7 @@ def engine_choice(
         if s.id == used.id:
             return chosen.rate
         alone = replace(est, efficiency=s, others=(), _costs={}, _deps={})
-        found = plan_alone(
-            chosen,
-            alone,
-            limits,
-            batching=batching,
-            batch_sizes=batch_sizes,
-            arrivals=arrivals,
-            cv=cv,
-            router=router,
-            options=options,
-            top=TOP,
-        )
+        found = plan_alone(chosen, alone, q, options, top=TOP)
         return found.rate if found else None
 
     compare = len(mine) > 1  # else nothing to compare: only the set used has its rate
@@ -182,7 +168,7 @@ def engine_choice(
     return EngineChoice(used.id, used.engine, why, est.efficiency.id, c.gpu.id, c.precision, rates)
 
 
-#: Plans each set's search ranks (planner.plan's default): its capacity is searched as when
+#: Plans each set's search ranks (plan_search.plan's default): its capacity is searched as when
 #: the set plans the question itself.
 TOP = 3
 

@@ -14,7 +14,7 @@ one. The *latency-optimal* end is the frontier point with the most tokens/s per 
 limits (TTFT, ITL, E2E; sequential mode: E2E only) form the goodput set, with its own frontier
 and its best point (most tokens/s per GPU within the limits).
 
-**Open loop** (``arrivals="poisson"``, in-flight batching): the load is a request rate per
+**Open loop** (arrivals at a rate or a trace's, in-flight batching): the load is a request rate per
 instance instead of a number of clients, swept over the shares :data:`RATE_SHARES` of the
 instance's sustainable rate λ_max (:mod:`inferencesize.openloop`; gamma arrivals with ``cv``).
 TTFT, ITL and E2E are taken at the statistic each limit holds (mean, or p50 … p99 over
@@ -39,7 +39,7 @@ from inferencesize.parallelism import valid_splits
 from inferencesize.planner import HardwareOption, Limits, OpenLoopSizing, Rejected, unrunnable
 from inferencesize.question import Question
 from inferencesize.serving import inflight_arrays, points
-from inferencesize.vocabulary import Batching, BatchingMode, quantiles_of
+from inferencesize.vocabulary import BatchingMode, quantiles_of
 
 #: Above this KV capacity a candidate is sampled (all of 1…256, then geometric) not exhaustive.
 MAX_POINTS_PER_CANDIDATE = 2048
@@ -219,7 +219,7 @@ def frontier(est: Estimator, q: Question, *, max_concurrency: int | None = None)
     """
     space, isl, osl, limits, batching = q.space, q.isl, q.osl, q.limits, q.batching
     model, tps, pps, eps = space.model, space.tps, space.pps, space.eps
-    open_loop = q.arrivals.open_loop and batching != Batching.STATIC
+    open_loop = q.open_loop
     cands: list[Candidate] = []
     rejected: list[Rejected] = []
     cols: dict[str, list[Any]] = {k: [] for k in ("i", "n", "ttft", "itl", "e2e", "x", "gpus")}

@@ -1,6 +1,6 @@
 """Pipelines of models: one user request calls several models in turn (guardrail → main model →
 judge; an agent that makes N calls per prompt). Each stage is its own fleet, sized by
-:func:`inferencesize.planner.plan`; the user's E2E limit covers the whole chain.
+:func:`inferencesize.plan_search.plan`; the user's E2E limit covers the whole chain.
 
 Each stage i makes ``calls_i`` sequential calls per user request, so
 
@@ -27,12 +27,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from inferencesize.deployment import BARE_GPU_NODE, default_kv_precision
-from inferencesize.economics import Pricing
 from inferencesize.estimate import Batching, Candidate, Estimator
+from inferencesize.limits import Limits
 from inferencesize.parallelism import valid_splits
-from inferencesize.planner import Limits, Plan, PlanResult, plan
-from inferencesize.question import SearchSpace
-from inferencesize.vocabulary import Mode, Objective
+from inferencesize.plan_search import plan
+from inferencesize.planner import Plan, PlanResult
+from inferencesize.question import DEFAULT_OPTIONS, PlanOptions, Question, SearchSpace
+from inferencesize.vocabulary import Batching as BatchingKind
+from inferencesize.vocabulary import Mode
 
 
 @dataclass(frozen=True)
@@ -41,12 +43,19 @@ class Stage:
 
     name: str
     space: SearchSpace  # model, hardware, precisions and splits searched
-    isl: float
-    osl: float
+    isl: int
+    osl: int
     calls: float = 1.0
     e2e_s: float | None = None  # fixed per-call budget
     ttft_s: float | None = None  # extra limits per call (a stage that streams to the user)
     itl_s: float | None = None
+
+    def question(self, budget_s: float, batching: BatchingKind) -> Question:
+        """The stage's question with ``budget_s`` of E2E per call (its share of the user's
+        limit; a zero budget still plans, to report the miss)."""
+        e2e_s = max(budget_s, 1e-9)
+        limits = Limits(self.ttft_s, self.itl_s, e2e_s, Mode.STREAMING)
+        return Question(self.space, self.isl, self.osl, limits, batching=batching)
 
 
 @dataclass(frozen=True)
@@ -178,12 +187,11 @@ def plan_pipeline(
     e2e_limit_s: float,
     est: Estimator,
     *,
-    batching: Batching = "inflight",
-    objective: Objective = Objective.SERVERS,
-    pricing: Pricing | None = None,
-    top: int = 3,
+    batching: BatchingKind = BatchingKind.INFLIGHT,
+    options: PlanOptions = DEFAULT_OPTIONS,
 ) -> PipelineResult:
-    """Size every stage for ``calls · peak_rps`` within its share of ``e2e_limit_s``."""
+    """Size every stage for ``calls · peak_rps`` within its share of ``e2e_limit_s``, each
+    planned with ``options``."""
     if not stages:
         raise ValueError("plan_pipeline: needs at least one stage")
     if peak_rps <= 0 or e2e_limit_s <= 0:
@@ -195,29 +203,7 @@ def plan_pipeline(
     results: list[StageResult] = []
     for stage, u, budget in zip(stages, unloaded, budgets, strict=True):
         stage_peak = stage.calls * peak_rps
-        # a zero budget (fixed stages used it all) still plans, to report the miss
-        limits = Limits(
-            ttft_s=stage.ttft_s, itl_s=stage.itl_s, e2e_s=max(budget, 1e-9), mode=Mode.STREAMING
-        )
-        space = stage.space
-        result = plan(
-            space.model,
-            list(space.hardware),
-            space.precisions,
-            stage.isl,
-            stage.osl,
-            stage_peak,
-            limits,
-            est,
-            kv_precision=space.kv_precision,
-            tps=space.tps,
-            pps=space.pps,
-            eps=space.eps,
-            batching=batching,
-            top=top,
-            objective=objective,
-            pricing=pricing,
-        )
+        result = plan(stage.question(budget, batching), stage_peak, est, options)
         results.append(StageResult(stage, u, budget, stage_peak, result))
     total_unloaded = (
         None

@@ -24,20 +24,26 @@ law: N / E2E) is usually highest at N*, not always (:func:`search_point`): the h
   hardware option, then variants (:func:`alternatives`).
 
 Limits: streaming mode checks every given limit (TTFT, ITL, E2E); sequential mode only E2E
-(the whole answer is what counts). Pure: no I/O, no printing.
+(the whole answer is what counts) (:class:`inferencesize.limits.Limits`).
+
+This module holds what a plan is (:class:`Plan`, :class:`PlanResult`), how plans rank
+(:func:`rank`, :func:`alternatives`) and how one candidate is searched (:func:`search_point`,
+:func:`search_instances`) and sized (:func:`plan_for`, :func:`at_peak`); the search over every
+candidate of a resolved question is :func:`inferencesize.plan_search.plan`. Pure: no I/O, no
+printing.
 """
 
 from __future__ import annotations
 
 import itertools
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from inferencesize.deployment import BARE_GPU_NODE, default_kv_precision
+from inferencesize.deployment import BARE_GPU_NODE
 from inferencesize.economics import (
     Budget,
     Fleet,
@@ -45,38 +51,33 @@ from inferencesize.economics import (
     Pricing,
     input_share,
     objective_key,
-    require_figure,
 )
 from inferencesize.economics import plan_economics as _plan_economics
 from inferencesize.estimate import Batching, Candidate, Estimator, Resolved, operating_points
 from inferencesize.latency import prefill
+from inferencesize.limits import Limits as Limits
 from inferencesize.outcomes import (
     BatchTooLarge,
     ContextTooLong,
     Described,
-    HardwareSearch,
     LatencyMiss,
     MemoryShortfall,
-    Pruned,
     RejectKind,
     RejectReason,
     SearchSummary,
-    SplitProblem,
-    count_kinds,
 )
 from inferencesize.outcomes import Rejected as Rejected
 from inferencesize.outcomes import fmt_seconds as fmt_seconds
-from inferencesize.packing import RATE_SLACK, instances_for
+from inferencesize.packing import instances_for
 from inferencesize.packing import pack_servers as pack_servers
-from inferencesize.parallelism import Parallelism, enumerate_splits, split_problem
+from inferencesize.parallelism import split_problem
 from inferencesize.planned import ClosedLoad, OpenLoad, UnlimitedOpenLoad, open_loop_op
 from inferencesize.serving import InflightArrays, OperatingPoint, inflight_arrays, select
-from inferencesize.sharing import Share, shares_for, whole_gpus
-from inferencesize.specs import GpuSpec, ModelSpec, SystemSpec
-from inferencesize.specs.scenario import ScenarioSpec
+from inferencesize.sharing import whole_gpus
+from inferencesize.specs import GpuSpec, SystemSpec
 from inferencesize.transformer import ModelCosts
-from inferencesize.units import SECONDS_PER_DAY, ms_to_s
-from inferencesize.vocabulary import DEFAULT_ROUTER, Arrivals, Metric, Mode, Objective, Router
+from inferencesize.units import SECONDS_PER_DAY
+from inferencesize.vocabulary import DEFAULT_ROUTER, Metric, Objective, Router
 
 if TYPE_CHECKING:  # imported where searched: the open-loop model loads only when used
     from inferencesize.openloop import InstanceSearch
@@ -92,70 +93,6 @@ Searched = (
     tuple[OperatingPoint | None, Binding, int, "OpenLoopSizing | None"]
     | tuple[None, RejectReason, int, None]
 )
-
-
-@dataclass(frozen=True)
-class Limits:
-    """Latency limits in seconds (None = no limit), each held at a statistic over requests
-    (``stats``: TTFT, ITL, E2E; "mean" or "p50" … "p99"). The closed-loop model predicts
-    means only; percentiles need the open-loop model (:mod:`inferencesize.openloop`)."""
-
-    ttft_s: float | None = None
-    itl_s: float | None = None
-    e2e_s: float | None = None
-    mode: Mode = Mode.STREAMING
-    stats: tuple[str, str, str] = ("mean", "mean", "mean")
-
-    @classmethod
-    def from_ms(
-        cls, ttft_ms: float | None, itl_ms: float | None, e2e_ms: float | None, mode: Mode
-    ) -> Limits:
-        """Limits from millisecond values as scenarios and flags state them."""
-
-        return cls(ms_to_s(ttft_ms), ms_to_s(itl_ms), ms_to_s(e2e_ms), mode)
-
-    @classmethod
-    def of(cls, scenario: ScenarioSpec) -> Limits:
-        """A scenario's limits, at their statistics."""
-        plain = cls.from_ms(scenario.ttft_ms, scenario.itl_ms, scenario.e2e_ms, scenario.mode)
-        return replace(plain, stats=scenario.statistics)
-
-    def statistic(self, name: Metric) -> str:
-        return self.stats[("ttft", "itl", "e2e").index(name)]
-
-    def open_loop_limits(self) -> dict[str, tuple[str, float]]:
-        """metric -> (statistic, seconds) of the active limits (``openloop.max_rate_within``)."""
-        return {name: (self.statistic(name), limit) for name, limit in self.active()}
-
-    def active(self) -> list[tuple[Metric, float]]:
-        """The (name, limit) pairs that apply in this mode."""
-        if self.mode == "sequential":
-            return [("e2e", self.e2e_s)] if self.e2e_s is not None else []
-        pairs: list[tuple[Metric, float | None]] = [
-            ("ttft", self.ttft_s),
-            ("itl", self.itl_s),
-            ("e2e", self.e2e_s),
-        ]
-        return [(k, v) for k, v in pairs if v is not None]
-
-    def miss(self, op: OperatingPoint) -> tuple[Metric, float, float] | None:
-        """The first limit ``op`` misses as (name, value, limit), or None when it meets all."""
-        for name, limit in self.active():
-            value = _metric(op, name)
-            if value > limit:
-                return name, value, limit
-        return None
-
-    def worst_ratio(self, op: OperatingPoint) -> tuple[Metric, float, float, float]:
-        """The limit ``op`` misses by the largest factor: (name, value, limit, value/limit)."""
-        worst: tuple[Metric, float, float, float] | None = None
-        for name, limit in self.active():
-            value = _metric(op, name)
-            ratio = value / limit
-            if worst is None or ratio > worst[3]:
-                worst = (name, value, limit, ratio)
-        assert worst is not None
-        return worst
 
 
 @dataclass(frozen=True)
@@ -436,14 +373,6 @@ class PlanResult:
         return best.kind
 
 
-def _metric(op: OperatingPoint, name: Binding) -> float:
-    if name == "ttft":
-        return op.ttft_s
-    if name == "itl":
-        return op.itl_s
-    return op.e2e_s
-
-
 def unrunnable(
     res: Resolved, seq_len: float, costs: ModelCosts | None = None
 ) -> RejectReason | None:
@@ -526,7 +455,7 @@ def _grid(
     return grid, [ttft, itl, e2e]
 
 
-def _point(res: Resolved, isl: float, osl: float, n: int, batching: Batching) -> OperatingPoint:
+def point_at(res: Resolved, isl: float, osl: float, n: int, batching: Batching) -> OperatingPoint:
     """One operating point, without the bound labels (plans never show them)."""
     return operating_points(
         res, isl, osl, n, n if batching == "static" else res.max_concurrency, batching, bounds=False
@@ -619,7 +548,7 @@ def search_point(
         grids.append(grid)
     best, at = _highest_rate(res, isl, osl, limits, batching, grids, float(lo), steps)
     if best.solved is None:  # static batching
-        return _point(res, isl, osl, int(best.loads[at]), batching), binding
+        return point_at(res, isl, osl, int(best.loads[at]), batching), binding
     n = best.loads[at : at + 1]
     pick = operating_points(res, isl, osl, n, n, "inflight", select(best.solved, [at]), False)
     return pick[0], binding
@@ -823,7 +752,7 @@ def _latency_miss(
     """The first limit missed at load ``at``, the first of the vectorised ``lat`` / ``miss``
     arrays: from the scalar operating point, or from the arrays where rounding has the scalar
     point meet every limit."""
-    op = _point(res, isl, osl, at, batching)
+    op = point_at(res, isl, osl, at, batching)
     assert op is not None
     found = limits.miss(op)
     if found is None:
@@ -858,14 +787,14 @@ def _search_sizes(
     last = int(ok[-1])
     best = int(ok[np.argmax(grid.rate[ok])])
     pick = best if grid.rate[best] > grid.rate[last] * (1 + RATE_MARGIN) else last
-    op = _point(res, isl, osl, int(sizes[pick]), "static")
+    op = point_at(res, isl, osl, int(sizes[pick]), "static")
     assert op is not None
     nxt = np.flatnonzero(sizes > sizes[last])
     binding: Binding = active[int(grid.miss[nxt[0]])][0] if nxt.size else "memory"
     return op, binding
 
 
-def _plan_for(
+def plan_for(
     cand: Candidate,
     res: Resolved,
     op: OperatingPoint | None,
@@ -925,347 +854,6 @@ def _plan_for(
     )
 
 
-def _splits(
-    est: Estimator,
-    model: ModelSpec,
-    max_gpus: int,
-    min_gpus: int,
-    tps: Sequence[int] | None,
-    pps: Sequence[int] | None,
-    eps: Sequence[int] | None,
-    dps: Sequence[int] | None = None,
-) -> list[tuple[Parallelism, SplitProblem | None]]:
-    """The splits with ``min_gpus`` < GPUs ≤ ``max_gpus``, each with the rule it breaks."""
-    out = enumerate_splits(
-        est.costs(model),
-        max_gpus,
-        list(tps) if tps else None,
-        list(pps) if pps else None,
-        list(eps) if eps else None,
-        list(dps) if dps else None,
-    )
-    return [(p, why) for p, why in out if min_gpus < p.gpus <= max_gpus]
-
-
-def plan(
-    model: ModelSpec,
-    hardware: Sequence[tuple[GpuSpec, SystemSpec | None]],
-    precisions: Sequence[str] | None,
-    isl: float,
-    osl: float,
-    peak_rps: float,
-    limits: Limits,
-    est: Estimator,
-    *,
-    kv_precision: str | None = None,
-    tps: Sequence[int] | None = None,
-    pps: Sequence[int] | None = None,
-    eps: Sequence[int] | None = None,
-    batching: Batching = "inflight",
-    top: int = 3,
-    objective: Objective = Objective.SERVERS,
-    pricing: Pricing | None = None,
-    dps: Sequence[int] | None = None,
-    span_nvlink_domain: bool = False,
-    batch_sizes: Sequence[int] | None = None,
-    arrivals: Arrivals = Arrivals.CLOSED_LOOP,
-    cv: float = 1.0,
-    router: Router | str = DEFAULT_ROUTER,
-    prune: bool = False,
-    share_gpus: bool = False,
-    budget: Budget | None = None,
-) -> PlanResult:
-    """Size a deployment: every candidate, its best operating point, ranked plans.
-
-    ``tps``/``pps``/``eps`` None means "auto" (every valid power of two), else the listed
-    values. Splits with tp · pp above a node (multi-node) are tried only when no single-node
-    candidate is feasible. ``objective`` ranks feasible plans by what is paid for — servers,
-    GPUs (of whole units: a rack is all its trays), cost per hour or power first (unknown
-    cost/power last); ``pricing`` prices them (:mod:`inferencesize.economics`). With a
-    ``budget``, plans within it rank before every plan over it: the chosen plan is the best
-    within the budget when one exists (``check``). The alternatives (``top`` of them) are the
-    best plan of each other hardware option, then variants (:func:`alternatives`). ``dps`` lists attention data-parallel degrees (None: 1
-    only); ``span_nvlink_domain`` lets the single-node pass use a rack's whole NVLink domain.
-    ``batch_sizes`` restricts static batches to those sizes (:func:`search_point`).
-    ``share_gpus`` also searches several TP-1 instances per GPU, on MIG slices or processes
-    sharing it, where the model is small for the GPU (:func:`_shared`); their GPUs count whole.
-
-    ``arrivals``: ``"closed-loop"`` sizes each instance at the load a GenAI-Perf concurrency
-    benchmark would run it at (:func:`search_point`, mean limits); ``"poisson"`` at the highest
-    request rate whose latencies meet the limits at their statistics under arrivals at a rate
-    with coefficient of variation ``cv`` (:func:`search_rate`; in-flight batching: static
-    batching keeps the closed-loop batch model). The peak is split evenly over the instances
-    (a least-loaded balancer), so N instances serve it when peak / N is within one's rate.
-
-    ``prune`` (open loop only): branch and bound over the candidates, for a caller that wants
-    the chosen plan and the ``top`` alternatives and not every other feasible plan. Each
-    candidate's sustainable rate (:func:`inferencesize.openloop.max_rate_rps`, cheap) bounds
-    the rate any limit lets it serve, hence its instances, servers, GPUs, cost and power from
-    below; candidates are searched in the order of that bound, and one whose bound cannot
-    beat the ``1 + top`` best plans found so far is not searched (nor is any after it). One
-    that could is first tested at the one rate per instance it would need
-    (:meth:`inferencesize.openloop.RateSearch.meets`): a miss there prunes it too. With
-    ``top`` > 0 a candidate is also kept while it could be the best plan of its hardware
-    option (each one's best is shown, :func:`alternatives`). Either is
-    recorded as a rejection of kind :attr:`RejectKind.PRUNED` (:class:`Pruned`, with its
-    bound), never dropped; the plans kept are the exhaustive search's, the same rates to the
-    bit (the rate search's answer does not depend on the points it evaluated).
-    """
-    if peak_rps <= 0:
-        raise ValueError(f"peak_rps must be > 0 (got {peak_rps})")
-    open_loop = arrivals == "poisson" and batching != "static"
-    if not open_loop and any(stat != "mean" for stat in limits.stats):
-        raise ValueError("percentile limits need open-loop (poisson) arrivals")
-    options = [HardwareOption(g, s) for g, s in hardware]
-    require_figure(objective, pricing or Pricing(), hardware)  # never a silent fallback
-    feasible: list[Plan] = []
-    rejected: list[Rejected] = []
-    searched: dict[Any, Searched] = {}
-    # what was searched, per hardware option: precisions, split labels, splits enumerated
-    explicit = {"tp": bool(tps), "pp": bool(pps), "ep": bool(eps), "dp": bool(dps)}
-    tried_precisions: list[dict[str, None]] = [{} for _ in options]
-    tried_splits: list[list[str]] = [[] for _ in options]
-    considered = [0] * len(options)
-    candidates = 0
-
-    def run(multi_node: bool) -> None:
-        nonlocal candidates
-        queue: list[tuple[Candidate, HardwareOption]] = []  # bounded: searched in bound order
-        for i, hw in enumerate(options):
-            node = hw.instance_span(span_nvlink_domain)
-            if multi_node:
-                top_gpus = max(node, hw.gpus_per_node * MAX_NODES_PER_INSTANCE)
-                splits = _splits(est, model, top_gpus, node, tps, pps, eps, dps)
-            else:
-                splits = _splits(est, model, node, 0, tps, pps, eps, dps)
-            considered[i] += len(splits)
-            # an invalid split is a candidate when a degree it breaks was asked for; "auto"
-            # keeps the structurally possible splits only (and counts the others)
-            splits = [(p, why) for p, why in splits if why is None or _asked(why, explicit)]
-            tried_splits[i] += [p.label() for p, _ in splits]
-            tried = precisions or hw.gpu.native_precisions()
-            shares = [] if multi_node or not sharing else _shared(est, model, hw, tried, isl + osl)
-            tried_splits[i] += [f"tp1 {share.label()}" for share in shares]
-            considered[i] += len(shares)
-            for precision in tried:
-                kv = kv_precision or default_kv_precision(precision)
-                tried_precisions[i][precision] = None
-                runs = [(par, problem, None) for par, problem in splits]
-                for par, problem, share in runs + [(Parallelism(), None, s) for s in shares]:
-                    cand = Candidate(model, hw.gpu, hw.system, precision, kv, par, share)
-                    candidates += 1
-                    if problem is not None:
-                        rejected.append(Rejected(cand.label(), problem))
-                    elif bounded:
-                        queue.append((cand, hw))
-                    else:
-                        _evaluate(cand, hw)
-        if queue:
-            _bound_and_search(queue)
-
-    def _evaluate(
-        cand: Candidate,
-        hw: HardwareOption,
-        res: Resolved | None = None,
-        search: InstanceSearch | None = None,
-    ) -> None:
-        if res is None:
-            res = est.resolve(cand, isl + osl)
-            cannot = unrunnable(res, isl + osl, est.costs(model))
-            if cannot is not None:
-                rejected.append(Rejected(cand.label(), cannot))
-                return
-        # The same instance on another package of the same GPU (a DGX and its bare GPU)
-        # has the same deployment: search it once.
-        found: Searched | None
-        try:
-            key: Any = (res.deployment, res.max_concurrency)
-            found = searched.get(key)
-        except TypeError:  # an unhashable deployment detail: no sharing
-            key, found = None, None
-        if found is None:
-            if open_loop:
-                found = search_instances(res, isl, osl, limits, peak_rps, cv, router, search)
-            else:
-                closed = search_point(res, isl, osl, limits, batching, batch_sizes)
-                found = (
-                    (closed[0], closed[1], 0, None)
-                    if closed[0] is not None
-                    else (None, closed[1], 0, None)
-                )
-            if key is not None:
-                searched[key] = found
-        op, why, count, sizing = found
-        if isinstance(why, str):
-            load: ClosedLoad | UnlimitedOpenLoad | None = None
-            if not open_loop:
-                load = ClosedLoad(res, isl, osl, batching, _sizes(batch_sizes))
-            elif sizing is None:
-                load = UnlimitedOpenLoad(res, isl, osl, cv, str(router))
-            args = (cand, res, op, why, hw, peak_rps, isl, osl, pricing)
-            feasible.append(_plan_for(*args, count or None, sizing, load))
-            return
-        assert not isinstance(why, str)
-        nearest = None
-        if isinstance(why, LatencyMiss) and why.unit == "request rate":
-            nearest = why  # already the limit missed by the largest factor at light load
-        elif isinstance(why, LatencyMiss):  # the limit missed by the largest factor there
-            at = _point(res, isl, osl, why.at, batching)
-            assert at is not None
-            name, value, limit, _ = limits.worst_ratio(at)
-            nearest = LatencyMiss(name, value, limit, why.at, why.unit)
-        rejected.append(Rejected(cand.label(), why, nearest=nearest))
-
-    bounded = prune and open_loop
-    # several instances per GPU: TP 1 and PP 1 must be among the splits asked for
-    sharing = share_gpus and not dps and all(not d or 1 in d for d in (tps, pps, eps))
-    kept = 1 + max(top, 0)  # the plans a pruned candidate must not be able to beat
-    wanted = limits.open_loop_limits()
-    searches: dict[Any, InstanceSearch] = {}  # per deployment, like ``searched``
-    answered: list[float] = []  # answers so far, as shares of their sustainable rates
-
-    def placeholder(cand: Candidate, res: Resolved, hw: HardwareOption, n: int) -> Plan:
-        """``cand`` sized at ``n`` instances (the plan's own sizing at a rate that needs n):
-        its servers, GPUs, cost and power; its operating point is a placeholder."""
-        at = OperatingPoint(0.0, 0.0, 0.0, 0.0, 0.0, peak_rps / n, 0.0, 0.0, 0.0, None, None)
-        return _plan_for(cand, res, at, "memory", hw, peak_rps, isl, osl, pricing)
-
-    def sized(cand: Candidate, res: Resolved, hw: HardwareOption, n: int) -> tuple[float, ...]:
-        """The ranking prefix (servers, GPUs, cost, power in ``objective``'s order) of
-        ``cand`` at ``n`` instances."""
-        return placeholder(cand, res, hw, n).prefix(objective, budget)[:-1]
-
-    def prune_one(
-        cand: Candidate, res: Resolved, hw: HardwareOption, basis: Any, rate: float, n: int
-    ) -> None:
-        at = placeholder(cand, res, hw, n)
-        rejected.append(Rejected(cand.label(), Pruned(basis, rate, n, at.gpus, at.servers)))
-
-    def most(cand: Candidate, res: Resolved, hw: HardwareOption, n: int, bar: Any) -> int | None:
-        """The most instances (≥ ``n``, which fits) at which ``cand`` still sizes within
-        ``bar`` (the prefix is monotone in the count); None when no count exceeds it."""
-        step = 1
-        while sized(cand, res, hw, n + step) <= bar:
-            n += step
-            step *= 2
-            if n > 1 << 40:
-                return None
-        while step > 1:  # n fits, n + step does not
-            step //= 2
-            if sized(cand, res, hw, n + step) <= bar:
-                n += step
-        return n
-
-    def _bound_and_search(queue: list[tuple[Candidate, HardwareOption]]) -> None:
-        """Branch and bound over ``queue`` (``prune`` in :func:`plan`)."""
-        from inferencesize.openloop import InstanceSearch, rate_bound, steps_of
-
-        bounds = []
-        for order, (cand, hw) in enumerate(queue):
-            res = est.resolve(cand, isl + osl)
-            cannot = unrunnable(res, isl + osl, est.costs(model))
-            if cannot is not None:
-                rejected.append(Rejected(cand.label(), cannot))
-                continue
-            assert res.deployment is not None
-            st = steps_of(res.deployment, isl, osl, res.max_concurrency)
-            cap = rate_bound(st, wanted)  # the sustainable rate, or less under mean limits
-            fewest = instances_for(peak_rps, cap) if cap > 0 else 1 << 40
-            bounds.append((sized(cand, res, hw, fewest), order, cand, hw, res, cap, fewest, st))
-        bounds.sort(key=lambda b: (b[0], b[1]))
-        for low, _, cand, hw, res, cap, fewest, st in bounds:
-            best = sorted(p.prefix(objective, budget)[:-1] for p in feasible)[:kept]
-            bar = best[-1] if len(best) == kept else None
-            if bar is not None and top > 0:  # it may still be its hardware's best
-                own = [
-                    p.prefix(objective, budget)[:-1]
-                    for p in feasible
-                    if p.candidate.hardware_id == hw.id
-                ]
-                bar = max(bar, min(own)) if own else None
-            if bar is not None and low > bar:
-                basis = "sustainable_rate" if cap >= st.max_rate_rps else "mean_limits"
-                prune_one(cand, res, hw, basis, cap, fewest)
-                continue
-            key = (res.deployment, res.max_concurrency)
-            search = searches.get(key)
-            if search is None and wanted and key not in searched:
-                # the first point where the answers so far lie (their median share of the
-                # sustainable rate): fewer points, the same answer
-                start = float(np.median(answered)) if answered else 0.5
-                search = InstanceSearch(st, wanted, cv, router, start=start)
-                searches[key] = search
-            n = most(cand, res, hw, fewest, bar) if bar is not None and search else None
-            need = peak_rps / (n + RATE_SLACK) if n is not None else 0.0
-            if search is not None and n is not None and not search.meets(peak_rps, n):
-                prune_one(cand, res, hw, "limits", need, n + 1)
-                continue
-            _evaluate(cand, hw, res, search)
-            if search is not None and search.answer_share > 0:
-                answered.append(search.answer_share)
-
-    run(multi_node=False)
-    multi_node = not feasible
-    if multi_node:
-        run(multi_node=True)
-    summary = SearchSummary(
-        hardware=tuple(
-            HardwareSearch(hw.id, tuple(tried_precisions[i]), tuple(tried_splits[i]), n)
-            for i, (hw, n) in enumerate(zip(options, considered, strict=True))
-        ),
-        candidates=candidates,
-        feasible=len(feasible),
-        rejected_by_kind=count_kinds(rejected),
-        multi_node=multi_node,
-    )
-    feasible = rank(feasible, objective, exact=1 + max(top, 0), budget=budget)
-    chosen = feasible[0] if feasible else None
-    shown = alternatives(feasible, top)
-    nearest = None if chosen else _nearest_miss(rejected, limits)
-    return PlanResult(chosen, shown, rejected, feasible, nearest, summary)
-
-
-def _sizes(batch_sizes: Sequence[int] | None) -> tuple[int, ...] | None:
-    return tuple(batch_sizes) if batch_sizes is not None else None
-
-
-def _shared(
-    est: Estimator, model: ModelSpec, hw: HardwareOption, precisions: Sequence[str], seq: float
-) -> list[Share]:
-    """The GPU shares (MIG slices, processes sharing a GPU) searched for ``model`` on ``hw``:
-    those its weights are small for at the lightest of ``precisions``
-    (:func:`inferencesize.sharing.shares_for`); none when TP 1 cannot run it."""
-    if split_problem(est.costs(model), Parallelism()) is not None:
-        return []
-    weights = []
-    for precision in precisions:
-        kv = default_kv_precision(precision)
-        res = est.resolve(Candidate(model, hw.gpu, hw.system, precision, kv, Parallelism()), seq)
-        if res.memory is not None:
-            weights.append(res.memory.weights_bytes)
-    return shares_for(hw.gpu, min(weights)) if weights else []
-
-
-def _asked(problem: SplitProblem, explicit: dict[str, bool]) -> bool:
-    """Was the degree a split breaks asked for (not "auto")? A degree below 1 always was."""
-    dim = problem.constraint.dimension
-    return dim is None or explicit[dim]
-
-
-def _nearest_miss(rejected: list[Rejected], limits: Limits) -> str:
-    latency = [r for r in rejected if r.miss_message is not None]
-    if latency:
-        best = min(latency, key=lambda r: r.miss_ratio)
-        assert best.miss_message is not None
-        return best.miss_message
-    if rejected:
-        first = rejected[0]
-        return f"no candidate can run it: {first.candidate}: {first.reason}"
-    if not limits.active():
-        return "no latency limit applies"
-    return "no candidates (no hardware, precision or split to try)"
-
-
 def at_peak(
     p: Plan,
     peak_rps: float,
@@ -1286,52 +874,7 @@ def at_peak(
     hw = HardwareOption(c.gpu, c.system)
     if p.sizing is None:
         load = p.capacity.load if isinstance(p.capacity, FixedCapacity) else None
-        return _plan_for(c, res, p.point, p.binding, hw, peak_rps, isl, osl, pricing, load=load)
+        return plan_for(c, res, p.point, p.binding, hw, peak_rps, isl, osl, pricing, load=load)
     n = p.sizing.search.fewest(peak_rps)
     assert n is not None  # feasible at one peak: a request alone meets the limits
-    return _plan_for(c, res, None, "memory", hw, peak_rps, isl, osl, pricing, n, p.sizing)
-
-
-def plan_alone(
-    chosen: Plan,
-    est: Estimator,
-    limits: Limits,
-    *,
-    batching: Batching,
-    batch_sizes: Sequence[int] | None,
-    arrivals: Arrivals,
-    cv: float,
-    router: Router | str,
-    options: Mapping[str, Any],
-    top: int = 0,
-) -> Plan | None:
-    """``chosen``'s candidate alone (its hardware, precision, split and GPU share) sized by
-    ``est`` at the same lengths, peak, limits and traffic; None when it meets no count.
-    ``top``: plans the search ranks (``plan``'s ``top``)."""
-    c = chosen.candidate
-    result = plan(
-        c.model,
-        [(c.gpu, c.system)],
-        [c.precision],
-        chosen.isl,
-        chosen.osl,
-        chosen.peak_rps,
-        limits,
-        est,
-        kv_precision=c.kv_precision,
-        tps=[c.par.tp],
-        pps=[c.par.pp],
-        eps=[c.par.ep],
-        dps=[c.par.dp],
-        batching=batching,
-        batch_sizes=batch_sizes,
-        arrivals=arrivals,
-        cv=cv,
-        router=router,
-        pricing=options.get("pricing"),
-        span_nvlink_domain=bool(options.get("span_nvlink_domain")),
-        share_gpus=c.share is not None,
-        top=top,
-    )
-    same = [p for p in result.feasible if p.candidate.label() == c.label()]
-    return same[0] if same else None
+    return plan_for(c, res, None, "memory", hw, peak_rps, isl, osl, pricing, n, p.sizing)

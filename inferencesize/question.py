@@ -5,24 +5,38 @@ A scenario states ids (``model: llama-3-8b``), ``"auto"`` for a search over ever
 limits in milliseconds and arrivals as a word. :func:`question_of` resolves them once: the
 model and hardware specs (looked up in the catalog here and nowhere later), the precisions and
 splits searched (None: every valid one), the limits in seconds at their statistics, and the
-arrivals as a tagged value (:class:`ClosedLoop` or :class:`OpenLoop` with its ``cv`` and
-router). A disaggregated pool or a pipeline stage inherits what it does not state from the
-scenario with :func:`inherit`.
+arrivals as a tagged value (:class:`ClosedLoop`, :class:`OpenLoop` with its ``cv`` and
+router, or a trace's, :class:`TraceArrivals`), each with its own words. A disaggregated pool
+or a pipeline stage inherits what it does not state from the scenario with :func:`inherit`,
+through one function (:func:`part_space`).
+
+Every solver takes a :class:`Question` (``plan_search.plan(question, peak_rps, est, options)``,
+``frontier``, ``verify_plan``, ``plan_disaggregated``; a pipeline stage's is
+``pipeline.Stage.question``) and, for the planner, :class:`PlanOptions`: no solver sees an id,
+``"auto"``, a millisecond or an arrivals word.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from inferencesize.economics import Budget, Pricing
-from inferencesize.estimate import Estimator
-from inferencesize.planner import Limits, PlanResult, plan
+from inferencesize.limits import Limits
 from inferencesize.specs import GpuSpec, ModelSpec, SystemSpec
-from inferencesize.specs.economics import PipelineStage
 from inferencesize.specs.scenario import ScenarioSpec
-from inferencesize.vocabulary import DEFAULT_ROUTER, Arrivals, Batching, Objective, Router
+from inferencesize.vocabulary import (
+    DEFAULT_ROUTER,
+    Arrivals,
+    Batching,
+    Objective,
+    Router,
+    gaps_words,
+)
+
+if TYPE_CHECKING:  # a trace is read by the application layer
+    from inferencesize.trace_traffic import TraceTraffic
 
 T = TypeVar("T")
 #: A hardware option: a GPU, alone or in a system.
@@ -62,6 +76,7 @@ class ClosedLoop:
     open_loop = False
     cv = 1.0
     router = DEFAULT_ROUTER
+    words = "closed-loop clients"
 
 
 @dataclass(frozen=True)
@@ -74,12 +89,44 @@ class OpenLoop:
     kind = Arrivals.POISSON
     open_loop = True
 
+    @property
+    def words(self) -> str:
+        return f"{gaps_words(self.cv)} arrivals, {self.router} router"
 
-ArrivalsModel = ClosedLoop | OpenLoop
+
+#: The arrivals word of a question whose requests are a trace's (``trace:``; a scenario may
+#: state ``arrivals: trace``): not a scenario's :class:`Arrivals` value, which says how
+#: arrivals are modelled; a trace's are modelled as a rate with its burstiness.
+TRACE = "trace"
 
 
-def arrivals_of(spec: ScenarioSpec) -> ArrivalsModel:
-    """The arrivals a scenario is sized for (its schema has settled the default)."""
+@dataclass(frozen=True)
+class TraceArrivals:
+    """A trace's requests: arrivals at a rate whose gaps have the trace's coefficient of
+    variation ``cv`` (as sized for), spread over the instances by ``router``; ``source``
+    names the file, ``skipped`` its rows of 0 tokens left out."""
+
+    cv: float
+    router: Router = DEFAULT_ROUTER
+    source: str = ""
+    skipped: int = 0
+    kind = TRACE
+    open_loop = True
+
+    @property
+    def words(self) -> str:
+        note = f", {self.skipped:,} rows of 0 tokens skipped" if self.skipped else ""
+        return f"arrivals of trace {self.source} (sized at cv {self.cv:.3g}{note})"
+
+
+ArrivalsModel = ClosedLoop | OpenLoop | TraceArrivals
+
+
+def arrivals_of(spec: ScenarioSpec, trace: TraceTraffic | None = None) -> ArrivalsModel:
+    """The arrivals a scenario is sized for (its schema has settled the default): a trace's
+    requests where it names one (``trace``, read), its gaps' cv the one the scenario holds."""
+    if trace is not None:
+        return TraceArrivals(spec.cv, Router(spec.router), trace.source, trace.skipped)
     if spec.arrivals == Arrivals.POISSON:
         return OpenLoop(spec.cv, Router(spec.router))
     return ClosedLoop()
@@ -92,11 +139,11 @@ class SearchSpace:
 
     model: ModelSpec
     hardware: tuple[Hardware, ...]
-    precisions: list[str] | None
-    kv_precision: str | None
-    tps: list[int] | None
-    pps: list[int] | None
-    eps: list[int] | None
+    precisions: list[str] | None = None
+    kv_precision: str | None = None
+    tps: list[int] | None = None
+    pps: list[int] | None = None
+    eps: list[int] | None = None
 
 
 @dataclass(frozen=True)
@@ -107,46 +154,66 @@ class Question:
     isl: int
     osl: int
     limits: Limits
-    arrivals: ArrivalsModel
-    batching: Batching
-    batch_sizes: list[int] | None
+    arrivals: ArrivalsModel = ClosedLoop()
+    batching: Batching = Batching.INFLIGHT
+    batch_sizes: list[int] | None = None
+
+    @property
+    def open_loop(self) -> bool:
+        """Sized under open-loop arrivals: a rate, in-flight batching (static batching keeps
+        the closed-loop batch model)."""
+        return self.arrivals.open_loop and self.batching != Batching.STATIC
 
     @property
     def model(self) -> ModelSpec:
         return self.space.model
 
-    def traffic(self) -> dict[str, Any]:
-        """The traffic keyword arguments of :func:`inferencesize.planner.plan` (batching, batch
-        sizes, arrivals, cv, router): what a candidate planned again is asked with."""
-        a = self.arrivals
-        return {
-            "batching": self.batching,
-            "batch_sizes": self.batch_sizes,
-            "arrivals": a.kind,
-            "cv": a.cv,
-            "router": a.router,
-        }
+
+class Part(Protocol):
+    """A part of a scenario with its own search space: a pipeline stage or a disaggregated
+    pool. What it leaves unset (None) is the scenario's."""
+
+    @property
+    def precision(self) -> list[str] | None: ...
+
+    @property
+    def kv_precision(self) -> str | None: ...
+
+    @property
+    def tp(self) -> Any: ...
+
+    @property
+    def pp(self) -> Any: ...
+
+    @property
+    def ep(self) -> Any: ...
 
 
-def stage_space(
-    stage: PipelineStage, spec: ScenarioSpec, model: ModelSpec, hardware: Sequence[Hardware]
+def part_space(
+    part: Part, spec: ScenarioSpec, model: ModelSpec, hardware: Sequence[Hardware]
 ) -> SearchSpace:
-    """A pipeline stage's search space: its model and hardware (looked up), its precisions
-    and splits, each inherited from the scenario where the stage states none."""
+    """A pipeline stage's or a disaggregated pool's search space: its model and hardware
+    (looked up), its precisions and splits, each inherited from the scenario where the part
+    states none."""
     return SearchSpace(
         model,
         tuple(hardware),
-        searched(inherit(stage.precision, spec.precision)),
-        inherit(stage.kv_precision, spec.kv_precision),
-        searched(inherit(stage.tp, spec.tp)),
-        searched(inherit(stage.pp, spec.pp)),
-        searched(inherit(stage.ep, spec.ep)),
+        searched(inherit(part.precision, spec.precision)),
+        inherit(part.kv_precision, spec.kv_precision),
+        searched(inherit(part.tp, spec.tp)),
+        searched(inherit(part.pp, spec.pp)),
+        searched(inherit(part.ep, spec.ep)),
     )
 
 
-def question_of(spec: ScenarioSpec, model: ModelSpec, hardware: Sequence[Hardware]) -> Question:
+def question_of(
+    spec: ScenarioSpec,
+    model: ModelSpec,
+    hardware: Sequence[Hardware],
+    trace: TraceTraffic | None = None,
+) -> Question:
     """The question of a single-model scenario whose model and (de-duplicated) hardware have
-    been looked up."""
+    been looked up, and whose trace (``trace:``), if it names one, has been read."""
     space = SearchSpace(
         model,
         tuple(hardware),
@@ -161,7 +228,7 @@ def question_of(spec: ScenarioSpec, model: ModelSpec, hardware: Sequence[Hardwar
         spec.input_tokens,
         spec.output_tokens,
         Limits.of(spec),
-        arrivals_of(spec),
+        arrivals_of(spec, trace),
         spec.batching,
         spec.batch_sizes,
     )
@@ -175,43 +242,23 @@ def look_up(lookup: Lookup, spec: ScenarioSpec) -> Question:
     return question_of(spec, lookup.model(spec.model), hardware)
 
 
-def plan_question(
-    q: Question,
-    peak_rps: float,
-    est: Estimator,
-    *,
-    top: int = 3,
-    objective: Objective = Objective.SERVERS,
-    pricing: Pricing | None = None,
-    dps: Sequence[int] | None = None,
-    span_nvlink_domain: bool = False,
-    prune: bool = False,
-    share_gpus: bool = False,
-    budget: Budget | None = None,
-) -> PlanResult:
-    """:func:`inferencesize.planner.plan` of a question at ``peak_rps``; the keyword arguments
-    are the planner's options."""
-    s = q.space
-    return plan(
-        s.model,
-        list(s.hardware),
-        s.precisions,
-        q.isl,
-        q.osl,
-        peak_rps,
-        q.limits,
-        est,
-        kv_precision=s.kv_precision,
-        tps=s.tps,
-        pps=s.pps,
-        eps=s.eps,
-        top=top,
-        objective=objective,
-        pricing=pricing,
-        dps=dps,
-        span_nvlink_domain=span_nvlink_domain,
-        prune=prune,
-        share_gpus=share_gpus,
-        budget=budget,
-        **q.traffic(),
-    )
+@dataclass(frozen=True)
+class PlanOptions:
+    """How :func:`inferencesize.plan_search.plan` searches and ranks, beyond the question: the
+    alternatives shown (``top``), what is minimised first (``objective``), the prices
+    (``pricing``; None: the catalog's), attention data-parallel degrees (``dps``; None: 1
+    only), whether an instance may fill a rack's NVLink domain, branch and bound (``prune``,
+    open loop), several instances per GPU (``share_gpus``) and a ``budget`` (``check``)."""
+
+    top: int = 3
+    objective: Objective = Objective.SERVERS
+    pricing: Pricing | None = None
+    dps: tuple[int, ...] | None = None
+    span_nvlink_domain: bool = False
+    prune: bool = False
+    share_gpus: bool = False
+    budget: Budget | None = None
+
+
+#: The planner's options where a caller states none.
+DEFAULT_OPTIONS = PlanOptions()

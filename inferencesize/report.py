@@ -340,13 +340,3 @@ def emit(out: Any, text: str) -> None:
     file: TextIO = out if isinstance(out, io.IOBase) else out.file  # type: ignore[assignment]
     file.write(text if text.endswith("\n") else text + "\n")
     file.flush()
-
-
-def gaps_text(cv: float) -> str:
-    """The words for arrivals at a rate whose gaps have coefficient of variation ``cv``:
-    Poisson (1), evenly spaced (0), gamma (cv …) otherwise."""
-    if cv == 1.0:
-        return "Poisson"
-    if cv == 0.0:
-        return "evenly spaced"
-    return f"gamma (cv {cv:g})"

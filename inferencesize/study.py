@@ -44,16 +44,17 @@ from inferencesize.errors import CatalogError, InputError, UnknownIdError
 from inferencesize.estimate import Candidate, Estimator
 from inferencesize.offline import OfflineBatch, offline_batch
 from inferencesize.parallelism import Parallelism
+from inferencesize.plan_search import plan
 from inferencesize.planner import Limits, PlanResult
 from inferencesize.question import (
+    DEFAULT_OPTIONS,
+    PlanOptions,
     Question,
     SearchSpace,
     hardware_ids,
     inherit,
-    plan_question,
+    part_space,
     question_of,
-    searched,
-    stage_space,
 )
 from inferencesize.specs import EfficiencySet, ModelSpec
 from inferencesize.specs.scenario import DEFAULT_HARDWARE, MAX_CV, Pool, ScenarioSpec
@@ -379,10 +380,10 @@ def system_prompt_tokens(spec: ScenarioSpec) -> int:
 @dataclass(frozen=True)
 class Planning:
     """What planning one scenario takes beyond its fields: the configured estimator and the
-    planner's keyword arguments. :func:`planning` is the one place that builds it."""
+    planner's options. :func:`planning` is the one place that builds it."""
 
     estimator: Estimator
-    options: Mapping[str, Any]
+    options: PlanOptions
 
 
 def planning(
@@ -400,14 +401,15 @@ def planning(
     techniques = resolve_techniques(
         catalog, spec.techniques, model, spec.input_tokens, system_prompt_tokens(spec), shown
     )
-    options: dict[str, Any] = {
-        "objective": spec.objective,
-        "dps": attention_dps(spec.attention_dp),
-        "span_nvlink_domain": spec.span_nvlink_domain,
-        "share_gpus": spec.share_gpus,
-    }
-    if spec.economics is not None or spec.redundancy is not None:  # else catalog prices
-        options["pricing"] = pricing(spec)
+    dps = attention_dps(spec.attention_dp)
+    priced = spec.economics is not None or spec.redundancy is not None  # else catalog prices
+    options = PlanOptions(
+        objective=spec.objective,
+        pricing=pricing(spec) if priced else None,
+        dps=tuple(dps) if dps is not None else None,
+        span_nvlink_domain=spec.span_nvlink_domain,
+        share_gpus=spec.share_gpus,
+    )
     tier = catalog.kernel_tier(eset, *others)
     est = Estimator(
         eset, kv_cap=kv_cap(spec), techniques=techniques, others=others, kernel_tier=tier
@@ -427,7 +429,8 @@ class Study:
     #: :data:`DEFAULTED` field -> 'flag' | 'scenario' | 'default'.
     origins: Mapping[str, str]
     estimator: Estimator
-    options: Mapping[str, Any] = field(default_factory=dict)
+    #: The planner's options (objective, pricing, attention DP, NVLink span, GPU sharing).
+    options: PlanOptions = DEFAULT_OPTIONS
     #: The trace whose traffic the question sizes for (scenario ``trace:``, ``--trace``).
     trace: TraceTraffic | None = None
     #: How messages about the peak name each of :data:`~inferencesize.demand.PEAK_FIELDS`:
@@ -510,10 +513,9 @@ class Study:
             chosen,
             self.estimator,
             self.catalog.efficiency.values(),
+            q,
+            self.options,
             named=self.origins.get("engine") != "default",
-            limits=q.limits,
-            options=self.options,
-            **q.traffic(),
         )
 
     def error_band(self, result: PlanResult) -> SlowEdge | None:
@@ -527,14 +529,7 @@ class Study:
 
         q = self.question
         assert q is not None  # a chosen plan has a model
-        return slow_edge(
-            chosen,
-            self.estimator,
-            shipped_bands(),
-            q.limits,
-            options=self.options,
-            **q.traffic(),
-        )
+        return slow_edge(chosen, self.estimator, shipped_bands(), q, self.options)
 
     # ---- the answers
     def plan(self, top: int = 3, budget: Budget | None = None) -> PlanResult:
@@ -542,10 +537,8 @@ class Study:
         ``top`` alternatives (open loop: candidates that cannot beat them are pruned); with
         ``budget``, the chosen plan is the best within it where one exists (``check``)."""
         assert self.question is not None  # pipeline scenarios are planned stage by stage
-        return plan_question(
-            self.question, self.peak_rps, self.estimator, top=top, prune=True, budget=budget,
-            **self.options,
-        )  # fmt: skip
+        options = replace(self.options, top=top, prune=True, budget=budget)
+        return plan(self.question, self.peak_rps, self.estimator, options)
 
     def disaggregated(self, aggregated: PlanResult) -> Comparison | None:
         """Disaggregated sizing next to the aggregated plan, when the scenario asks for it."""
@@ -555,16 +548,10 @@ class Study:
             return None
         from inferencesize.disagg import Comparison, plan_disaggregated
 
-        result = plan_disaggregated(
-            model,
-            self._pool(dis.prefill, "prefill"),
-            self._pool(dis.decode, "decode"),
-            self.isl,
-            self.osl,
-            self.peak_rps,
-            self.limits,
-            self.estimator,
-        )
+        q = self.question
+        assert q is not None  # disaggregated questions have one model
+        prefill, decode = self._pool(dis.prefill, "prefill"), self._pool(dis.decode, "decode")
+        result = plan_disaggregated(q, prefill, decode, self.peak_rps, self.estimator)
         return Comparison(result, aggregated)
 
     def _pool(self, pool: Pool, role: str) -> PoolSpec:
@@ -582,12 +569,7 @@ class Study:
                     where = f"disaggregated.{role}.hardware[{i}]"
                     raise CatalogError(self.shown, where, str(err)) from None
         return PoolSpec(
-            hardware=hardware,
-            precisions=searched(inherit(pool.precision, s.precision)),
-            kv_precision=inherit(pool.kv_precision, s.kv_precision),
-            tps=searched(inherit(pool.tp, s.tp)),
-            pps=searched(inherit(pool.pp, s.pp)),
-            eps=searched(inherit(pool.ep, s.ep)),
+            part_space(pool, s, q.model, hardware),
             cps=tuple(pool.cp or [1]),
             dps=attention_dps(inherit(pool.attention_dp, s.attention_dp)),
             span_nvlink_domain=s.span_nvlink_domain,
@@ -758,9 +740,7 @@ class Study:
             ms_to_s(s.e2e_ms),
             self.estimator,
             batching=s.batching,
-            objective=s.objective,
-            pricing=self.pricing,
-            top=top,
+            options=PlanOptions(top=top, objective=s.objective, pricing=self.pricing),
         )
 
     def verify(self, p: Plan) -> Verification:
@@ -773,17 +753,7 @@ class Study:
         q = self.question
         assert q is not None  # a plan has a model
         replay = self.trace.at_rate(p.peak_rps) if self.trace is not None else None
-        return verify_plan(
-            self.estimator,
-            p,
-            q.isl,
-            q.osl,
-            q.limits,
-            q.batching,
-            q.arrivals.cv,
-            replay=replay,
-            router=q.arrivals.router,
-        )
+        return verify_plan(self.estimator, p, q, replay=replay)
 
     def rate_curves(self, result: PlanResult, max_curves: int = 6) -> list[LabelledCurve]:
         """Req/s per instance against latency of the chosen plan and the next-ranked
@@ -853,11 +823,11 @@ class Study:
         # Points with the same techniques and KV cap share one estimator (and its deployments).
         estimators: dict[tuple[Any, ...], Estimator] = {}
 
-        def configure(s: ScenarioSpec, model: ModelSpec) -> tuple[Estimator, dict[str, Any]]:
+        def configure(s: ScenarioSpec, model: ModelSpec) -> tuple[Estimator, PlanOptions]:
             others = self.estimator.others
             setup = planning(self.catalog, self.efficiency, s, self.shown, others, model)
             est = setup.estimator
-            return estimators.setdefault((est.techniques, est.kv_cap), est), dict(setup.options)
+            return estimators.setdefault((est.techniques, est.kv_cap), est), setup.options
 
         return Sweeper(self.estimator, self.catalog, configure=configure)
 
@@ -916,17 +886,17 @@ def resolve(
     if spec.pipeline is not None:
         tier = catalog.kernel_tier(eset, *others)
         est = Estimator(eset, kv_cap=kv_cap(spec), others=others, kernel_tier=tier)
-        options = {}
+        options = DEFAULT_OPTIONS
         question = None
         spaces = tuple(
-            stage_space(st, spec, m, hw) for st, (m, hw) in zip(spec.pipeline, stages, strict=True)
+            part_space(st, spec, m, hw) for st, (m, hw) in zip(spec.pipeline, stages, strict=True)
         )
     else:
         setup = planning(catalog, eset, spec, shown, others, model)
-        est, options = setup.estimator, dict(setup.options)
+        est, options = setup.estimator, setup.options
         if trace is not None and spec.trace_lengths == "distribution":  # (trace_lengths)
             est = replace(est, lengths=trace.lengths)
-        question = question_of(spec, model, hardware)
+        question = question_of(spec, model, hardware, trace)
     study = Study(spec, shown, catalog, eset, origins, est, options, trace, names, question, spaces)
     return _trace_prefix(study)
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from typing import Annotated, Any
 
@@ -34,8 +34,9 @@ from inferencesize.economics import RANKING
 from inferencesize.errors import InputError
 from inferencesize.estimate import Estimator
 from inferencesize.packing import instances_needed, servers_needed
+from inferencesize.plan_search import plan
 from inferencesize.planner import Plan, PlanResult, at_peak, rank
-from inferencesize.question import Lookup, look_up, plan_question
+from inferencesize.question import DEFAULT_OPTIONS, Lookup, PlanOptions, look_up
 from inferencesize.specs import ModelSpec
 from inferencesize.specs.scenario import ScenarioSpec
 from inferencesize.units import PRECISIONS
@@ -57,8 +58,8 @@ CONFIGURED = (
     "kv_cap",
     "techniques",
 )
-#: configure(scenario, its model) -> (estimator, extra keyword arguments of planner.plan)
-Configure = Callable[[ScenarioSpec, ModelSpec], tuple[Estimator, dict[str, Any]]]
+#: configure(scenario, its model) -> (estimator, the planner's options)
+Configure = Callable[[ScenarioSpec, ModelSpec], tuple[Estimator, PlanOptions]]
 
 
 def unsupported_options(spec: ScenarioSpec) -> list[str]:
@@ -401,17 +402,18 @@ class Sweeper:
     #: cap, objective, pricing, attention DP, NVLink span); None: the plain estimator.
     configure: Configure | None = None
     _results: dict[tuple[Any, ...], PlanResult] | None = None
-    _setups: dict[tuple[Any, ...], tuple[Estimator, dict[str, Any]]] | None = None
+    _setups: dict[tuple[Any, ...], tuple[Estimator, PlanOptions]] | None = None
 
     def setup(
         self, s: ScenarioSpec, key: tuple[Any, ...], model: ModelSpec
-    ) -> tuple[Estimator, dict[str, Any]]:
-        """The estimator and extra planner arguments of ``s``, whose model is ``model`` (cached
-        per workload ``key``, its :func:`workload_key`)."""
+    ) -> tuple[Estimator, PlanOptions]:
+        """The estimator and planner options of ``s``, whose model is ``model`` (cached per
+        workload ``key``, its :func:`workload_key`)."""
         if self._setups is None:
             self._setups = {}
         if key not in self._setups:
-            self._setups[key] = self.configure(s, model) if self.configure else (self.est, {})
+            plain = (self.est, DEFAULT_OPTIONS)
+            self._setups[key] = self.configure(s, model) if self.configure else plain
         return self._setups[key]
 
     def capacity(self, s: ScenarioSpec, key: tuple[Any, ...] | None = None) -> PlanResult:
@@ -422,8 +424,8 @@ class Sweeper:
         key = key or workload_key(s)
         if key not in self._results:
             q = look_up(self.lookup, s)  # each grid point's question, resolved as plan's is
-            est, extra = self.setup(s, key, q.model)
-            self._results[key] = plan_question(q, 1.0, est, top=0, **extra)
+            est, options = self.setup(s, key, q.model)
+            self._results[key] = plan(q, 1.0, est, replace(options, top=0))
         return self._results[key]
 
     def run(
@@ -465,9 +467,8 @@ class Sweeper:
             s, pk, key = item
             result = self.capacity(s, key)
             assert self._setups is not None  # set up by capacity
-            est, extra = self._setups[key]
-            pricing = extra.get("pricing")
-            objective = extra.get("objective", Objective.SERVERS)
+            est, options = self._setups[key]
+            pricing, objective = options.pricing, options.objective
             fast = objective == Objective.SERVERS and pricing is None
             if fast and key not in done:
                 done.add(key)

@@ -26,7 +26,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from inferencesize.estimate import Estimator
-from inferencesize.planner import Limits, Plan
+from inferencesize.limits import Limits
+from inferencesize.planner import Plan
+from inferencesize.question import Question
 from inferencesize.simulate import (
     BatchingConfig,
     Workload,
@@ -246,21 +248,19 @@ def replay_length(rate_rps: float, e2e_s: float, total: int) -> tuple[int, float
 def verify_plan(
     est: Estimator,
     p: Plan,
-    isl: int,
-    osl: int,
-    limits: Limits,
-    batching: BatchingMode = Batching.INFLIGHT,
-    cv: float = 1.0,
+    q: Question,
     requests: int | None = None,
     seed: int = 0,
     replay: Workload | None = None,
-    router: Router = DEFAULT_ROUTER,
 ) -> Verification:
     """The smallest instance count of ``p``'s candidate whose simulation at the plan's peak
-    meets ``limits`` at their statistics, searched from the analytic count in both
-    directions (module docstring). ``replay``: the requests to simulate instead of generated
-    ones (a trace brought to the peak rate), every one of them: the warm-up as for a
-    generated run, the cool-down the last of them (at most a quarter)."""
+    meets the limits of question ``q`` (the one ``p`` was planned for: its lengths, limits at
+    their statistics, batching, and its arrivals' cv and router), searched from the analytic
+    count in both directions (module docstring). ``replay``: the requests to simulate instead
+    of generated ones (a trace brought to the peak rate), every one of them: the warm-up as
+    for a generated run, the cool-down the last of them (at most a quarter)."""
+    isl, osl, limits, batching = q.isl, q.osl, q.limits, q.batching
+    cv, router = q.arrivals.cv, q.arrivals.router
     planned = p.instances
     if replay is not None:
         count, warmup, cooldown = replay_length(p.peak_rps, p.point.e2e_s, len(replay.isl))

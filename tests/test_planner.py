@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from loose_plan import plan_loose
 from shipped import catalog as _catalog
 from shipped import estimator as _est
 
@@ -25,7 +26,7 @@ from inferencesize.outcomes import (
     summary_sentence,
 )
 from inferencesize.parallelism import Parallelism
-from inferencesize.planner import LOAD_STEPS, Limits, PlanResult, plan
+from inferencesize.planner import LOAD_STEPS, Limits, PlanResult
 from inferencesize.serving import inflight_arrays
 
 SEED_PER_DGX = 70.7  # req/s per DGX H100 (8 × TP1 instances), measured (scenarios/default.yaml)
@@ -35,7 +36,7 @@ def _seed(
     ttft_s: float = 0.5, peak: float = 200.0, pps: tuple[int, ...] | None = (1,)
 ) -> PlanResult:
     c = _catalog()
-    return plan(
+    return plan_loose(
         c.model("llama-3-8b"),
         [c.hardware("dgx-h100")],
         ["fp8"],
@@ -87,7 +88,7 @@ NEMO_PER_DGX = 2.4  # req/s per DGX H100, NVIDIA's 2023 answer (scenarios/seed-n
 
 def _nemo(engine: str | None, batch_sizes: list[int] | None, tps: list[int] | None = None):  # type: ignore[no-untyped-def]
     c = _catalog()
-    return plan(
+    return plan_loose(
         c.model("nemo-gpt-43b"),
         [c.hardware("dgx-h100")],
         ["fp16"],
@@ -147,7 +148,7 @@ def _qwen_moe_long_prompt(itl_s: float) -> PlanResult:
     """Qwen3-30B-A3B, 14,962 prompt / 10 output tokens on B200 FP8 TP2, 20.2 req/s: the rate
     peaks near 14 clients and then falls as the prefills stretch the decode steps."""
     c = _catalog()
-    return plan(
+    return plan_loose(
         c.model("qwen3-30b-a3b"),
         [c.hardware("b200")],
         ["fp8"],
@@ -210,7 +211,7 @@ def _one(
 ) -> PlanResult:
     """Plan a model on one hardware id at one precision: OSL 200, peak 5 req/s."""
     c = _catalog()
-    return plan(
+    return plan_loose(
         c.model(model), [c.hardware(hardware)], [precision], isl, 200, 5, limits, _est(), **options
     )
 
@@ -267,7 +268,7 @@ def test_search_summary_counts_add_up() -> None:
     auto splits: tp, pp in {1, 2, 4, 8} with tp · pp ≤ 8 -> 4 + 3 + 2 + 1 = 10 splits, all
     valid; 2 systems × 2 precisions × 10 splits = 40 candidates, each feasible or rejected."""
     c = _catalog()
-    res = plan(
+    res = plan_loose(
         c.model("llama-3-8b"),
         [c.hardware("dgx-h100"), c.hardware("h100-sxm")],
         ["fp8", "bf16"],

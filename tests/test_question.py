@@ -4,6 +4,7 @@ once into the values every solver takes, and the catalog is not asked again."""
 from __future__ import annotations
 
 from collections import Counter
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -12,16 +13,24 @@ from pydantic import ValidationError
 
 from inferencesize.catalog import Catalog
 from inferencesize.economics import RANKING, objective_key
+from inferencesize.limits import Limits
+from inferencesize.plan_search import plan, plan_alone
 from inferencesize.question import (
     ClosedLoop,
     OpenLoop,
+    PlanOptions,
+    Question,
+    SearchSpace,
+    TraceArrivals,
     arrivals_of,
     hardware_ids,
     inherit,
+    part_space,
     question_of,
     searched,
 )
-from inferencesize.specs.scenario import ScenarioSpec
+from inferencesize.specs.economics import PipelineStage
+from inferencesize.specs.scenario import Pool, ScenarioSpec
 from inferencesize.study import resolve
 from inferencesize.units import ms_to_s
 from inferencesize.vocabulary import Arrivals, Objective, Router
@@ -143,3 +152,69 @@ def test_a_pool_or_stage_states_known_precisions(extra: dict[str, Any]) -> None:
         data = {**{k: v for k, v in data.items() if k != "model"}, "e2e_ms": 9000}
     with pytest.raises(ValidationError, match="unknown precision"):
         ScenarioSpec.model_validate(data)
+
+
+def test_each_arrivals_kind_says_its_own_words() -> None:
+    assert ClosedLoop().words == "closed-loop clients"
+    assert OpenLoop().words == "Poisson arrivals, least-loaded router"
+    assert OpenLoop(2.0, Router.RANDOM).words == "gamma (cv 2) arrivals, random router"
+    assert OpenLoop(0.0).words.startswith("evenly spaced arrivals")
+    trace = TraceArrivals(1.374, source="chat.csv", skipped=1200)
+    assert (
+        trace.words == "arrivals of trace chat.csv (gaps cv 1.37, 1,200 rows of 0 tokens skipped)"
+    )
+    assert TraceArrivals(0.8, source="a.csv").words == "arrivals of trace a.csv (gaps cv 0.8)"
+
+
+def test_a_trace_is_a_member_of_the_arrivals_union() -> None:
+    """A scenario with a trace states arrivals at a rate with the trace's cv (the schema reads
+    ``arrivals: trace`` as a rate); the question holds the trace's arrivals, not a rate."""
+    read = SimpleNamespace(source="chat.csv", skipped=3)  # what a read trace gives the words
+    arrivals = arrivals_of(_spec(arrivals="trace", trace="chat.csv", cv=1.5), read)  # type: ignore[arg-type]
+    assert arrivals == TraceArrivals(1.5, Router.LEAST_LOADED, "chat.csv", 3)
+    assert arrivals.kind == "trace" and arrivals.open_loop
+
+
+def _small(arrivals: Any) -> Question:
+    catalog = shipped.catalog()
+    space = SearchSpace(
+        catalog.model("llama-3.1-8b"), (catalog.hardware("h100-sxm"),), ["fp8"], tps=[1], pps=[1]
+    )
+    return Question(space, 1000, 200, Limits(ttft_s=1.0, itl_s=0.05), arrivals)
+
+
+def test_the_planner_sizes_a_trace_by_its_rate_and_burstiness() -> None:
+    """The solvers read a trace's arrivals as what they are: a rate with its gaps' cv, spread by
+    its router; the same cv and router at a rate give the same plan."""
+    est = shipped.estimator()
+    by_trace = plan(_small(TraceArrivals(1.5, Router.RANDOM, "x.csv")), 20.0, est).chosen
+    by_rate = plan(_small(OpenLoop(1.5, Router.RANDOM)), 20.0, est).chosen
+    assert by_trace is not None and by_rate is not None
+    assert by_trace.candidate.label() == by_rate.candidate.label()
+    assert (by_trace.instances, by_trace.rate) == (by_rate.instances, by_rate.rate)
+
+
+def test_the_chosen_candidate_planned_alone_is_the_same_plan() -> None:
+    """plan_search.plan_alone narrows the question to the chosen candidate: two independent
+    searches of the same candidate, the same count and rate."""
+    est = shipped.estimator()
+    q = _small(ClosedLoop())
+    q = Question(SearchSpace(q.model, q.space.hardware), q.isl, q.osl, q.limits)  # every split
+    result = plan(q, 30.0, est, PlanOptions(top=2))
+    chosen = result.chosen
+    assert chosen is not None and len(result.feasible) > 1
+    alone = plan_alone(chosen, est, q, PlanOptions())
+    assert alone is not None and alone.candidate.label() == chosen.candidate.label()
+    assert (alone.instances, alone.rate) == (chosen.instances, chosen.rate)
+
+
+def test_a_pool_and_a_stage_inherit_through_one_path() -> None:
+    catalog = shipped.catalog()
+    model, hw = catalog.model("llama-3-8b"), [catalog.hardware("h100-sxm")]
+    spec = _spec(precision=["fp8"], tp="auto", pp=[1], kv_precision="fp8")
+    stage = PipelineStage(name="s", model="llama-3-8b", isl=9, osl=9, tp=[2], ep="auto")
+    for part in (Pool(tp=[2]), stage):
+        space = part_space(part, spec, model, hw)
+        assert space.model is model and space.hardware == tuple(hw)
+        assert (space.precisions, space.kv_precision) == (["fp8"], "fp8")  # the scenario's
+        assert (space.tps, space.pps, space.eps) == ([2], [1], None)  # its own tp, else inherited

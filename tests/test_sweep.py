@@ -5,13 +5,14 @@ from __future__ import annotations
 import math
 
 import pytest
+from loose_plan import plan_loose
 from shipped import catalog as _catalog
 from shipped import estimator as _est
 
 from inferencesize.errors import InputError
 from inferencesize.estimate import Candidate
 from inferencesize.parallelism import Parallelism
-from inferencesize.planner import Limits, at_peak, plan, search_point
+from inferencesize.planner import Limits, at_peak, search_point
 from inferencesize.specs.scenario import ScenarioSpec
 from inferencesize.sweep import (
     NOT_SWEPT,
@@ -184,8 +185,8 @@ def test_choose_and_at_peak_equal_plan(peak: float) -> None:
         200,
     )
     limits = Limits(ttft_s=2.0, itl_s=0.05)
-    once = plan(*args, 1.0, limits, _est(), top=0)
-    direct = plan(*args, peak, limits, _est(), top=0)
+    once = plan_loose(*args, 1.0, limits, _est(), top=0)
+    direct = plan_loose(*args, peak, limits, _est(), top=0)
     assert direct.chosen is not None
     pick = int(choose(once.feasible, [peak])[0])
     resized = at_peak(once.feasible[pick], peak, 2000, 200, _est())
@@ -200,8 +201,8 @@ def test_choose_ranks_on_what_is_paid_as_plan_does(peak: float) -> None:
     args = (c.model("gpt-oss-120b"), [c.hardware("gb200-nvl72"), c.hardware("dgx-b200")])
     rest = (["fp8"], 2000, 200)
     limits = Limits(ttft_s=0.5)
-    once = plan(*args, *rest, 1.0, limits, _est(), top=0, tps=[1, 2], pps=[1])
-    direct = plan(*args, *rest, peak, limits, _est(), top=0, tps=[1, 2], pps=[1])
+    once = plan_loose(*args, *rest, 1.0, limits, _est(), top=0, tps=[1, 2], pps=[1])
+    direct = plan_loose(*args, *rest, peak, limits, _est(), top=0, tps=[1, 2], pps=[1])
     assert direct.chosen is not None
     pick = int(choose(once.feasible, [peak])[0])
     resized = at_peak(once.feasible[pick], peak, 2000, 200, _est())
@@ -210,7 +211,7 @@ def test_choose_ranks_on_what_is_paid_as_plan_does(peak: float) -> None:
 
 def test_at_peak_arithmetic() -> None:
     c = _catalog()
-    result = plan(
+    result = plan_loose(
         c.model("llama-3-8b"),
         [c.hardware("dgx-h100")],
         ["fp8"],

@@ -23,6 +23,7 @@ from inferencesize.cli.options import (
 from inferencesize.errors import InputError, UsageError
 from inferencesize.plotting import check_plot_path, save_frontier
 from inferencesize.render import frontier as render
+from inferencesize.vocabulary import gaps_words
 
 FORMATS = report.FORMATS
 
@@ -111,7 +112,7 @@ def frontier_command(
         f" · {'/'.join(precisions)} · {spec.batching}"
     )
     if fr.open_loop:
-        gaps = report.gaps_text(spec.cv)
+        gaps = gaps_words(spec.cv)
         heading += f" · {gaps} arrivals, latencies at {render.stats_text(fr)}"
     chosen = render.order(fr, np.ones(fr.size, dtype=bool) if all_points else fr.on_frontier)
     # the engines of the sets its candidates are predicted with (study.plan_engine's rule)

@@ -47,7 +47,7 @@ from inferencesize.measured_map import on_servers
 from inferencesize.render.plan_table import techniques_text
 from inferencesize.specs.scenario import MAX_CV
 from inferencesize.study import candidate, resolve_point
-from inferencesize.vocabulary import Batching
+from inferencesize.vocabulary import Batching, gaps_words
 
 
 @with_options(technique_options, engine_options)
@@ -228,7 +228,7 @@ def estimate(
     res = est.resolve(cand, isl + osl)
     bands = point_bands(shipped_bands(), est, res.candidate, res.trust)
     if rate is not None:
-        arrivals = report.gaps_text(1.0 if cv is None else cv)
+        arrivals = gaps_words(1.0 if cv is None else cv)
         rec = rate_record(res, isl, osl, rate, 1.0 if cv is None else cv, engine_text)
         rec = with_error_band(rec, bands)
         title = (

@@ -23,7 +23,7 @@ from inferencesize.serving import OperatingPoint
 from inferencesize.sharing import Share
 from inferencesize.specs.scenario import ScenarioSpec
 from inferencesize.techniques import describe
-from inferencesize.vocabulary import fraction_of, quantiles_of
+from inferencesize.vocabulary import fraction_of, gaps_words, quantiles_of
 
 if TYPE_CHECKING:
     from inferencesize.band_plan import SlowEdge
@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from inferencesize.engine_choice import EngineChoice
     from inferencesize.offline import OfflineBatch
     from inferencesize.pipeline import PipelineResult
+    from inferencesize.question import Question
     from inferencesize.trace_conversations import PrefixHits, Reuse
     from inferencesize.trace_fleet import TraceFleet
     from inferencesize.trace_traffic import TraceTraffic
@@ -59,6 +60,8 @@ class Study(Protocol):
     def trace(self) -> TraceTraffic | None: ...
     @property
     def trace_prefix(self) -> PrefixHits | None: ...
+    @property
+    def question(self) -> Question | None: ...
     def daily(self, p: Plan) -> DailyPlan | None: ...
     def trace_fleet(self, p: Plan) -> TraceFleet | None: ...
     def prefix_reuse(self, p: Plan) -> PrefixHits | None: ...
@@ -271,6 +274,8 @@ def limits_record(study: Study) -> dict[str, Any]:
 def question_record(study: Study) -> dict[str, Any]:
     """What was asked and where each part came from (flag, scenario or tool default)."""
     s = study.spec
+    arrivals = study.question.arrivals if study.question is not None else None  # None: stages
+    rate = arrivals if arrivals is not None and arrivals.open_loop else None
     return {
         "scenario": s.id,
         "source": study.shown,
@@ -285,9 +290,9 @@ def question_record(study: Study) -> dict[str, Any]:
         "percentile": s.percentile if s.mean_rps is not None or s.daily is not None else None,
         "engine": study.engine,
         "objective": s.objective,
-        "arrivals": "trace" if study.trace is not None else s.arrivals,
-        "cv": s.cv if s.arrivals == "poisson" else None,
-        "router": str(s.router) if s.arrivals == "poisson" else None,
+        "arrivals": arrivals.kind if arrivals is not None else s.arrivals,
+        "cv": rate.cv if rate is not None else None,
+        "router": str(rate.router) if rate is not None else None,
         "trace": trace_record(study.trace) if study.trace is not None else None,
         "statistics": dict(zip(("ttft", "itl", "e2e"), s.statistics, strict=True)),
         "origins": dict(study.origins),
@@ -579,7 +584,7 @@ def verify_record(
     ``trace``: the file whose requests were replayed."""
     from inferencesize.planner import pack_servers
 
-    arrivals = report.gaps_text(v.cv)
+    arrivals = gaps_words(v.cv)
     if trace is not None:
         arrivals = f"trace {trace} replayed at"
 

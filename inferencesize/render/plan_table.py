@@ -7,8 +7,10 @@ from typing import Any
 
 from inferencesize import report
 from inferencesize.outcomes import fmt_seconds
+from inferencesize.question import ArrivalsModel, ClosedLoop, OpenLoop, TraceArrivals
 from inferencesize.render.trace import replay_rows, trace_fleet_rows
 from inferencesize.render.trace_lengths import trace_lengths_rows
+from inferencesize.vocabulary import DEFAULT_ROUTER, Arrivals, Router
 
 ORIGIN_WORDS = {"flag": "flag", "scenario": "scenario", "default": "default"}
 
@@ -140,20 +142,21 @@ def title(rec: dict[str, Any]) -> str:
 
 
 def arrivals_text(rec: dict[str, Any]) -> str:
-    """How requests arrive in the question: at a rate (Poisson, or gamma gaps with their cv)
-    or from closed-loop benchmark clients."""
+    """How requests arrive in the question (a ``plan`` record's): the words of its arrivals
+    (:attr:`inferencesize.question.OpenLoop.words` and the others)."""
+    return arrivals_of_record(rec).words
+
+
+def arrivals_of_record(rec: dict[str, Any]) -> ArrivalsModel:
+    """The arrivals a ``plan`` record's question states (:func:`question_record`)."""
     t = rec.get("trace")
+    router = Router(rec.get("router") or DEFAULT_ROUTER)
     if t:
-        skipped = t.get("skipped_rows") or 0
-        note = f", {skipped:,} rows of 0 tokens skipped" if skipped else ""
-        return f"arrivals of trace {t['file']} (gaps cv {t['cv']:.3g}{note})"
-    if rec.get("arrivals") != "poisson":
-        return "closed-loop clients"
+        return TraceArrivals(t["cv"], router, t["file"], t.get("skipped_rows") or 0)
+    if rec.get("arrivals") != Arrivals.POISSON:
+        return ClosedLoop()
     cv = rec.get("cv")
-    cv = 1.0 if cv is None else cv
-    gaps = report.gaps_text(cv)
-    router = rec.get("router")
-    return f"{gaps} arrivals, {router} router" if router else f"{gaps} arrivals"
+    return OpenLoop(1.0 if cv is None else cv, router)
 
 
 def _offline_rows(rec: dict[str, Any]) -> list[tuple[str, str]]:

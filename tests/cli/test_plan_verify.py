@@ -18,7 +18,9 @@ from typer.testing import CliRunner
 
 from inferencesize.catalog import load_catalog
 from inferencesize.cli import app
+from inferencesize.plan_search import plan
 from inferencesize.planner import Limits, Plan, pack_servers
+from inferencesize.question import OpenLoop, Question, SearchSpace
 from inferencesize.study import candidate, resolve_point
 from inferencesize.verify import _run, verify_plan, workload
 
@@ -82,37 +84,25 @@ def test_table_compares_the_counts() -> None:
 
 
 @pytest.fixture(scope="module")
-def setting() -> tuple[Any, Plan, Limits]:
+def setting() -> tuple[Any, Plan, Question]:
     catalog = load_catalog()
     est = resolve_point(catalog, engine=None, calibration=None).estimator
     cand = candidate(catalog, "llama-3-8b", "dgx-h100", "fp8", None, 1, 1, 1)
-    from inferencesize.planner import plan
-
     limits = replace(Limits(ttft_s=0.3, itl_s=0.025), stats=("p95", "p95", "p95"))
-    result = plan(
-        cand.model,
-        [(cand.gpu, cand.system)],
-        ["fp8"],
-        ISL,
-        OSL,
-        PEAK,
-        limits,
-        est,
-        tps=[1],
-        pps=[1],
-        eps=[1],
-        arrivals="poisson",
-    )
+    space = SearchSpace(cand.model, ((cand.gpu, cand.system),), ["fp8"], None, [1], [1], [1])
+    q = Question(space, ISL, OSL, limits, OpenLoop())
+    result = plan(q, PEAK, est)
     assert result.chosen is not None
-    return est, result.chosen, limits
+    return est, result.chosen, q
 
 
 def test_search_lands_on_the_same_count_from_above_and_below(
-    setting: tuple[Any, Plan, Limits],
+    setting: tuple[Any, Plan, Question],
 ) -> None:
-    est, chosen, limits = setting
+    est, chosen, q = setting
+    limits = q.limits
     runs = {
-        start: verify_plan(est, replace(chosen, instances=start), ISL, OSL, limits, requests=3000)
+        start: verify_plan(est, replace(chosen, instances=start), q, requests=3000)
         for start in (1, chosen.instances, 4 * chosen.instances)
     }
     found = {v.instances for v in runs.values()}
@@ -173,12 +163,13 @@ def test_the_cool_down_arrivals_are_sent_but_not_measured() -> None:
 
 
 def test_without_a_cool_down_the_last_requests_read_fast(
-    setting: tuple[Any, Plan, Limits],
+    setting: tuple[Any, Plan, Question],
 ) -> None:
     """Near capacity, requests that arrive in the last E2E of a run finish while the instance
     drains, in smaller batches: their ITL reads lower than in steady state. Arrivals that go
     on after them (sent, not measured) keep the measured requests at the long run's ITL."""
-    est, chosen, limits = setting
+    est, chosen, q = setting
+    limits = q.limits
     rate = 0.95 * chosen.point.requests_per_s  # one instance, near what it sustains
     e2e_requests = round(chosen.point.e2e_s * rate)  # arrivals in one E2E
     short, tail = 4 * e2e_requests, 2 * e2e_requests

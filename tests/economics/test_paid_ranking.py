@@ -8,11 +8,12 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from loose_plan import plan_loose
 from shipped import catalog as _catalog
 from shipped import estimator as _est
 
 from inferencesize.economics import Budget, Pricing, objective_key
-from inferencesize.planner import Limits, Plan, PlanResult, alternatives, plan, rank
+from inferencesize.planner import Limits, Plan, PlanResult, alternatives, rank
 
 # --------------------------------------------------------------------------- the rule
 
@@ -78,7 +79,7 @@ def test_alternatives_show_each_other_hardware_first() -> None:
 
 def _gpt_oss(hardware: list[str], **kw: Any) -> PlanResult:
     c = _catalog()
-    return plan(
+    return plan_loose(
         c.model("gpt-oss-120b"),
         [c.hardware(h) for h in hardware],
         ["fp8"],
@@ -108,7 +109,7 @@ def test_one_dgx_b200_ranks_above_a_whole_nvl72_rack(objective: str) -> None:
 
 def _cloud(**kw: Any) -> PlanResult:
     c = _catalog()
-    return plan(
+    return plan_loose(
         c.model("llama-3.1-70b"),
         [c.hardware(h) for h in ("aws-p5-48xlarge", "lambda-8x-h100", "dgx-b200")],
         ["fp8"],
@@ -161,8 +162,8 @@ def test_pruned_open_loop_search_keeps_each_hardware_best() -> None:
         _est(),
     )
     kw: dict[str, Any] = dict(arrivals="poisson", objective="cost", top=2)
-    pruned = plan(*args, prune=True, **kw)
-    full = plan(*args, prune=False, **kw)
+    pruned = plan_loose(*args, prune=True, **kw)
+    full = plan_loose(*args, prune=False, **kw)
     assert pruned.chosen is not None and full.chosen is not None
     assert pruned.chosen.candidate.label() == full.chosen.candidate.label()
     shown = [p.candidate.label() for p in pruned.alternatives]
@@ -207,9 +208,9 @@ def test_pruned_search_holds_the_budget_as_the_exhaustive_one(budget: Budget) ->
         _est(),
     )
     kw: dict[str, Any] = dict(arrivals="poisson", top=0)
-    free = plan(*args, prune=True, **kw)
-    pruned = plan(*args, prune=True, budget=budget, **kw)
-    full = plan(*args, prune=False, budget=budget, **kw)
+    free = plan_loose(*args, prune=True, **kw)
+    pruned = plan_loose(*args, prune=True, budget=budget, **kw)
+    full = plan_loose(*args, prune=False, budget=budget, **kw)
     assert free.chosen is not None and pruned.chosen is not None and full.chosen is not None
     assert pruned.chosen.candidate.label() == full.chosen.candidate.label()
     within = full.chosen.within(budget)

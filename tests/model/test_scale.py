@@ -11,6 +11,7 @@ import math
 from functools import cache
 
 import pytest
+from loose_plan import plan_loose
 from shipped import catalog as _catalog
 
 from inferencesize.comm import Link, alltoall_time
@@ -29,7 +30,8 @@ from inferencesize.estimate import Candidate, Estimator, Resolved
 from inferencesize.latency import decode_step, prefill
 from inferencesize.memory import kv_bytes_per_sequence_per_gpu, weight_bytes_per_gpu
 from inferencesize.parallelism import Parallelism, invalid_reason, valid_splits
-from inferencesize.planner import HardwareOption, Limits, plan
+from inferencesize.planner import HardwareOption, Limits
+from inferencesize.question import Question, SearchSpace
 from inferencesize.transformer import capped_costs, causal_pairs, decode_flops, prefill_flops
 
 
@@ -209,8 +211,8 @@ def test_span_nvlink_domain_lets_the_planner_try_rack_wide_instances() -> None:
     c = _catalog()
     args = (c.model("deepseek-r1"), [c.hardware("gb200-nvl72")], ["fp4"], 2000, 1000, 40.0)
     lim = Limits(ttft_s=3.0, itl_s=0.03)
-    narrow = plan(*args, lim, _est(), tps=[1], pps=[1], dps=[1, 4, 16])
-    wide = plan(*args, lim, _est(), tps=[1], pps=[1], dps=[1, 4, 16], span_nvlink_domain=True)
+    narrow = plan_loose(*args, lim, _est(), tps=[1], pps=[1], dps=[1, 4, 16])
+    wide = plan_loose(*args, lim, _est(), tps=[1], pps=[1], dps=[1, 4, 16], span_nvlink_domain=True)
     # without the span a 16-GPU instance is "multi-node" and only tried when no 4-GPU tray fits
     assert narrow.chosen is not None
     assert max(p.gpus_per_instance for p in narrow.feasible) == 4
@@ -269,8 +271,8 @@ def test_kv_cap_never_needs_more_gpus_in_the_plan() -> None:
     c = _catalog()
     args = (c.model("llama-3.1-8b"), [c.hardware("dgx-h100")], ["fp8"], 30000, 2000, 20.0)
     lim = Limits(ttft_s=5.0, itl_s=0.03)
-    full = plan(*args, lim, _est(), tps=[1, 2], pps=[1]).chosen
-    capped = plan(*args, lim, _est((4, 4092)), tps=[1, 2], pps=[1]).chosen
+    full = plan_loose(*args, lim, _est(), tps=[1, 2], pps=[1]).chosen
+    capped = plan_loose(*args, lim, _est((4, 4092)), tps=[1, 2], pps=[1]).chosen
     assert full is not None and capped is not None
     assert capped.gpus < full.gpus
 
@@ -326,9 +328,10 @@ def _disagg(
     limits: Limits | None = None,
 ) -> DisaggResult:
     c = _catalog()
-    pool = PoolSpec([c.hardware(hw)], ["fp8"], pps=[1])
-    lim = limits or Limits(ttft_s=2.0, itl_s=0.03)
-    return plan_disaggregated(c.model("llama-3.1-70b"), pool, pool, isl, osl, peak, lim, _est())
+    space = SearchSpace(c.model("llama-3.1-70b"), (c.hardware(hw),), ["fp8"], pps=[1])
+    pool = PoolSpec(space)
+    q = Question(space, isl, osl, limits or Limits(ttft_s=2.0, itl_s=0.03))
+    return plan_disaggregated(q, pool, pool, peak, _est())
 
 
 def test_disaggregated_e2e_limit_splits_the_budget() -> None:
@@ -382,7 +385,7 @@ def test_disaggregation_beats_aggregation_for_long_prompts_and_tight_itl() -> No
     # separate pools need far fewer GPUs (model: 60 vs 200)
     c = _catalog()
     d = _disagg().chosen
-    agg = plan(
+    agg = plan_loose(
         c.model("llama-3.1-70b"),
         [c.hardware("dgx-h100")],
         ["fp8"],

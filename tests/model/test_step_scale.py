@@ -16,7 +16,9 @@ from inferencesize.deployment import default_kv_precision
 from inferencesize.estimate import Candidate, Estimator
 from inferencesize.latency import Deployment
 from inferencesize.parallelism import Parallelism
-from inferencesize.planner import Limits, plan
+from inferencesize.plan_search import plan
+from inferencesize.planner import Limits
+from inferencesize.question import PlanOptions, Question, SearchSpace
 from inferencesize.serving import inflight
 from inferencesize.techniques import Techniques
 
@@ -77,21 +79,14 @@ def test_estimator_step_scale_slows_one_clients_token_gap_by_that_factor(
     assert b.itl_s == pytest.approx(2.0 * a.itl_s)
 
 
-def _chosen(catalog: Catalog, est: Estimator, peak: float = 40.0):  # type: ignore[no-untyped-def]
+def _question(catalog: Catalog) -> Question:
     c = _cand(catalog)
-    result = plan(
-        c.model,
-        [(c.gpu, c.system)],
-        ["fp8"],
-        2000,
-        200,
-        peak,
-        LIMITS,
-        est,
-        tps=[1],
-        pps=[1],
-        eps=[1],
-    )
+    space = SearchSpace(c.model, ((c.gpu, c.system),), ["fp8"], tps=[1], pps=[1], eps=[1])
+    return Question(space, 2000, 200, LIMITS)
+
+
+def _chosen(catalog: Catalog, est: Estimator, peak: float = 40.0):  # type: ignore[no-untyped-def]
+    result = plan(_question(catalog), peak, est)
     assert result.chosen is not None
     return result.chosen
 
@@ -100,18 +95,7 @@ def _edge(catalog: Catalog, est: Estimator, high: float):  # type: ignore[no-unt
     chosen = _chosen(catalog, est)
     name = label(chosen.trust, False)
     table = BandTable({("itl", name): Band(0.5, high, 100, name)}, {})
-    edge = slow_edge(
-        chosen,
-        est,
-        table,
-        LIMITS,
-        batching="inflight",
-        batch_sizes=None,
-        arrivals="closed-loop",
-        cv=1.0,
-        router="least-loaded",
-        options={},
-    )
+    edge = slow_edge(chosen, est, table, _question(catalog), PlanOptions())
     assert edge is not None and edge.band.high == high
     return chosen, edge
 
