@@ -161,9 +161,10 @@ def test_each_arrivals_kind_says_its_own_words() -> None:
     assert OpenLoop(0.0).words.startswith("evenly spaced arrivals")
     trace = TraceArrivals(1.374, source="chat.csv", skipped=1200)
     assert (
-        trace.words == "arrivals of trace chat.csv (gaps cv 1.37, 1,200 rows of 0 tokens skipped)"
+        trace.words
+        == "arrivals of trace chat.csv (sized at cv 1.37, 1,200 rows of 0 tokens skipped)"
     )
-    assert TraceArrivals(0.8, source="a.csv").words == "arrivals of trace a.csv (gaps cv 0.8)"
+    assert TraceArrivals(0.8, source="a.csv").words == "arrivals of trace a.csv (sized at cv 0.8)"
 
 
 def test_a_trace_is_a_member_of_the_arrivals_union() -> None:

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from inferencesize.burstiness import BURST_SCALE_S
+
 if TYPE_CHECKING:
     from inferencesize.trace_fleet import TraceFleet
     from inferencesize.trace_replay import TraceReplay
@@ -69,17 +71,20 @@ def trace_fleet_rows(rec: dict[str, Any]) -> list[tuple[str, str]]:
     cvs = sorted({round(w["cv"], 3) for w in t["windows"] if w.get("cv") is not None})
     if len(cvs) > 1:
         rows.append(
-            ("window burstiness", f"each window at its own gaps' cv: {cvs[0]:.3g} to {cvs[-1]:.3g}")
+            (
+                "window burstiness",
+                f"each window at its own cv: {cvs[0]:.3g} to {cvs[-1]:.3g} (gamma gaps whose"
+                f" counts over {BURST_SCALE_S:g} s vary as its requests' do)",
+            )
         )
     capped = [k for k, w in enumerate(t["windows"]) if w.get("cv_capped")]
     if capped:
-        most = max(t["windows"][k]["gap_cv"] for k in capped)
         rows.append(
             (
                 "burstier than modelled",
-                f"{len(capped)} of {len(t['windows'])} windows (gaps' cv up to {most:.3g}: idle"
-                f" spells between bursts) sized at cv {cvs[-1]:g}, the model's limit; shorter"
-                " --window-s measures the bursts apart, --verify replays them as they came",
+                f"{len(capped)} of {len(t['windows'])} windows burstier than gamma gaps of cv"
+                f" {cvs[-1]:g}, the model's limit, are sized at it; --verify replays them as"
+                " they came",
             )
         )
     rows.extend(conversation_rows(t))
