@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Iterator, Sequence
-from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -39,117 +38,28 @@ from inferencesize.cli.options import (
     with_options,
 )
 from inferencesize.cli.stream import write_rows
-from inferencesize.errors import InputError, UsageError
-from inferencesize.estimate import Candidate
-from inferencesize.io_trace import REQUEST_COLUMNS, read_trace, request_blocks
+from inferencesize.errors import UsageError
+from inferencesize.io_trace import REQUEST_COLUMNS, request_blocks
 from inferencesize.io_write import atomic_file, check_target
-from inferencesize.measured_map import on_servers
+from inferencesize.point_estimate import PointFlags
 from inferencesize.simulate import (
     BALANCERS,
     POLICIES,
     PROMPT_STEP_TOKENS,
-    BatchingConfig,
     SimResult,
-    Summary,
-    Workload,
-    gamma_arrivals,
-    kv_budget,
-    lengths,
     per_request,
-    poisson_arrivals,
-    simulate_llm,
-    summarize,
 )
-from inferencesize.study import candidate, resolve_point
-from inferencesize.vocabulary import DEFAULT_ROUTER, Arrivals, Router
+from inferencesize.simulation_study import (
+    CHUNK_TOKENS,
+    DEFAULT_REQUEST_BATCH,
+    Serving,
+    prepare_simulation,
+    run_policy,
+    simulation_workload,
+)
+from inferencesize.vocabulary import DEFAULT_ROUTER, Arrivals, Router, Statistic
 
 FORMATS = report.FORMATS
-#: Batch size of static / dynamic batching when --max-batch is not given.
-DEFAULT_REQUEST_BATCH = 16
-#: Chunked-prefill token budget per step when --step-tokens is not given (vLLM's classic
-#: max_num_batched_tokens). Plain in-flight prompt steps batch PROMPT_STEP_TOKENS.
-CHUNK_TOKENS = 2048
-
-
-def _workload(
-    rate: float | None,
-    cv: float,
-    concurrency: int | None,
-    trace: Path | None,
-    requests: int,
-    isl: int,
-    osl: int,
-    isl_stddev: float,
-    osl_stddev: float,
-    seed: int,
-) -> tuple[Workload, str]:
-    given = [x for x in (rate, concurrency, trace) if x is not None]
-    if len(given) != 1:
-        raise UsageError("simulate needs exactly one of --rate, --concurrency or --trace")
-    if trace is not None:
-        return read_trace(trace), f"trace {trace.name}"
-    rng = np.random.default_rng(seed)
-    isl_a = lengths(rng, requests, isl, isl_stddev)
-    osl_a = lengths(rng, requests, osl, osl_stddev)
-    if concurrency is not None:
-        return Workload(isl_a, osl_a, None, concurrency), f"closed loop, {concurrency} clients"
-    assert rate is not None  # finite and in range: cli.common.BOUNDS
-    if cv == 1.0:
-        return Workload(isl_a, osl_a, poisson_arrivals(rng, requests, rate)), (
-            f"Poisson {rate:g} req/s"
-        )
-    times = gamma_arrivals(rng, requests, rate, cv)
-    return Workload(isl_a, osl_a, times), f"gamma {rate:g} req/s, cv {cv:g}"
-
-
-def _dist_ms(summary: Summary, name: str) -> dict[str, float]:
-    d = summary.metric(name)
-    return {k: getattr(d, k) * 1e3 for k in ("mean", "p50", "p90", "p95", "p99")}
-
-
-def sim_record(
-    cand: Candidate,
-    cfg: BatchingConfig,
-    res: SimResult,
-    summary: Summary,
-    arrivals: str,
-    instances: int,
-    balancer: str,
-    seed: int,
-    engine: str,
-) -> dict[str, Any]:
-    """The JSON record of one simulation (documented in the README)."""
-    return {
-        "model": cand.model.id,
-        **cand.fields(),
-        "dp": cand.par.dp,
-        "isl_mean": float(res.isl.mean()),
-        "osl_mean": float(res.osl.mean()),
-        "arrivals": arrivals,
-        "concurrency": res.concurrency if res.closed_loop else None,
-        "batching": cfg.policy,
-        "max_batch": cfg.max_batch,
-        "max_queue_delay_ms": cfg.max_queue_delay_s * 1e3 if cfg.policy == "dynamic" else None,
-        "step_tokens": cfg.step_tokens if cfg.policy in ("inflight", "chunked") else None,
-        "instances": instances,
-        "balancer": balancer,
-        "seed": seed,
-        "requests": len(res.arrival_s),
-        "measured_requests": summary.requests,
-        "dropped_requests": summary.dropped,
-        "ttft_ms": _dist_ms(summary, "ttft_s"),
-        "itl_ms": _dist_ms(summary, "itl_s"),
-        "e2e_ms": _dist_ms(summary, "e2e_s"),
-        "queue_ms": _dist_ms(summary, "queue_s"),
-        "requests_per_s": summary.requests_per_s,
-        "output_tokens_per_s": summary.output_tokens_per_s,
-        "gpu_busy": summary.gpu_busy,
-        "simulated_s": summary.duration_s,
-        "arrival_rps": summary.arrival_rps,
-        "completion_rps": summary.completion_rps,
-        "overloaded": summary.overloaded,
-        "engine": engine,
-    }
 
 
 def _policies(compare: str | None, batching: str) -> list[str]:
@@ -204,7 +114,7 @@ def _print(records: list[dict[str, Any]]) -> None:
     r = r0
 
     def line(d: dict[str, float], digits: int) -> str:
-        return " · ".join(f"{k} {d[k]:,.{digits}f}" for k in ("mean", "p50", "p90", "p95", "p99"))
+        return " · ".join(f"{k} {d[k]:,.{digits}f}" for k in Statistic)
 
     pairs: list[tuple[str, Any]] = [
         ("batching", f"{r['batching']} (max batch {r['max_batch']})"),
@@ -397,7 +307,7 @@ def simulate_command(
     if requests_out is not None:
         check_target(requests_out, "--requests-out", inputs=inputs)
     _check_arrivals(arrivals, rate, cv, concurrency)
-    wl, shown = _workload(
+    wl, shown = simulation_workload(
         rate,
         1.0 if cv is None else cv,
         concurrency,
@@ -409,41 +319,28 @@ def simulate_command(
         osl_stddev,
         seed,
     )
+    point = PointFlags(
+        model,
+        hardware,
+        precision,
+        kv_precision,
+        flags.get("engine"),
+        flags.get("calibration"),
+        None,
+    )
     catalog = open_catalog(flags.get("catalog_dirs"))
-    point = resolve_point(catalog, engine=flags.get("engine"), calibration=flags.get("calibration"))
-    est = point.estimator
-    cand = candidate(catalog, model, hardware, precision, kv_precision, tp, pp, ep)
-    if dp != 1:
-        cand = replace(cand, par=replace(cand.par, dp=dp))
-    cand = on_servers(catalog, cand)  # a bare GPU wider than a server: its DGX/HGX servers
-    longest = int((wl.isl + wl.osl).max())
-    res = est.resolve(cand, longest)
-    engine = est.efficiency_for(cand.gpu, cand.precision).engine  # the set it is run with
-    if res.deployment is None or res.reason is not None:
-        raise InputError(f"{cand.label()}: {res.reason}")
-    kv = kv_budget(res.deployment, cand.gpu.memory_bytes, wl)
-    kv_seqs = kv.max_sequences
+    sim = prepare_simulation(catalog, point, (tp, pp, ep, dp), wl, shown)
+    serving = Serving(
+        max_batch, max_queue_delay_ms / 1e3, step_tokens, instances, router, seed, warmup
+    )
     records = []
     last: SimResult | None = None
     with Progress(f"simulating {wl.n:,} requests", total=len(names)) as progress:
         for name in names:
-            inflight = name in ("inflight", "chunked")
-            top = max_batch or (kv_seqs if inflight else DEFAULT_REQUEST_BATCH)
-            cfg = BatchingConfig(
-                name,  # type: ignore[arg-type]
-                max(1, min(top, kv_seqs)),
-                max_queue_delay_ms / 1e3,
-                step_tokens or (CHUNK_TOKENS if name == "chunked" else PROMPT_STEP_TOKENS),
-            )
-            last = simulate_llm(
-                res.deployment, cand.gpu.memory_bytes, wl, cfg, instances, router, kv, seed
-            )
-            summary = summarize(last, warmup)
-            records.append(
-                sim_record(cand, cfg, last, summary, shown, instances, balancer, seed, engine)
-            )
+            rec, last = run_policy(sim, name, serving)
+            records.append(rec)
             progress.advance()
-    del kv  # its per-request column is not needed while the requests are written
+    del sim  # its KV budget (a column per request) is not needed while the requests are written
     if requests_out is not None and last is not None:
         with atomic_file(requests_out, "--requests-out", inputs=inputs) as fh:
             for block in requests_text(last):
