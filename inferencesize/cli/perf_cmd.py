@@ -294,9 +294,9 @@ def _rate_pairs(rec: dict[str, Any]) -> list[tuple[str, Any]]:
         if mean is None:
             return "—"
         parts = [f"mean {mean:,.{digits}f}"]
-        for q in RATE_PERCENTILES:
-            v = rec[f"{name}_ms_p{q}"]
-            parts.append(f"p{q} " + ("—" if v is None else f"{v:,.{digits}f}"))
+        for stat in RATE_PERCENTILES:
+            v = rec[f"{name}_ms_{stat}"]
+            parts.append(f"{stat} " + ("—" if v is None else f"{v:,.{digits}f}"))
         band = (rec.get("error_band") or {}).get(f"{name}_ms")
         if band is not None:
             parts.append(
