@@ -15,6 +15,7 @@ from inferencesize.catalog import Catalog
 from inferencesize.disagg_point import DisaggPoint, disaggregated_point
 from inferencesize.estimate import (
     Candidate,
+    Estimator,
     point_bands,
     rate_record,
     record,
@@ -69,6 +70,18 @@ def point_candidate(
     return on_servers(catalog, cand, spans=spans)
 
 
+def point_estimator(catalog: Catalog, flags: PointFlags, cand: Candidate, isl: int) -> Estimator:
+    """The estimator of the flags' engine set and techniques, for ``cand``'s model at ``isl``."""
+    return resolve_point(
+        catalog,
+        engine=flags.engine,
+        calibration=flags.calibration,
+        techniques=flags.techniques,
+        target=cand.model,
+        isl=isl,
+    ).estimator
+
+
 def estimate_point(
     catalog: Catalog,
     flags: PointFlags,
@@ -85,14 +98,7 @@ def estimate_point(
     its error band."""
     tp, pp, ep, dp = split
     cand = point_candidate(catalog, flags, tp, pp, ep, dp)
-    est = resolve_point(
-        catalog,
-        engine=flags.engine,
-        calibration=flags.calibration,
-        techniques=flags.techniques,
-        target=cand.model,
-        isl=isl,
-    ).estimator
+    est = point_estimator(catalog, flags, cand, isl)
     engine = est.efficiency_for(cand.gpu, cand.precision).engine  # the set it is run with
     res = est.resolve(cand, isl + osl)
     bands = point_bands(shipped_bands(), est, res.candidate, res.trust)
@@ -160,14 +166,7 @@ def estimate_disaggregated(
         PoolPoint(point_candidate(catalog, flags, tp, pp, ep, dp, spans=True), instances)
         for tp, pp, ep, dp, instances in (prefill, decode)
     )
-    est = resolve_point(
-        catalog,
-        engine=flags.engine,
-        calibration=flags.calibration,
-        techniques=flags.techniques,
-        target=pre.candidate.model,
-        isl=isl,
-    ).estimator
+    est = point_estimator(catalog, flags, pre.candidate, isl)
     result = disaggregated_point(est, pre, dec, isl, osl, concurrency)
     used = est.efficiency_for(pre.candidate.gpu, pre.candidate.precision)
     return DisaggEstimate(

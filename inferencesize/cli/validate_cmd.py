@@ -39,15 +39,12 @@ if TYPE_CHECKING:
     from inferencesize.calibration import Worse
 
 
-DataOpt = Annotated[
-    list[Path],
-    typer.Option(
-        "--data",
-        metavar="FILE",
-        help="Measurements CSV (columns as data/calibration/README.md) or GenAI-Perf export"
-        " (profile_export_genai_perf.json/.csv); repeatable.",
-    ),
-]
+#: What --data reads (validate and calibrate).
+DATA_HELP = (
+    "Measurements CSV (columns as data/calibration/README.md) or GenAI-Perf export"
+    " (profile_export_genai_perf.json/.csv); repeatable."
+)
+DataOpt = Annotated[list[Path], typer.Option("--data", metavar="FILE", help=DATA_HELP)]
 
 
 def validate(
@@ -163,13 +160,7 @@ def calibrate(
         ),
     ],
     data: Annotated[
-        list[Path] | None,
-        typer.Option(
-            "--data",
-            metavar="FILE",
-            help="Measurements CSV (columns as data/calibration/README.md) or GenAI-Perf export"
-            " (profile_export_genai_perf.json/.csv); repeatable.",
-        ),
+        list[Path] | None, typer.Option("--data", metavar="FILE", help=DATA_HELP)
     ] = None,
     hardware: Annotated[
         str | None,
