@@ -67,7 +67,7 @@ def estimate(
         typer.Option(
             metavar="RPS",
             help="Open loop instead: requests arrive at RPS per second (Poisson unless --cv);"
-            " means and p50/p90/p95/p99 of TTFT, ITL and E2E.",
+            f" means and {'/'.join(RATE_PERCENTILES)} of TTFT, ITL and E2E.",
         ),
     ] = None,
     cv: Annotated[
