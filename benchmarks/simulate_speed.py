@@ -42,7 +42,7 @@ from inferencesize.simulate import (
     simulate_llm,
     summarize,
 )
-from inferencesize.vocabulary import Router
+from inferencesize.vocabulary import Router, Statistic
 
 
 def main() -> None:
@@ -68,7 +68,7 @@ def main() -> None:
         sys.stdout.write(
             f"{policy:9s} ×{instances} {n:,} requests at {rate * instances:.2f} req/s:"
             f" {took:.2f} s ({took / n * 1e6:.1f} µs/request) · TTFT p95"
-            f" {s.ttft_s.p95 * 1e3:,.0f} ms · ITL mean {s.itl_s.mean * 1e3:.2f} ms ·"
+            f" {s.ttft_s.at(Statistic.P95) * 1e3:,.0f} ms · ITL mean {s.itl_s.mean * 1e3:.2f} ms ·"
             f" {s.requests_per_s:.2f} req/s\n"
         )
     processes()

@@ -325,8 +325,9 @@ def operating_points(
     return points(res.deployment, isl, osl, concurrency, max_in_flight, batching, arrays, bounds)
 
 
-#: Percentiles of an open-loop record (``rate_record``), as key suffixes ``_p50`` … ``_p99``.
-RATE_PERCENTILES = (50, 90, 95, 99)
+#: Percentiles of an open-loop record (``rate_record``): the vocabulary's, each a key suffix
+#: of its name (``ttft_ms_p50`` … ``ttft_ms_p99``).
+RATE_PERCENTILES = vocabulary.PERCENTILES
 #: Every key of an open-loop record, in order.
 RATE_RECORD_KEYS = (
     *("model", "hardware", "precision", "kv_precision", "tp", "pp", "ep", "dp", "isl", "osl"),
@@ -334,7 +335,7 @@ RATE_RECORD_KEYS = (
     *(
         f"{name}_ms{suffix}"
         for name in ("ttft", "itl", "e2e")
-        for suffix in ("", *(f"_p{q}" for q in RATE_PERCENTILES))
+        for suffix in ("", *(f"_{s}" for s in RATE_PERCENTILES))
     ),
     *("utilisation", "stable", "max_requests_per_s", "requests_per_s", "output_tokens_per_s"),
     *("in_flight", "kv_wait_ms", "max_concurrency", "memory", "feasible", "reason", "engine"),
@@ -357,8 +358,8 @@ def rate_record(
     out.update(arrivals="poisson" if cv == 1.0 else "gamma", cv=cv, rate_rps=rate_rps)
     for name in ("ttft", "itl", "e2e"):
         out[f"{name}_ms"] = None
-        for q in RATE_PERCENTILES:
-            out[f"{name}_ms_p{q}"] = None
+        for stat in RATE_PERCENTILES:
+            out[f"{name}_ms_{stat}"] = None
     out.update(
         utilisation=None,
         stable=None,
@@ -376,7 +377,7 @@ def rate_record(
         rate_rps,
         cv=cv,
         max_in_flight=res.max_concurrency,
-        quantiles=tuple(q / 100 for q in RATE_PERCENTILES),
+        quantiles=vocabulary.QUANTILES,
     )
     out.update(
         utilisation=float(pt.utilisation),
@@ -403,8 +404,8 @@ def _rate_latencies(out: dict[str, Any], pt: Any) -> None:
     for name in ("ttft", "itl", "e2e"):
         out[f"{name}_ms"] = ms(getattr(pt, f"{name}_s"))
         table = getattr(pt, f"{name}_q")
-        for q in RATE_PERCENTILES:
-            out[f"{name}_ms_p{q}"] = ms(table[q / 100])
+        for stat in RATE_PERCENTILES:
+            out[f"{name}_ms_{stat}"] = ms(table[stat.fraction])
 
 
 def point_bands(table: BandTable, est: Estimator, c: Candidate, trust: str) -> dict[str, Band]:

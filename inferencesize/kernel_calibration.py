@@ -53,6 +53,7 @@ from inferencesize.kernels import (
     GemmParams,
     KernelParams,
     collective_time_s,
+    error_summary,
     gemm_bytes,
     gemm_time_s,
     relative_errors,
@@ -572,3 +573,45 @@ def fit_document(report: KernelReport, about: str) -> dict[str, object]:
         " bytes/s (link_bytes_per_s)",
         "entries": report.entries,
     }
+
+
+@dataclass(frozen=True)
+class KernelFit:
+    """``infersize calibrate --kernels``: the fit's JSON document and, per kernel family, the
+    rows and GPUs fitted and the error (in-sample; leave-one-GPU-out where measured)."""
+
+    entries: int
+    document: dict[str, object]
+    families: list[dict[str, object]]
+
+
+def fit_kernel_tables(folder: Path, catalog_gpus: Mapping[str, GpuSpec]) -> KernelFit:
+    """Fit the kernel tables of a user's ``folder`` (:func:`fit_folder`) and summarise the error
+    per family; an InputError naming the folder when its tables hold no rows."""
+    fitted = fit_folder(folder, catalog_gpus)
+    if not fitted.entries:
+        raise InputError(f"--kernels: {folder}: the tables hold no rows")
+    about = (
+        f"Kernel tier of infersize (inferencesize.kernels), fitted by `infersize calibrate"
+        f" --kernels` on the kernel latencies of {folder.name}/; each entry's source and table"
+        " name its rows' origin and rows their count."
+    )
+    families: dict[str, dict[str, object]] = {}
+    rows: dict[str, int] = defaultdict(int)
+    gpus: dict[str, list[str]] = defaultdict(list)
+    for gpu, family in sorted(fitted.fitted):
+        name = family.split()[0]
+        rows[name] += sum(len(e) for e in fitted.fitted[(gpu, family)])
+        if gpu not in gpus[name]:
+            gpus[name].append(gpu)
+    for name in rows:
+        record: dict[str, object] = {"family": name, "rows": rows[name], "gpus": gpus[name]}
+        own = [e for (_, f), es in fitted.fitted.items() if f.split()[0] == name for e in es]
+        left = [e for (_, f), es in fitted.left_out.items() if f.split()[0] == name for e in es]
+        med, p90 = error_summary(np.concatenate(own))
+        record |= {"median_error": med, "p90_error": p90}
+        if left:
+            med, p90 = error_summary(np.concatenate(left))
+            record |= {"left_one_gpu_out_median_error": med, "left_one_gpu_out_p90_error": p90}
+        families[name] = record
+    return KernelFit(len(fitted.entries), fit_document(fitted, about), list(families.values()))

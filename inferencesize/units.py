@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import re
+from decimal import Decimal
 from typing import Final, Literal, overload
 
 KB: Final = 1e3
@@ -166,7 +167,7 @@ def statistic_fraction(statistic: str | float) -> float:
     if isinstance(statistic, str):
         if not (statistic.startswith("p") and statistic[1:].replace(".", "", 1).isdigit()):
             raise ValueError(f"statistic must be 'mean', a fraction or 'pNN' (got {statistic!r})")
-        q = float(statistic[1:]) / 100.0
+        q = float(Decimal(statistic[1:]) / 100)  # "p99.9" -> 0.999, not 0.9990000000000001
     else:
         q = float(statistic)
     if not 0 < q < 1:

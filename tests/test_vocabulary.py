@@ -21,6 +21,7 @@ from inferencesize.vocabulary import (
     Mode,
     Objective,
     Statistic,
+    fraction_of,
 )
 
 BASE: dict[str, Any] = {"model": "llama-3-8b", "isl": 1000, "osl": 200, "peak_rps": 10}
@@ -65,3 +66,15 @@ def test_the_flags_offer_the_vocabulary(flag: str, enum: type[Statistic]) -> Non
     assert bad.exit_code == 2
     for member in enum:
         assert member.value in bad.output
+
+
+@pytest.mark.parametrize(
+    ("name", "fraction"),
+    [("p50", 0.5), ("p95", 0.95), ("p99", 0.99), ("p99.9", 0.999), ("p99.99", 0.9999)],
+)
+def test_a_percentiles_fraction_is_its_decimal_name_divided_by_100(
+    name: str, fraction: float
+) -> None:
+    # float("99.9") / 100 is 0.9990000000000001: the name is read as a decimal, so a p99.9
+    # limit is held at the double nearest 0.999, the fraction a user states for it
+    assert fraction_of(name) == fraction

@@ -6,7 +6,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import typer
 
 from inferencesize import report
@@ -22,8 +21,7 @@ def calibrate_kernels(
     """Read the kernel tables of ``kernels``, fit them, write the fit to ``out_file`` (never
     over an existing file without ``force``) and print the accuracy per kernel family."""
     # scipy (the fits) is imported here, not at start-up, so every other command stays fast
-    from inferencesize.kernel_calibration import RUNS, fit_document, fit_folder
-    from inferencesize.kernels import error_summary
+    from inferencesize.kernel_calibration import RUNS, fit_kernel_tables
 
     if not kernels.is_dir():
         raise InputError(f"--kernels: {kernels}: not a folder (give the folder of the tables)")
@@ -33,38 +31,19 @@ def calibrate_kernels(
     check_target(out_file, "--out", inputs=inputs, overwrite=force)
     catalog = open_catalog(catalog_dirs)
     with Progress(f"fitting the kernel tables of {kernels}"):
-        fitted = fit_folder(kernels, catalog.gpus)
-    if not fitted.entries:
-        raise InputError(f"--kernels: {kernels}: the tables hold no rows")
-    about = (
-        f"Kernel tier of infersize (inferencesize.kernels), fitted by `infersize calibrate"
-        f" --kernels` on the kernel latencies of {kernels.name}/; each entry's source and table"
-        " name its rows' origin and rows their count."
-    )
-    document = fit_document(fitted, about)
+        fitted = fit_kernel_tables(kernels, catalog.gpus)
     write_atomic(
-        out_file, json.dumps(document, indent=1) + "\n", "--out", inputs=inputs, overwrite=force
+        out_file,
+        json.dumps(fitted.document, indent=1) + "\n",
+        "--out",
+        inputs=inputs,
+        overwrite=force,
     )
-    families: dict[str, dict[str, Any]] = {}
-    for (gpu, family), errors in sorted(fitted.fitted.items()):
-        name = family.split()[0]
-        record = families.setdefault(name, {"family": name, "rows": 0, "gpus": []})
-        record["rows"] += sum(len(e) for e in errors)
-        if gpu not in record["gpus"]:
-            record["gpus"].append(gpu)
-    for name, record in families.items():
-        own = [e for (g, f), es in fitted.fitted.items() if f.split()[0] == name for e in es]
-        left = [e for (g, f), es in fitted.left_out.items() if f.split()[0] == name for e in es]
-        med, p90 = error_summary(np.concatenate(own))
-        record |= {"median_error": med, "p90_error": p90}
-        if left:
-            med, p90 = error_summary(np.concatenate(left))
-            record |= {"left_one_gpu_out_median_error": med, "left_one_gpu_out_p90_error": p90}
     rec: dict[str, Any] = {
         "out": str(out_file),
         "kernels": str(kernels),
-        "entries": len(fitted.entries),
-        "families": list(families.values()),
+        "entries": fitted.entries,
+        "families": fitted.families,
     }
     emit_data(fmt, rec, rec["families"], lambda con: _tables(con, rec))
     typer.echo(f"wrote {out_file}", err=True)

@@ -1,52 +1,19 @@
-"""``estimate --prefill SPLIT --decode SPLIT``: one disaggregated deployment (xPyD) at one
-closed-loop operating point (``disagg_point``); the record and its table."""
+"""``estimate --prefill SPLIT --decode SPLIT``: the pool flags read, and the record of one
+disaggregated deployment (``point_estimate.estimate_disaggregated``) shown."""
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
 from inferencesize import report
-from inferencesize.catalog import Catalog
 from inferencesize.cli.common import emit_data
-from inferencesize.disagg_point import DisaggPoint, disaggregated_point
 from inferencesize.errors import UsageError
-from inferencesize.estimate import Candidate
-from inferencesize.measured_map import on_servers
 from inferencesize.measured_shape import parse_pool
-from inferencesize.study import candidate, resolve_point
-from inferencesize.units import MS_PER_S
+from inferencesize.point_estimate import DisaggEstimate, PoolSplit
 from inferencesize.validation import PoolPoint
 
-#: Keys of the disaggregated estimate record (documented in the README).
-DISAGG_RECORD_KEYS = (
-    "model",
-    "hardware",
-    "precision",
-    "kv_precision",
-    "isl",
-    "osl",
-    "concurrency",
-    "prefill",
-    "decode",
-    "gpus",
-    "ttft_ms",
-    "itl_ms",
-    "e2e_ms",
-    "requests_per_s",
-    "output_tokens_per_s_per_decode_gpu",
-    "input_tokens_per_s_per_prefill_gpu",
-    "tokens_per_s_per_gpu",
-    "kv_transfer_ms",
-    "kv_link",
-    "feasible",
-    "reason",
-    "engine",
-    "efficiency",
-)
 
-
-def pool_option(text: str, flag: str) -> tuple[int, int, int, int, int]:
+def pool_option(text: str, flag: str) -> PoolSplit:
     """(tp, pp, ep, dp, instances) of a ``--prefill`` / ``--decode`` value; a UsageError
     naming the flag and the notation otherwise."""
     pool = parse_pool(text)
@@ -58,107 +25,19 @@ def pool_option(text: str, flag: str) -> tuple[int, int, int, int, int]:
     return p.tp, p.pp, p.ep, p.dp, pool.workers
 
 
-def estimate_disaggregated(
-    catalog: Catalog,
-    *,
-    model: str,
-    hardware: str,
-    precision: str,
-    kv_precision: str | None,
-    prefill: str,
-    decode: str,
-    isl: int,
-    osl: int,
-    concurrency: int,
-    flags: dict[str, Any],
-    techniques: dict[str, Any] | None,
-    fmt: str,
-) -> None:
-    """Resolve both pools, predict the deployment and print its record."""
-    pools = []
-    for flag, text in (("--prefill", prefill), ("--decode", decode)):
-        tp, pp, ep, dp, instances = pool_option(text, flag)
-        cand = candidate(catalog, model, hardware, precision, kv_precision, tp, pp, ep)
-        cand = replace(cand, par=replace(cand.par, dp=dp))
-        pools.append(PoolPoint(on_servers(catalog, cand, spans=True), instances))
-    pre, dec = pools
-    point = resolve_point(
-        catalog,
-        engine=flags.get("engine"),
-        calibration=flags.get("calibration"),
-        techniques=techniques,
-        target=pre.candidate.model,
-        isl=isl,
-    )
-    result = disaggregated_point(point.estimator, pre, dec, isl, osl, concurrency)
-    used = point.estimator.efficiency_for(pre.candidate.gpu, pre.candidate.precision)
-    rec = disagg_record(pre, dec, isl, osl, concurrency, result, used.engine)
+def show_disaggregated(result: DisaggEstimate, fmt: str) -> None:
+    """Print the record of a disaggregated estimate in ``fmt`` (table: its key-value table)."""
+    pre, dec, rec = result.prefill, result.decode, result.record
     title = (
         f"{pre.candidate.model.id} on {pre.candidate.hardware_id} · prefill {text_of(pre)} ·"
-        f" decode {text_of(dec)} · ISL {isl} · OSL {osl} · concurrency {concurrency}"
+        f" decode {text_of(dec)} · ISL {rec['isl']} · OSL {rec['osl']} · concurrency"
+        f" {rec['concurrency']}"
     )
     emit_data(fmt, rec, table=lambda out: out.print(report.key_value_table(title, _pairs(rec))))
 
 
 def text_of(pool: PoolPoint) -> str:
     return f"{pool.candidate.par.label()} × {pool.instances}"
-
-
-def _pool(pool: PoolPoint, batch: float | None, batch_key: str) -> dict[str, Any]:
-    c: Candidate = pool.candidate
-    return {
-        "tp": c.par.tp,
-        "pp": c.par.pp,
-        "ep": c.par.ep,
-        "dp": c.par.dp,
-        "instances": pool.instances,
-        "gpus": pool.gpus,
-        batch_key: batch,
-    }
-
-
-def disagg_record(
-    pre: PoolPoint,
-    dec: PoolPoint,
-    isl: int,
-    osl: int,
-    concurrency: int,
-    result: DisaggPoint | str,
-    engine: str,
-) -> dict[str, Any]:
-    """The stable record of a disaggregated estimate (``DISAGG_RECORD_KEYS``); latencies and
-    rates None when a pool cannot run (``reason`` says why)."""
-    c = pre.candidate
-    ok = not isinstance(result, str)
-    point = result if not isinstance(result, str) else None
-    metrics = point.metrics() if point else {}
-    rec: dict[str, Any] = {
-        "model": c.model.id,
-        "hardware": c.hardware_id,
-        "precision": c.precision,
-        "kv_precision": c.kv_precision,
-        "isl": isl,
-        "osl": osl,
-        "concurrency": concurrency,
-        "prefill": _pool(pre, point.prefill_batch if point else None, "prompts_per_step"),
-        "decode": _pool(dec, point.decode_batch if point else None, "sequences_per_instance"),
-        "gpus": pre.gpus + dec.gpus,
-        "ttft_ms": metrics.get("ttft_ms_avg"),
-        "itl_ms": metrics.get("itl_ms_avg"),
-        "e2e_ms": metrics.get("e2e_ms_avg"),
-        "requests_per_s": metrics.get("req_per_s"),
-        "output_tokens_per_s_per_decode_gpu": metrics.get("output_tok_s_per_gpu"),
-        "input_tokens_per_s_per_prefill_gpu": metrics.get("input_tok_s_per_gpu"),
-        "tokens_per_s_per_gpu": metrics.get("throughput_tok_s_per_gpu"),
-        "kv_transfer_ms": point.kv_transfer_s * MS_PER_S if point else None,
-        "kv_link": point.kv_link if point else None,
-        "feasible": ok,
-        "reason": result if isinstance(result, str) else None,
-        "engine": engine,
-        "efficiency": point.efficiency_source if point else None,
-    }
-    assert tuple(rec) == DISAGG_RECORD_KEYS
-    return rec
 
 
 def _pairs(rec: dict[str, Any]) -> list[tuple[str, Any]]:
@@ -196,4 +75,4 @@ def _pairs(rec: dict[str, Any]) -> list[tuple[str, Any]]:
     return pairs
 
 
-__all__ = ["DISAGG_RECORD_KEYS", "estimate_disaggregated", "pool_option"]
+__all__ = ["pool_option", "show_disaggregated"]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -16,7 +15,7 @@ from inferencesize.cli.common import (
     format_option,
     open_catalog,
 )
-from inferencesize.cli.disagg_estimate import estimate_disaggregated
+from inferencesize.cli.disagg_estimate import pool_option, show_disaggregated
 from inferencesize.cli.options import (
     EpOpt,
     IslOpt,
@@ -32,21 +31,15 @@ from inferencesize.cli.options import (
     techniques_given,
     with_options,
 )
-from inferencesize.cli.points_batch import POINT_COLUMNS, POINTS_FORMATS, run_points
+from inferencesize.cli.points_batch import POINTS_FORMATS, run_points
 from inferencesize.cli.stream import ShardOption, WorkersOption
 from inferencesize.errors import UsageError
-from inferencesize.estimate import (
-    RATE_PERCENTILES,
-    point_bands,
-    rate_record,
-    record,
-    with_error_band,
-)
-from inferencesize.io_bands import shipped_bands
-from inferencesize.measured_map import on_servers
+from inferencesize.estimate import RATE_PERCENTILES
+from inferencesize.point_batch import POINT_COLUMNS
+from inferencesize.point_estimate import PointFlags, estimate_disaggregated, estimate_point
 from inferencesize.render.plan_table import techniques_text
 from inferencesize.specs.scenario import MAX_CV
-from inferencesize.study import candidate, resolve_point
+from inferencesize.study import resolve_point
 from inferencesize.vocabulary import Batching, gaps_words
 
 
@@ -74,7 +67,7 @@ def estimate(
         typer.Option(
             metavar="RPS",
             help="Open loop instead: requests arrive at RPS per second (Poisson unless --cv);"
-            " means and p50/p90/p95/p99 of TTFT, ITL and E2E.",
+            f" means and {'/'.join(RATE_PERCENTILES)} of TTFT, ITL and E2E.",
         ),
     ] = None,
     cv: Annotated[
@@ -193,63 +186,31 @@ def estimate(
         raise UsageError("--rate models in-flight batching: drop --batching static")
     if cv is not None:
         finite(cv, "--cv", 0.0, MAX_CV)
+    point = PointFlags(model, hardware, precision, kv_precision, engine, calibration, techniques)
     if disaggregated:
         _disaggregated(ctx, prefill, decode)
-        estimate_disaggregated(
-            catalog,
-            model=model,
-            hardware=hardware,
-            precision=precision,
-            kv_precision=kv_precision,
-            prefill=prefill or "",
-            decode=decode or "",
-            isl=isl,
-            osl=osl,
-            concurrency=concurrency,
-            flags=flags,
-            techniques=techniques,
-            fmt=fmt,
-        )
+        pools = pool_option(prefill or "", "--prefill"), pool_option(decode or "", "--decode")
+        result = estimate_disaggregated(catalog, point, *pools, isl, osl, concurrency)
+        show_disaggregated(result, fmt)
         return
-    cand = candidate(catalog, model, hardware, precision, kv_precision, tp, pp, ep)
-    if dp != 1:
-        cand = replace(cand, par=replace(cand.par, dp=dp))
-    cand = on_servers(catalog, cand)  # a bare GPU wider than a server: its DGX/HGX servers
-    point = resolve_point(
-        catalog,
-        engine=engine,
-        calibration=calibration,
-        techniques=techniques,
-        target=cand.model,
-        isl=isl,
+    gaps_cv = 1.0 if cv is None else cv
+    found = estimate_point(
+        catalog, point, (tp, pp, ep, dp), isl, osl, concurrency, batching, rate, gaps_cv
     )
-    est = point.estimator
-    engine_text = est.efficiency_for(cand.gpu, cand.precision).engine  # the set it is run with
-    res = est.resolve(cand, isl + osl)
-    bands = point_bands(shipped_bands(), est, res.candidate, res.trust)
+    cand, rec = found.candidate, found.record
     if rate is not None:
-        arrivals = gaps_words(1.0 if cv is None else cv)
-        rec = rate_record(res, isl, osl, rate, 1.0 if cv is None else cv, engine_text)
-        rec = with_error_band(rec, bands)
         title = (
             f"{cand.model.id} on {cand.label()} · ISL {isl} · OSL {osl} · inflight · "
-            f"{arrivals} {rate:g} req/s"
+            f"{gaps_words(gaps_cv)} {rate:g} req/s"
         )
-        emit_data(
-            fmt,
-            rec,
-            table=lambda out: out.print(report.key_value_table(title, _rate_pairs(rec))),
+        pairs = _rate_pairs(rec)
+    else:
+        title = (
+            f"{cand.model.id} on {cand.label()} · ISL {isl} · OSL {osl} · {batching} "
+            f"{'batch' if batching == 'static' else 'concurrency'} {concurrency}"
         )
-        return
-    op = est.point(res, isl, osl, concurrency, batching)
-    rec = with_error_band(record(res, isl, osl, concurrency, batching, op, engine_text), bands)
-    title = (
-        f"{cand.model.id} on {cand.label()} · ISL {isl} · OSL {osl} · {batching} "
-        f"{'batch' if batching == 'static' else 'concurrency'} {concurrency}"
-    )
-    emit_data(
-        fmt, rec, table=lambda out: out.print(report.key_value_table(title, _human_pairs(rec)))
-    )
+        pairs = _human_pairs(rec)
+    emit_data(fmt, rec, table=lambda out: out.print(report.key_value_table(title, pairs)))
 
 
 def _disaggregated(ctx: typer.Context, prefill: str | None, decode: str | None) -> None:
@@ -333,9 +294,9 @@ def _rate_pairs(rec: dict[str, Any]) -> list[tuple[str, Any]]:
         if mean is None:
             return "—"
         parts = [f"mean {mean:,.{digits}f}"]
-        for q in RATE_PERCENTILES:
-            v = rec[f"{name}_ms_p{q}"]
-            parts.append(f"p{q} " + ("—" if v is None else f"{v:,.{digits}f}"))
+        for stat in RATE_PERCENTILES:
+            v = rec[f"{name}_ms_{stat}"]
+            parts.append(f"{stat} " + ("—" if v is None else f"{v:,.{digits}f}"))
         band = (rec.get("error_band") or {}).get(f"{name}_ms")
         if band is not None:
             parts.append(

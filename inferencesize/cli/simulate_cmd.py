@@ -3,13 +3,9 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator, Sequence
-from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Any
 
-import numpy as np
-import numpy.typing as npt
 import typer
 
 from inferencesize import report
@@ -39,117 +35,27 @@ from inferencesize.cli.options import (
     with_options,
 )
 from inferencesize.cli.stream import write_rows
-from inferencesize.errors import InputError, UsageError
-from inferencesize.estimate import Candidate
-from inferencesize.io_trace import REQUEST_COLUMNS, read_trace, request_blocks
+from inferencesize.errors import UsageError
+from inferencesize.io_requests import requests_text
 from inferencesize.io_write import atomic_file, check_target
-from inferencesize.measured_map import on_servers
+from inferencesize.point_estimate import PointFlags
 from inferencesize.simulate import (
     BALANCERS,
     POLICIES,
     PROMPT_STEP_TOKENS,
-    BatchingConfig,
     SimResult,
-    Summary,
-    Workload,
-    gamma_arrivals,
-    kv_budget,
-    lengths,
-    per_request,
-    poisson_arrivals,
-    simulate_llm,
-    summarize,
 )
-from inferencesize.study import candidate, resolve_point
-from inferencesize.vocabulary import DEFAULT_ROUTER, Arrivals, Router
+from inferencesize.simulation_study import (
+    CHUNK_TOKENS,
+    DEFAULT_REQUEST_BATCH,
+    Serving,
+    prepare_simulation,
+    run_policy,
+    simulation_workload,
+)
+from inferencesize.vocabulary import DEFAULT_ROUTER, Arrivals, Router, Statistic
 
 FORMATS = report.FORMATS
-#: Batch size of static / dynamic batching when --max-batch is not given.
-DEFAULT_REQUEST_BATCH = 16
-#: Chunked-prefill token budget per step when --step-tokens is not given (vLLM's classic
-#: max_num_batched_tokens). Plain in-flight prompt steps batch PROMPT_STEP_TOKENS.
-CHUNK_TOKENS = 2048
-
-
-def _workload(
-    rate: float | None,
-    cv: float,
-    concurrency: int | None,
-    trace: Path | None,
-    requests: int,
-    isl: int,
-    osl: int,
-    isl_stddev: float,
-    osl_stddev: float,
-    seed: int,
-) -> tuple[Workload, str]:
-    given = [x for x in (rate, concurrency, trace) if x is not None]
-    if len(given) != 1:
-        raise UsageError("simulate needs exactly one of --rate, --concurrency or --trace")
-    if trace is not None:
-        return read_trace(trace), f"trace {trace.name}"
-    rng = np.random.default_rng(seed)
-    isl_a = lengths(rng, requests, isl, isl_stddev)
-    osl_a = lengths(rng, requests, osl, osl_stddev)
-    if concurrency is not None:
-        return Workload(isl_a, osl_a, None, concurrency), f"closed loop, {concurrency} clients"
-    assert rate is not None  # finite and in range: cli.common.BOUNDS
-    if cv == 1.0:
-        return Workload(isl_a, osl_a, poisson_arrivals(rng, requests, rate)), (
-            f"Poisson {rate:g} req/s"
-        )
-    times = gamma_arrivals(rng, requests, rate, cv)
-    return Workload(isl_a, osl_a, times), f"gamma {rate:g} req/s, cv {cv:g}"
-
-
-def _dist_ms(summary: Summary, name: str) -> dict[str, float]:
-    d = summary.metric(name)
-    return {k: getattr(d, k) * 1e3 for k in ("mean", "p50", "p90", "p95", "p99")}
-
-
-def sim_record(
-    cand: Candidate,
-    cfg: BatchingConfig,
-    res: SimResult,
-    summary: Summary,
-    arrivals: str,
-    instances: int,
-    balancer: str,
-    seed: int,
-    engine: str,
-) -> dict[str, Any]:
-    """The JSON record of one simulation (documented in the README)."""
-    return {
-        "model": cand.model.id,
-        **cand.fields(),
-        "dp": cand.par.dp,
-        "isl_mean": float(res.isl.mean()),
-        "osl_mean": float(res.osl.mean()),
-        "arrivals": arrivals,
-        "concurrency": res.concurrency if res.closed_loop else None,
-        "batching": cfg.policy,
-        "max_batch": cfg.max_batch,
-        "max_queue_delay_ms": cfg.max_queue_delay_s * 1e3 if cfg.policy == "dynamic" else None,
-        "step_tokens": cfg.step_tokens if cfg.policy in ("inflight", "chunked") else None,
-        "instances": instances,
-        "balancer": balancer,
-        "seed": seed,
-        "requests": len(res.arrival_s),
-        "measured_requests": summary.requests,
-        "dropped_requests": summary.dropped,
-        "ttft_ms": _dist_ms(summary, "ttft_s"),
-        "itl_ms": _dist_ms(summary, "itl_s"),
-        "e2e_ms": _dist_ms(summary, "e2e_s"),
-        "queue_ms": _dist_ms(summary, "queue_s"),
-        "requests_per_s": summary.requests_per_s,
-        "output_tokens_per_s": summary.output_tokens_per_s,
-        "gpu_busy": summary.gpu_busy,
-        "simulated_s": summary.duration_s,
-        "arrival_rps": summary.arrival_rps,
-        "completion_rps": summary.completion_rps,
-        "overloaded": summary.overloaded,
-        "engine": engine,
-    }
 
 
 def _policies(compare: str | None, batching: str) -> list[str]:
@@ -204,7 +110,7 @@ def _print(records: list[dict[str, Any]]) -> None:
     r = r0
 
     def line(d: dict[str, float], digits: int) -> str:
-        return " · ".join(f"{k} {d[k]:,.{digits}f}" for k in ("mean", "p50", "p90", "p95", "p99"))
+        return " · ".join(f"{k} {d[k]:,.{digits}f}" for k in Statistic)
 
     pairs: list[tuple[str, Any]] = [
         ("batching", f"{r['batching']} (max batch {r['max_batch']})"),
@@ -397,7 +303,7 @@ def simulate_command(
     if requests_out is not None:
         check_target(requests_out, "--requests-out", inputs=inputs)
     _check_arrivals(arrivals, rate, cv, concurrency)
-    wl, shown = _workload(
+    wl, shown = simulation_workload(
         rate,
         1.0 if cv is None else cv,
         concurrency,
@@ -409,41 +315,28 @@ def simulate_command(
         osl_stddev,
         seed,
     )
+    point = PointFlags(
+        model,
+        hardware,
+        precision,
+        kv_precision,
+        flags.get("engine"),
+        flags.get("calibration"),
+        None,
+    )
     catalog = open_catalog(flags.get("catalog_dirs"))
-    point = resolve_point(catalog, engine=flags.get("engine"), calibration=flags.get("calibration"))
-    est = point.estimator
-    cand = candidate(catalog, model, hardware, precision, kv_precision, tp, pp, ep)
-    if dp != 1:
-        cand = replace(cand, par=replace(cand.par, dp=dp))
-    cand = on_servers(catalog, cand)  # a bare GPU wider than a server: its DGX/HGX servers
-    longest = int((wl.isl + wl.osl).max())
-    res = est.resolve(cand, longest)
-    engine = est.efficiency_for(cand.gpu, cand.precision).engine  # the set it is run with
-    if res.deployment is None or res.reason is not None:
-        raise InputError(f"{cand.label()}: {res.reason}")
-    kv = kv_budget(res.deployment, cand.gpu.memory_bytes, wl)
-    kv_seqs = kv.max_sequences
+    sim = prepare_simulation(catalog, point, (tp, pp, ep, dp), wl, shown)
+    serving = Serving(
+        max_batch, max_queue_delay_ms / 1e3, step_tokens, instances, router, seed, warmup
+    )
     records = []
     last: SimResult | None = None
     with Progress(f"simulating {wl.n:,} requests", total=len(names)) as progress:
         for name in names:
-            inflight = name in ("inflight", "chunked")
-            top = max_batch or (kv_seqs if inflight else DEFAULT_REQUEST_BATCH)
-            cfg = BatchingConfig(
-                name,  # type: ignore[arg-type]
-                max(1, min(top, kv_seqs)),
-                max_queue_delay_ms / 1e3,
-                step_tokens or (CHUNK_TOKENS if name == "chunked" else PROMPT_STEP_TOKENS),
-            )
-            last = simulate_llm(
-                res.deployment, cand.gpu.memory_bytes, wl, cfg, instances, router, kv, seed
-            )
-            summary = summarize(last, warmup)
-            records.append(
-                sim_record(cand, cfg, last, summary, shown, instances, balancer, seed, engine)
-            )
+            rec, last = run_policy(sim, name, serving)
+            records.append(rec)
             progress.advance()
-    del kv  # its per-request column is not needed while the requests are written
+    del sim  # its KV budget (a column per request) is not needed while the requests are written
     if requests_out is not None and last is not None:
         with atomic_file(requests_out, "--requests-out", inputs=inputs) as fh:
             for block in requests_text(last):
@@ -475,139 +368,3 @@ def overload_text(r: dict[str, Any]) -> str:
         f" {r['arrival_rps']:,.3g} arrivals/s; the queue grows through the run, so the"
         " latencies depend on its length (no steady state)"
     )
-
-
-# The --requests-out CSV, a column at a time: the bytes of io_trace.request_blocks (a row is
-# "%d,%d,%.6f,%d,%d,%.6f,%.6f,%.6f,%.6f,%.6f\n", NaN empty) in about a fifth of its time (a
-# million rows: 0.4 s of CPU instead of 2). Each value is written as digits into a table with
-# one row per character place (a zero byte where a shorter value has no character), the table
-# is transposed to one row per request and the zero bytes are dropped.
-
-#: Which request columns are seconds written to the microsecond ('%.6f'); the others are '%d'.
-_FIXED = (False, False, True, False, False, True, True, True, True, True)
-#: The digits of 0 to 999, one row per place (hundreds, tens, units).
-_DIGITS3 = np.array([list(b"%03d" % k) for k in range(1000)], dtype=np.uint8).T.copy()
-#: Largest magnitudes written column-wise (beyond them io_trace writes the CSV row by row):
-#: seconds, whose millionths stay below 2^52 (where every half is a double), and integers.
-_MAX_SECONDS = 2.0**32
-_MAX_INTEGER = 10**15
-_BLOCK_ROWS = 16_384  # (blocks that stay in cache: three times faster than 65,536)
-
-Ints = npt.NDArray[np.int64]
-
-
-def requests_text(res: SimResult, rows: int = _BLOCK_ROWS) -> Iterator[str]:
-    """The per-request CSV as ``io_trace.request_blocks`` writes it, byte for byte: the
-    header, then ``rows`` requests a block."""
-    pr = per_request(res)
-    n = len(res.arrival_s)
-    columns = (
-        np.arange(n, dtype=np.int64),
-        res.instance,
-        res.arrival_s,
-        res.isl,
-        res.osl,
-        pr.queue_s,
-        pr.ttft_s,
-        pr.itl_s,
-        pr.e2e_s,
-        res.done_s,
-    )
-    within = all(
-        bool(np.all(np.isnan(c) | (np.abs(c) < _MAX_SECONDS)))
-        if fixed
-        else bool(np.all(np.abs(c) < _MAX_INTEGER))
-        for c, fixed in zip(columns, _FIXED, strict=True)
-    )
-    if not within:
-        yield from request_blocks(res, rows)
-        return
-    yield ",".join(REQUEST_COLUMNS) + "\n"
-    for start in range(0, n, rows):
-        block = [np.asarray(c[start : start + rows]) for c in columns]
-        yield csv_rows(block, _FIXED).decode("ascii")
-
-
-def csv_rows(columns: Sequence[npt.NDArray[Any]], fixed: Sequence[bool]) -> bytes:
-    """Rows of equally long ``columns``: comma-separated, a newline after each; a ``fixed``
-    column as '%.6f' (NaN: empty; magnitudes below 2^32), the others as '%d' (below 10^15)."""
-    m = len(columns[0])
-    fields: list[tuple[Ints, Ints | None, Ints, npt.NDArray[np.bool_]]] = []
-    for column, is_fixed in zip(columns, fixed, strict=True):
-        if is_fixed:
-            x = np.asarray(column, dtype=np.float64)
-            nan = np.isnan(x)
-            magnitude = np.where(nan, 0.0, np.abs(x))
-            micro = magnitude * 1e6
-            nearest = np.rint(micro)
-            value = nearest.astype(np.int64)
-            # micro is the exact product rounded to a double; rounding is monotone and a
-            # half (k + 0.5, a double below 2^52) cannot lie strictly between the two, so
-            # nearest is the exact product correctly rounded unless micro is a half: those
-            # (exact ties such as 1/128 s among them) go to Python's correctly rounded '%f'
-            unsure = np.flatnonzero(np.abs(micro - nearest) == 0.5)
-            if unsure.size:
-                value[unsure] = [
-                    int(f"{v:.6f}".replace(".", "")) for v in magnitude[unsure].tolist()
-                ]
-            whole = value // 1_000_000
-            negative = np.signbit(x) & ~nan  # '-0.000000' for -0.0 and tiny negatives, as %f
-            length = np.where(nan, 0, _places(whole) + 7 + negative)
-            fields.append((whole, value - whole * 1_000_000, length, negative))
-        else:
-            ints = np.asarray(column, dtype=np.int64)
-            negative = ints < 0
-            whole = np.abs(ints)
-            fields.append((whole, None, _places(whole) + negative, negative))
-    widths = [int(length.max(initial=0)) for _, _, length, _ in fields]
-    total = sum(widths) + len(fields)
-    # one row per character place; rows a little longer than m (a power-of-two stride
-    # would make the transpose below three times slower)
-    text: npt.NDArray[np.uint8] = np.empty((total, m + 64), dtype=np.uint8)[:, :m]
-    start = 0
-    for (whole, micros, length, negative), width in zip(fields, widths, strict=True):
-        end = start + width
-        if micros is None:
-            _digits(text, start, end, whole)
-        elif width:
-            _digits(text, end - 6, end, micros)
-            text[end - 7] = ord(".")
-            _digits(text, start, end - 7, whole)
-        first = end - length  # the place of each value's first character
-        for place in range(start, end - int(length.min(initial=0))):
-            text[place] *= first <= place  # before it: no character
-        if negative.any():
-            rows = np.flatnonzero(negative)
-            text[first[rows], rows] = ord("-")
-        text[end] = ord(",")
-        start = end + 1
-    text[total - 1] = ord("\n")
-    out = np.ascontiguousarray(text.T)
-    kept: npt.NDArray[np.uint8] = out[out != 0]
-    return kept.tobytes()
-
-
-def _digits(text: npt.NDArray[np.uint8], start: int, end: int, value: Ints) -> None:
-    """Write each value's decimal digits right-aligned into rows ``start:end`` of ``text``,
-    with leading zeros (a value has at most ``end - start`` digits)."""
-    while end > start:
-        k = min(3, end - start)
-        if end - start > 3:
-            high = value // 1000
-            low = value - high * 1000
-        else:
-            high = low = value
-        np.take(_DIGITS3[3 - k :], low, axis=1, out=text[end - k : end])
-        value = high
-        end -= k
-
-
-def _places(value: Ints) -> Ints:
-    """The decimal digits of each value >= 0 (one for 0)."""
-    places = np.ones(len(value), dtype=np.int64)
-    top = int(value.max(initial=0))
-    power = 10
-    while power <= top:
-        places += value >= power
-        power *= 10
-    return places

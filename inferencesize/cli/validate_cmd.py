@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import time
-from collections import Counter
-from dataclasses import asdict, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -27,65 +24,27 @@ from inferencesize.cli.options import (
     CatalogOpt,
     EngineOpt,
 )
-from inferencesize.disagg_point import predict_disaggregated
-from inferencesize.errors import InfeasibleError, InputError, UsageError
-from inferencesize.estimate import Estimator
+from inferencesize.errors import InfeasibleError, UsageError
 from inferencesize.io_measurements import (
-    GENAI_SOURCE,
     Measurement,
-    dedupe,
-    marked_duplicates,
-    read_measurements,
 )
 from inferencesize.io_write import check_target, write_atomic
-from inferencesize.measured_map import map_measurements
-from inferencesize.repeats import repeat_spreads
-from inferencesize.study import efficiency_set
 from inferencesize.units import PRECISIONS
 from inferencesize.validation import (
     STEADY_TOLERANCE,
-    Prediction,
-    SteadyCheck,
-    deployment_kind,
-    estimator_chooser,
-    not_predicted,
-    point_key,
-    predict_all,
-    steady_checks,
-    summary_table,
 )
+from inferencesize.validation_study import measured_rows, validate_rows
 
 if TYPE_CHECKING:
     from inferencesize.calibration import Worse
 
 
-def _load_rows(data: list[Path]) -> list[Measurement]:
-    return dedupe([m for path in data for m in read_measurements(path)])
-
-
-def _summary_rows(preds: list[Prediction], by: Any) -> list[dict[str, Any]]:
-    return [
-        {
-            "group": k,
-            "n": s.n,
-            "median_ape": s.median_ape,
-            "p90_ape": s.p90_ape,
-            "within_10": s.within_10,
-            "within_25": s.within_25,
-        }
-        for k, s in summary_table(preds, by).items()
-    ]
-
-
-DataOpt = Annotated[
-    list[Path],
-    typer.Option(
-        "--data",
-        metavar="FILE",
-        help="Measurements CSV (columns as data/calibration/README.md) or GenAI-Perf export"
-        " (profile_export_genai_perf.json/.csv); repeatable.",
-    ),
-]
+#: What --data reads (validate and calibrate).
+DATA_HELP = (
+    "Measurements CSV (columns as data/calibration/README.md) or GenAI-Perf export"
+    " (profile_export_genai_perf.json/.csv); repeatable."
+)
+DataOpt = Annotated[list[Path], typer.Option("--data", metavar="FILE", help=DATA_HELP)]
 
 
 def validate(
@@ -114,72 +73,16 @@ def validate(
     """
     check_format(fmt, report.FORMATS)
     catalog = open_catalog(catalog_dirs)
-    fixed = efficiency_set(catalog, engine, calibration) if (engine or calibration) else None
-    rows = _load_rows(data)
-    unique, duplicates = marked_duplicates(rows)
-    mapped, skipped = map_measurements(catalog, unique)
-    skipped = duplicates + skipped
-    pick = estimator_chooser(catalog, fixed)
-    t0 = time.perf_counter()
-    with Progress(f"predicting {len(mapped):,} measured points"):
-        aggregated = [r for r in mapped if r.pools is None]
-        preds = predict_all(pick, aggregated)
-        disagg, disagg_problems = predict_disaggregated(
-            pick, [r for r in mapped if r.pools is not None]
-        )
-    elapsed = time.perf_counter() - t0
-    skipped = skipped + not_predicted(pick, aggregated, preds) + disagg_problems
-    preds = preds + disagg
-    used = Counter((r.m.engine, r.m.engine_version, pick(r.m).efficiency.id) for r in mapped)
-    sets_used = [
-        {"engine": e, "engine_version": v, "efficiency": ident, "rows": n}
-        for (e, v, ident), n in sorted(used.items())
-    ]
-    by_metric = _summary_rows(preds, lambda p: p.mapped.m.metric)
-    by_source = _summary_rows(preds, lambda p: f"{p.mapped.m.source} · {p.mapped.m.metric}")
-    by_deployment = _summary_rows(
-        preds, lambda p: f"{deployment_kind(p.mapped)} · {p.mapped.m.metric}"
-    )
-    checks = steady_checks(mapped)
-    off = [c for c in checks if not c.steady]
-    off_points = {c.point for c in off}
-    by_metric_steady = _summary_rows(
-        [p for p in preds if point_key(p.mapped) not in off_points], lambda p: p.mapped.m.metric
-    )
-    repeats = [asdict(r) for r in repeat_spreads(rows)]
-    unmapped = [
-        {
-            "row": m.row,
-            "source": m.source,
-            "model": m.model,
-            "gpu": m.gpu,
-            "metric": m.metric,
-            "reason": why,
-        }
-        for m, why in skipped
-    ]
-    by_reason = [
-        {"reason": why, "rows": n}
-        for why, n in sorted(Counter(why for _, why in skipped).items(), key=lambda x: -x[1])
-    ]
-    result = {
-        "rows": len(rows),
-        "predicted": len(preds),
-        "unmapped": unmapped,
-        "unmapped_by_reason": by_reason,
-        "by_metric": by_metric,
-        "by_source": by_source,
-        "by_deployment": by_deployment,
-        "efficiency_sets": sets_used,
-        "steady_state": {
-            "checked": len(checks),
-            "tolerance": STEADY_TOLERANCE,
-            "off": [_off_point(c) for c in off],
-            "by_metric": by_metric_steady,
-        },
-        "repeat_runs": repeats,
-        "seconds": elapsed,
-    }
+    measured = measured_rows(catalog, data, engine, calibration)
+    with Progress(f"predicting {len(measured.mapped):,} measured points"):
+        found = validate_rows(measured)
+    result, off, skipped = found.record, found.off, found.skipped
+    by_metric, by_source = result["by_metric"], result["by_source"]
+    by_deployment = result["by_deployment"]
+    by_metric_steady = result["steady_state"]["by_metric"]
+    checks = result["steady_state"]["checked"]
+    repeats, sets_used = result["repeat_runs"], result["efficiency_sets"]
+    unmapped, by_reason = result["unmapped"], result["unmapped_by_reason"]
     if fmt != "table":
         groups = [("by_metric", by_metric), ("by_source", by_source)]
         groups.append(("by_deployment", by_deployment))
@@ -208,7 +111,7 @@ def validate(
     if off:
         ratios = [c.ratio for c in off]
         out.print(
-            f"Little's law: {len(off)} of {len(checks)} measured serving points are off steady"
+            f"Little's law: {len(off)} of {checks} measured serving points are off steady"
             f" state (clients / (req/s × E2E) = {min(ratios):.3f}–{max(ratios):.3f}, not 1 ±"
             f" {STEADY_TOLERANCE:.0%}): the run ended before its queue settled, while the model"
             " predicts steady state."
@@ -216,7 +119,7 @@ def validate(
         title = "accuracy by metric, steady-state points only"
         out.print(report.table(title, cols, fmt_rows(by_metric_steady)))
     elif checks:
-        out.print(f"Little's law: all {len(checks)} measured serving points are in steady state.")
+        out.print(f"Little's law: all {checks} measured serving points are in steady state.")
     if repeats:
         title = "run-to-run difference, points measured more than once (|later / first − 1|)"
         rep_cols = ["metric", "points", "pairs", "median", "p90", "max"]
@@ -230,7 +133,7 @@ def validate(
         label = f"{u['engine']} {u['engine_version']}".strip() or "(engine not stated)"
         out.print(f"{label}: {u['rows']} rows predicted with efficiency set {u['efficiency']}")
     out.print(
-        f"{len(rows)} rows read, {len(preds)} predicted in {elapsed:.2f} s, "
+        f"{result['rows']} rows read, {result['predicted']} predicted in {result['seconds']:.2f} s, "
         f"{len(unmapped)} not mappable"
     )
     if by_reason:
@@ -246,21 +149,6 @@ def validate(
         out.print(f"  row {m.row} ({m.source}, {m.model}, {m.metric}): {why}")
 
 
-def _off_point(c: SteadyCheck) -> dict[str, Any]:
-    m = c.m
-    return {
-        "source": m.source,
-        "model": m.model,
-        "gpu": m.gpu,
-        "precision": m.precision,
-        "tp": m.tp,
-        "isl": m.isl,
-        "osl": m.osl,
-        "concurrency": c.clients,
-        "ratio": c.ratio,
-    }
-
-
 def calibrate(
     out_file: Annotated[
         Path,
@@ -272,13 +160,7 @@ def calibrate(
         ),
     ],
     data: Annotated[
-        list[Path] | None,
-        typer.Option(
-            "--data",
-            metavar="FILE",
-            help="Measurements CSV (columns as data/calibration/README.md) or GenAI-Perf export"
-            " (profile_export_genai_perf.json/.csv); repeatable.",
-        ),
+        list[Path] | None, typer.Option("--data", metavar="FILE", help=DATA_HELP)
     ] = None,
     hardware: Annotated[
         str | None,
@@ -375,95 +257,25 @@ def calibrate(
     inputs = input_files(data=data)
     check_target(out_file, "--out", inputs=inputs, overwrite=force)
     # scipy.optimize is imported here, not at start-up, so every other command stays fast.
-    from inferencesize.calibration import (
-        PER_GPU_PARAMS,
-        fit,
-        on_target,
-        precision_class,
-        worse_than_start,
-    )
+    from inferencesize.calibration_study import RunFill, calibration_rows, fit_rows
 
     catalog = open_catalog(catalog_dirs)
-    base = efficiency_set(catalog, engine, None)
-    gpu, _ = catalog.hardware(hardware)
-    rows = _load_rows(data)
-    fill = {"model": model, "tp": tp, "isl": isl, "osl": osl, "concurrency": concurrency}
-    rows, excluded = on_target(
-        catalog, [_fill(m, fill, gpu.id, precision) for m in rows], gpu.id, precision
-    )
-    target = f"{gpu.id} {precision}"
-    if not rows and excluded:
-        measured = ", ".join(f"{n:,} on {g} {p}" for g, p, n in excluded[:3])
-        raise InputError(
-            f"{data[0]}: no rows measured on {target} ({measured}); give the --hardware and"
-            " --precision the rows were measured on (a blank gpu or precision cell takes them)"
-        )
-    mapped, skipped = map_measurements(catalog, rows, hardware=hardware, precision=precision)
-    # the fit predicts one instance per row: disaggregated rows are listed, not fitted
-    skipped += [(r.m, "disaggregated: calibrate fits one instance") for r in mapped if r.pools]
-    mapped = [r for r in mapped if r.pools is None]
-    if not mapped:
-        reasons = sorted({why for _, why in skipped})
-        raise InputError(f"{data[0]}: no usable rows ({'; '.join(reasons[:3]) or 'empty'})")
-    with Progress(f"fitting {target} to {len(mapped):,} measured points"):
-        tier = catalog.kernel_tier(base)
-        start = Estimator(base, kernel_tier=tier)
-        before = predict_all(lambda _m: start, mapped)
-        free = ["step_overhead_s", "layer_overhead_s", "gemm_m_half"] if overheads else []
-        result = fit(base, mapped, free, kernel_tier=tier)
-    worse = worse_than_start(before, result.predictions)
+    fill = RunFill(model, tp, isl, osl, concurrency)
+    rows = calibration_rows(catalog, data, hardware, precision, fill, engine)
+    with Progress(f"fitting {rows.target} to {len(rows.mapped):,} measured points"):
+        found = fit_rows(catalog, rows, overheads, out_file.stem, data)
+    worse, base = found.worse, rows.base
     written = force or not worse
-    fitted = result.efficiency.model_copy(
-        update={
-            "id": out_file.stem,
-            "default": False,
-            "source": f"infersize calibrate on {', '.join(str(d) for d in data)} ({len(mapped)} rows;"
-            f" {target}); starting from {base.id}",
-        }
-    )
     if written:
         write_atomic(
             out_file,
-            yaml.safe_dump(fitted.model_dump(exclude_none=True), sort_keys=False),
+            yaml.safe_dump(found.fitted.model_dump(exclude_none=True), sort_keys=False),
             "--out",
             inputs=inputs,
             overwrite=force,
         )
-    entry = next(
-        e
-        for e in fitted.entries
-        if e.gpu == gpu.id and precision_class(e.precision or "") == precision_class(precision)
-    )
-    b = summary_table(before, lambda p: p.mapped.m.metric)
-    a = summary_table(result.predictions, lambda p: p.mapped.m.metric)
-    worse_metrics = {w.metric for w in worse}
-    quality = [
-        {
-            "metric": k,
-            "n": a[k].n,
-            "median_ape_before": b[k].median_ape if k in b else None,
-            "median_ape_after": a[k].median_ape,
-            "p90_ape_before": b[k].p90_ape if k in b else None,
-            "p90_ape_after": a[k].p90_ape,
-            "worse": k in worse_metrics,
-        }
-        for k in a
-    ]
-    rec: dict[str, Any] = {
-        "out": str(out_file),
-        "written": written,
-        "id": fitted.id,
-        "hardware": gpu.id,
-        "precision": precision,
-        "starting_set": base.id,
-        "fitted": {k: getattr(entry, k) for k in PER_GPU_PARAMS},
-        "rows_used": len(mapped),
-        "rows_excluded": [{"gpu": g, "precision": p, "rows": n} for g, p, n in excluded],
-        "rows_not_used": len(skipped),
-        "not_used_example": skipped[0][1] if skipped else None,
-        "fit_quality": quality,
-        "worse": [asdict(w) for w in worse],
-    }
+    rec: dict[str, Any] = {"out": str(out_file), "written": written, **found.record}
+    quality = rec["fit_quality"]
     head = {k: rec[k] for k in ("id", "hardware", "precision", "starting_set", "written")}
     emit_data(
         fmt,
@@ -476,7 +288,7 @@ def calibrate(
         if not written:
             raise InfeasibleError(
                 f"{out_file} not written: the fit is worse than {base.id} on the"
-                f" {_rows(len(mapped), target)}: {what} (--force writes it anyway)"
+                f" {_rows(len(rows.mapped), rows.target)}: {what} (--force writes it anyway)"
             )
         typer.echo(f"warning: the fit is worse than {base.id}: {what}", err=True)
     typer.echo(f"wrote {out_file}", err=True)
@@ -537,25 +349,3 @@ def _calibrate_tables(con: Any, rec: dict[str, Any]) -> None:
 def _rows(n: int, what: str) -> str:
     """``1 h100-sxm fp8 row``, ``6 h100-sxm fp8 rows``."""
     return f"{n:,} {what} row{'' if n == 1 else 's'}"
-
-
-def _fill(m: Measurement, fill: dict[str, Any], gpu: str, precision: str) -> Measurement:
-    # A GenAI-Perf export names the served model (a deployment name, not a catalog id) and
-    # states no TP: the flags win there. A measurements CSV states each row: flags fill blanks.
-    export = m.source == GENAI_SOURCE
-    updates: dict[str, Any] = {}
-    if (export or not m.model) and fill["model"]:
-        updates["model"] = fill["model"]
-    if (export or m.tp is None) and fill["tp"]:
-        updates["tp"] = fill["tp"]
-    if (export or m.isl is None) and fill["isl"]:
-        updates["isl"] = float(fill["isl"])
-    if (export or m.osl is None) and fill["osl"]:
-        updates["osl"] = float(fill["osl"])
-    if (export or not m.concurrency) and fill["concurrency"]:
-        updates["concurrency"] = str(fill["concurrency"])
-    if not m.gpu:
-        updates["gpu"] = gpu
-    if not m.precision:
-        updates["precision"] = precision
-    return replace(m, **updates) if updates else m

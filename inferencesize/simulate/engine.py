@@ -479,8 +479,10 @@ def route(
         return None
     if router is Router.RANDOM:
         drawn = router_generator(seed).integers(0, instances, size=len(fits), dtype=np.int64)
-    else:
+    elif router is Router.ROUND_ROBIN:
         drawn = (np.cumsum(fits, dtype=np.int64) - 1) % instances
+    else:  # a router of the vocabulary with no model here: never another's by default
+        raise ValueError(f"router {router.value!r}: the simulator has no model of it")
     return np.where(fits, drawn, -1)
 
 

@@ -21,18 +21,24 @@ import numpy as np
 import numpy.typing as npt
 
 from inferencesize.simulate.engine import SimResult
+from inferencesize.vocabulary import PERCENTILES, QUANTILES, Statistic
 
-PERCENTILES = (50.0, 90.0, 95.0, 99.0)
 METRICS = ("ttft_s", "itl_s", "e2e_s", "queue_s")
 
 
 @dataclass(frozen=True)
 class Distribution:
+    """The mean and the vocabulary's percentiles (``vocabulary.PERCENTILES``, in order) of a
+    sample."""
+
     mean: float
-    p50: float
-    p90: float
-    p95: float
-    p99: float
+    percentiles: tuple[float, ...]
+
+    def at(self, statistic: Statistic) -> float:
+        """The value of ``statistic``: the mean or one of the percentiles."""
+        if statistic is Statistic.MEAN:
+            return self.mean
+        return self.percentiles[PERCENTILES.index(statistic)]
 
 
 @dataclass(frozen=True)
@@ -101,10 +107,9 @@ def measured_mask(res: SimResult, warmup: float, cooldown: int = 0) -> npt.NDArr
 def distribution(values: npt.NDArray[np.float64]) -> Distribution:
     v = values[~np.isnan(values)]
     if v.size == 0:
-        nan = float("nan")
-        return Distribution(nan, nan, nan, nan, nan)
-    p50, p90, p95, p99 = np.percentile(v, PERCENTILES)
-    return Distribution(float(v.mean()), float(p50), float(p90), float(p95), float(p99))
+        return Distribution(float("nan"), (float("nan"),) * len(QUANTILES))
+    values_at = np.quantile(v, QUANTILES)
+    return Distribution(float(v.mean()), tuple(float(x) for x in values_at))
 
 
 def percentile_of(values: npt.NDArray[np.float64], q: float) -> float:

@@ -12,7 +12,7 @@ import pytest
 from typer.testing import CliRunner, Result
 
 from inferencesize.cli import app
-from inferencesize.cli.disagg_estimate import DISAGG_RECORD_KEYS
+from inferencesize.point_estimate import DISAGG_RECORD_KEYS
 
 runner = CliRunner()
 DSR1 = ["--model", "deepseek-r1", "--isl", "1024", "--osl", "1024", "--concurrency", "64"]

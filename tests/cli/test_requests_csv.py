@@ -10,7 +10,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from inferencesize.cli.simulate_cmd import csv_rows, requests_text
+from inferencesize.io_requests import csv_rows, requests_text
 from inferencesize.io_trace import requests_csv
 from inferencesize.simulate import (
     BatchingConfig,

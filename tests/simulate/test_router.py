@@ -172,3 +172,15 @@ def test_one_instance_ignores_the_router() -> None:
     ll, rnd = run(wl, Router.LEAST_LOADED, instances=1), run(wl, instances=1, seed=4)
     np.testing.assert_array_equal(ll.done_s, rnd.done_s)
     assert set(rnd.instance) == {0}
+
+
+@pytest.mark.parametrize("router", list(Router))
+def test_every_router_of_the_vocabulary_has_a_model_in_the_simulator(router: Router) -> None:
+    """A router added to the vocabulary must be given its model here (route: an instance per
+    request, or None for a router that looks at the instances): none falls back on another's."""
+    fits = np.array([True, False, True, True])
+    assignment = route(router, 2, fits, 0)
+    if assignment is None:
+        assert router is Router.LEAST_LOADED  # the event loop's own (fewest outstanding)
+    else:
+        assert assignment.tolist()[1] == -1 and set(assignment[fits].tolist()) <= {0, 1}
