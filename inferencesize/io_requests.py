@@ -15,8 +15,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from inferencesize.io_trace import REQUEST_COLUMNS, request_blocks
-from inferencesize.simulate import SimResult, per_request
+from inferencesize.io_trace import REQUEST_COLUMNS, request_blocks, request_columns
+from inferencesize.simulate import SimResult
 
 #: Which request columns are seconds written to the microsecond ('%.6f'); the others are '%d'.
 _FIXED = (False, False, True, False, False, True, True, True, True, True)
@@ -34,20 +34,8 @@ Ints = npt.NDArray[np.int64]
 def requests_text(res: SimResult, rows: int = _BLOCK_ROWS) -> Iterator[str]:
     """The per-request CSV as ``io_trace.request_blocks`` writes it, byte for byte: the
     header, then ``rows`` requests a block."""
-    pr = per_request(res)
+    columns = request_columns(res)
     n = len(res.arrival_s)
-    columns = (
-        np.arange(n, dtype=np.int64),
-        res.instance,
-        res.arrival_s,
-        res.isl,
-        res.osl,
-        pr.queue_s,
-        pr.ttft_s,
-        pr.itl_s,
-        pr.e2e_s,
-        res.done_s,
-    )
     within = all(
         bool(np.all(np.isnan(c) | (np.abs(c) < _MAX_SECONDS)))
         if fixed

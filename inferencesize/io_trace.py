@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -186,13 +187,11 @@ REQUEST_COLUMNS = (
 _REQUEST_ROW = "%d,%d,%.6f,%d,%d,%.6f,%.6f,%.6f,%.6f,%.6f\n"
 
 
-def request_blocks(res: SimResult, rows: int = 65_536) -> Iterator[str]:
-    """The per-request CSV in blocks of whole rows: the header, then ``rows`` requests a block
-    (dropped requests have empty times)."""
+def request_columns(res: SimResult) -> tuple[Any, ...]:
+    """The per-request columns of :data:`REQUEST_COLUMNS`, in that order, one array each."""
     pr = per_request(res)
-    n = len(res.arrival_s)
-    columns = (
-        np.arange(n),
+    return (
+        np.arange(len(res.arrival_s), dtype=np.int64),
         res.instance,
         res.arrival_s,
         res.isl,
@@ -203,6 +202,13 @@ def request_blocks(res: SimResult, rows: int = 65_536) -> Iterator[str]:
         pr.e2e_s,
         res.done_s,
     )
+
+
+def request_blocks(res: SimResult, rows: int = 65_536) -> Iterator[str]:
+    """The per-request CSV in blocks of whole rows: the header, then ``rows`` requests a block
+    (dropped requests have empty times)."""
+    columns = request_columns(res)
+    n = len(res.arrival_s)
     yield ",".join(REQUEST_COLUMNS) + "\n"
     for start in range(0, n, rows):
         values = zip(*(c[start : start + rows].tolist() for c in columns), strict=True)
