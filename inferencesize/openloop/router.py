@@ -77,4 +77,6 @@ def instance(router: Router | str, cv: float, n: int) -> Instance:
     thinned = math.sqrt(1.0 + (c2 - 1.0) / n)
     if route is Router.RANDOM:
         return Instance(thinned)
-    return Instance(thinned, float(n), c2 / n)
+    if route is Router.LEAST_LOADED:
+        return Instance(thinned, float(n), c2 / n)
+    raise ValueError(f"no open-loop model of the {route} router")  # a new Router needs one

@@ -169,3 +169,12 @@ def test_the_scenario_spellings_are_the_routers() -> None:
     base = {"model": "llama-3-8b", "isl": 1000, "osl": 200, "peak_rps": 10, "ttft_ms": 500}
     for r in Router:
         assert ScenarioSpec.model_validate({**base, "router": r.value}).router is r
+
+
+@pytest.mark.parametrize("router", list(Router))
+def test_every_router_of_the_vocabulary_has_an_open_loop_model(router: Router) -> None:
+    """A router added to the vocabulary must be given its open-loop model: none is taken as
+    another's. Poisson arrivals stay Poisson for one instance behind any of them, and each
+    spreads a burst (cv 3) over 4 instances into arrivals no burstier than the fleet's."""
+    assert instance(router, 1.0, 1).cv == 1.0
+    assert instance(router, 3.0, 4).cv < 3.0
