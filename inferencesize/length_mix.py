@@ -47,9 +47,6 @@ class LengthMix:
     #: The prompt (ISL) bins alone, ascending: their probabilities and mean ISL.
     prompt_probs: tuple[float, ...]
     prompt_isl: tuple[float, ...]
-    #: The answer (OSL) bins alone, ascending: their probabilities and mean OSL.
-    answer_probs: tuple[float, ...]
-    answer_osl: tuple[float, ...]
 
     @property
     def cells(self) -> int:
@@ -78,9 +75,6 @@ def length_mix(isl: npt.ArrayLike, osl: npt.ArrayLike) -> LengthMix:
     by_isl = np.bincount(ib)
     prompts = np.flatnonzero(by_isl)
     prompt_sum = np.bincount(ib, weights=i.astype(float))
-    by_osl = np.bincount(ob)
-    answers = np.flatnonzero(by_osl)
-    answer_sum = np.bincount(ob, weights=o.astype(float))
     o_sum = int(o.sum())
     # exact in integers (a trace of one length gives ISL + OSL and ISL + OSL/2 to the bit)
     io = int(np.dot(i, o))
@@ -95,8 +89,6 @@ def length_mix(isl: npt.ArrayLike, osl: npt.ArrayLike) -> LengthMix:
         osl_mean=o_sum / n,
         prompt_probs=tuple(float(c) / n for c in by_isl[prompts]),
         prompt_isl=tuple(float(prompt_sum[b]) / float(by_isl[b]) for b in prompts),
-        answer_probs=tuple(float(c) / n for c in by_osl[answers]),
-        answer_osl=tuple(float(answer_sum[b]) / float(by_osl[b]) for b in answers),
     )
 
 

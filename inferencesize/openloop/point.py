@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from inferencesize.openloop.arrivals import Arrivals, arrivals
+from inferencesize.openloop.arrivals import arrivals
 from inferencesize.openloop.dist import (
     Mixture,
     compact,
@@ -164,30 +164,6 @@ def _mixed_lengths(st: Steps, tv: FloatArray, tp: FloatArray) -> tuple[FloatArra
     values = np.maximum(spread[None, :, :] + shift[:, None, None], alone + shift[:, None, None])
     probs = share[:, None, None] * weight[None, :, :]
     return compact(values.ravel(), probs.ravel())
-
-
-def _itl_over_answers(
-    st: Steps, arr: Arrivals, ch: Chain, dec: Decode, cap_s: float, idc: float | None
-) -> Mixture:
-    """Per-request ITL under a length distribution: the mixture over the OSL bins
-    (``Steps.answer_osl``) of the ITL of a request of that bin's OSL, its decode life the
-    mean one's scaled to its OSL − 1 gaps (one-token answers have none)."""
-    steps = st.osl - 1.0
-    parts = []
-    for osl, share in zip(st.answer_osl, st.answer_p, strict=True):
-        if osl < 2.0:
-            continue
-        life = dec.life_s * (osl - 1.0) / steps
-        m = itl_mixture(replace(st, osl=osl), arr, ch, replace(dec, life_s=life), cap_s, idc)
-        parts.append((m, share))
-    total = sum(share for _, share in parts)
-    return Mixture(
-        np.concatenate([m.shift for m, _ in parts]),
-        np.concatenate([m.gmean for m, _ in parts]),
-        np.concatenate([m.var for m, _ in parts]),
-        np.concatenate([m.w * share / total for m, share in parts]),
-        cap_s,
-    )
 
 
 def unstable(st: Steps, rate: float, qs: tuple[float, ...]) -> OpenLoopPoint:
@@ -432,14 +408,7 @@ def point(
         if itl is not None and "e2e" in tables
         else none
     )
-    shown_itl = itl
-    if itl is not None and st.answer_osl and "itl" in tables:
-        shown_itl = _itl_over_answers(st, arr, ch, dec, itl.cap, idc_itl)
-    itl_q = (
-        Quantiles(qs, shown_itl.quantiles, qs)
-        if shown_itl is not None and "itl" in tables
-        else none
-    )
+    itl_q = Quantiles(qs, itl.quantiles, qs) if itl is not None and "itl" in tables else none
     b = np.arange(st.slots + 1, dtype=float)
     return OpenLoopPoint(
         rate_rps=rate,

@@ -8,8 +8,6 @@ A deployment that carries its traffic's length distribution (``Deployment.length
   that bin's length, E_b[p(k; isl_b)] (prefill is superlinear in ISL through attention, so this
   exceeds p(k; E[isl]); exact in expectation for every cost linear in each prompt's work);
 * a decode step reads the occupancy-weighted context E[osl·(isl + osl/2)]/E[osl] per sequence;
-* a request's ITL is its decode life over its own OSL − 1 gaps: the ITL percentiles mix
-  the OSL bins' (``answer_osl``, ``answer_p``; a short answer's ITL varies more);
 * a request's own prompt differs from the mean one by δ_b = p(1; isl_b) − E_b'[p(1; isl_b')]
   (``own_s``, probabilities ``own_p``): its TTFT is the mixture over its ISL bin of the
   queue's TTFT shifted by δ_b (``point``), so the long prompts set the TTFT tail.
@@ -56,10 +54,6 @@ class Steps:
     #: The variance of one other prompt's work in a full prompt step about the mean one
     #: (s²): Var_b[(p(K; isl_b) − E_b'[p(K; isl_b')]) / K] (module docstring); 0: fixed.
     other_var_s2: float = 0.0
-    #: Per OSL bin of a length distribution: its mean OSL and probability (a request's ITL is
-    #: its decode life over its own OSL − 1 gaps: ``point``); empty: fixed lengths.
-    answer_osl: tuple[float, ...] = ()
-    answer_p: tuple[float, ...] = ()
 
     @cached_property
     def tokens_per_s(self) -> FloatArray:
@@ -104,7 +98,6 @@ def steps(dep: Deployment, isl: float, osl: float, max_in_flight: int, step_toke
     own_s: tuple[float, ...] = ()
     own_p: tuple[float, ...] = ()
     other_var = 0.0
-    answers: tuple[tuple[float, ...], tuple[float, ...]] = ((), ())
     if mix is None or mix.cells == 1:
         context = isl + osl / 2.0 if mix is None else mix.decode_context
         prompt = _prompt_steps(dep, k, isl if mix is None else mix.isl[0])
@@ -119,16 +112,14 @@ def steps(dep: Deployment, isl: float, osl: float, max_in_flight: int, step_toke
         own_p = probs
         full = by_bin[:, per_step] / per_step
         other_var = float(p @ (full - float(p @ full)) ** 2)
-        answers = (mix.answer_osl, mix.answer_probs)
     prompt[0] = 0.0
     b = np.arange(max_in_flight + 1, dtype=float)
     decode = np.asarray(per_token_decode_s(dep, b, context), dtype=float)
     decode = np.broadcast_to(decode, b.shape).copy()
     decode[0] = 0.0
     return Steps(
-        isl, osl, per_step, max_in_flight, prompt, decode, dep.handoff_s, own_s, own_p, other_var,
-        *answers,
-    )  # fmt: skip
+        isl, osl, per_step, max_in_flight, prompt, decode, dep.handoff_s, own_s, own_p, other_var
+    )
 
 
 def _prompt_steps(dep: Deployment, k: FloatArray, isl: float) -> FloatArray:

@@ -43,7 +43,6 @@ def test_bins_and_occupancy_weighted_lengths_by_hand() -> None:
     mix = length_mix([100, 100, 300, 1000], [10, 30, 10, 50])
     assert mix.prompt_probs == (0.5, 0.25, 0.25)
     assert mix.prompt_isl == (100.0, 300.0, 1000.0)
-    assert mix.answer_probs == (0.5, 0.25, 0.25) and mix.answer_osl == (10.0, 30.0, 50.0)
     assert sorted(zip(mix.isl, mix.osl, mix.probs, strict=True)) == [
         (100.0, 10.0, 0.25),
         (100.0, 30.0, 0.25),
@@ -142,19 +141,3 @@ def test_kv_slots_are_counted_at_the_occupancy_weighted_reservation(catalog: Cat
     weighted = replace(est, lengths=mix).resolve(_cand(catalog), 780)
     same = est.resolve(_cand(catalog), mix.kv_tokens)
     assert weighted.max_concurrency == same.max_concurrency < fixed.max_concurrency
-
-
-def test_short_answers_spread_the_itl_tail(catalog: Catalog) -> None:
-    # a request's ITL is its decode life over its own OSL - 1 gaps: with 90 % of answers of
-    # 20 tokens (10 % of 1,820: the mean 200) the ITL percentiles mix the answer bins', wider
-    # than every request taken at the mean answer (the same steps, the bins dropped)
-    dep = _dep(catalog)
-    spread = replace(dep, lengths=length_mix([1000] * 1000, [20] * 900 + [1820] * 100))
-    st = steps(spread, 1000, 200, 64, STEP_TOKENS)
-    assert st.answer_osl == (20.0, 1820.0) and st.answer_p == (0.9, 0.1)
-    at_mean = replace(st, answer_osl=(), answer_p=())
-    for rate in (1.0, 3.0):
-        a = point(at_mean, rate, 1.0, QUANTILES)
-        b = point(st, rate, 1.0, QUANTILES)
-        assert b.itl_s == a.itl_s  # the mean is the mean life over the mean gaps either way
-        assert b.itl_q[0.99] - b.itl_q[0.5] > 2 * (a.itl_q[0.99] - a.itl_q[0.5])
