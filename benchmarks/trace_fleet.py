@@ -52,8 +52,10 @@ def check(name: str, passed: bool, figures: str) -> bool:
     return passed
 
 
-def _question(args: argparse.Namespace, trace: Path) -> dict[str, object]:
-    return {
+def trace_question(args: argparse.Namespace, trace: Path) -> dict[str, object]:
+    """The benchmark's question of ``trace`` as a scenario (``args``: the candidate, the
+    limits; ``delay_s`` where the parser has it)."""
+    q: dict[str, object] = {
         "model": args.model,
         "hardware": [args.hardware],
         "precision": [args.precision],
@@ -63,8 +65,10 @@ def _question(args: argparse.Namespace, trace: Path) -> dict[str, object]:
         "itl_ms": args.itl_ms,
         "latency_stat": args.stat,
         "trace": str(trace),
-        "scale_up_delay_s": args.delay_s,
     }
+    if getattr(args, "delay_s", None) is not None:
+        q["scale_up_delay_s"] = args.delay_s
+    return q
 
 
 def _flags(args: argparse.Namespace, trace: Path) -> list[str]:
@@ -96,7 +100,7 @@ def main() -> int:
         print(f"{trace.name}: plan process {r.wall_s:.2f} s wall, {r.cpu_s:.2f} s CPU", end="")
         print(f", peak memory {mib(r.peak_bytes):.0f} MiB, exit {r.code}")
         ok &= check("plans in time", r.cpu_s < PLAN_CPU_S, f"{r.cpu_s:.2f} s CPU")
-        study = resolve(catalog, None, _question(args, trace))
+        study = resolve(catalog, None, trace_question(args, trace))
         result = study.plan(top=1)
         p = result.chosen
         if p is None:

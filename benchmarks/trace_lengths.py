@@ -26,6 +26,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from trace_fleet import trace_question
 
 from inferencesize.catalog import load_catalog
 from inferencesize.errors import CatalogError
@@ -37,21 +38,6 @@ from inferencesize.study import Study, resolve
 
 #: The fractions each window's analytic distribution is tabled at (its inverse CDF).
 GRID = tuple(float(q) for q in np.concatenate([np.arange(0.01, 0.99, 0.01), [0.99, 0.995, 0.999]]))
-
-
-def _question(args: argparse.Namespace, trace: Path, lengths: str) -> dict[str, object]:
-    return {
-        "model": args.model,
-        "hardware": [args.hardware],
-        "precision": [args.precision],
-        "tp": [args.tp],
-        "pp": [1],
-        "ttft_ms": args.ttft_ms,
-        "itl_ms": args.itl_ms,
-        "latency_stat": args.stat,
-        "trace": str(trace),
-        "trace_lengths": lengths,
-    }
 
 
 def _mixture_quantile(tables: list[np.ndarray], weights: np.ndarray, q: float) -> float:
@@ -129,7 +115,9 @@ def main() -> int:
         for lengths in ("mean", "distribution"):
             started = time.process_time()
             try:
-                study = resolve(catalog, None, _question(args, trace, lengths))
+                study = resolve(
+                    catalog, None, {**trace_question(args, trace), "trace_lengths": lengths}
+                )
             except CatalogError as err:
                 print(f"{trace.name} [{lengths}]: not planned: {err}")
                 continue

@@ -4,7 +4,7 @@ of a given size keeps.
 A conversation's turn k sends the whole dialogue so far: its prompt begins with turn k − 1's
 prompt and answer. Those tokens are a prefix whose KV the instance computed for turn k − 1,
 reusable if its blocks are still cached (and the turn reaches the instance that holds them:
-session-affine or KV-aware routing, as llm-d's and Dynamo's routers do). Per turn after the
+conversation-affine or KV-aware routing, as llm-d's and Dynamo's routers do). Per turn after the
 first of its conversation::
 
     reusable_k = min(isl_k, isl_{k-1} + osl_{k-1})      (tokens)
