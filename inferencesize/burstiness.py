@@ -56,15 +56,21 @@ def _idc_at(mean_count: float, cv: float) -> float:
     return renewal_idc(mean_count, cv)
 
 
+def reaches(mean_count: float, cv: float, idc: float) -> bool:
+    """Do gamma-renewal arrivals of ``cv`` vary at least as much as ``idc`` over spans of
+    ``mean_count`` requests? The mean count is taken to three significant digits (a week of
+    windows repeats them; the IDC of each is computed once)."""
+    return _idc_at(float(f"{mean_count:.3g}"), cv) >= idc
+
+
 def matched_cv(mean_count: float, idc: float, grid: tuple[float, ...]) -> float:
     """The least cv of ``grid`` (ascending) whose gamma-renewal IDC at ``mean_count`` reaches
-    ``idc``; the last one where none does. Rounding up: never burstier than measured less.
-    The mean count is taken to three significant digits (a week of windows repeats them)."""
-    m = float(f"{mean_count:.3g}")
+    ``idc`` (:func:`reaches`); the last one where none does. Rounding up: never burstier than
+    measured less."""
     lo, hi = 0, len(grid) - 1
     while lo < hi:  # the IDC rises with cv: bisection over the grid
         mid = (lo + hi) // 2
-        if _idc_at(m, grid[mid]) >= idc:
+        if reaches(mean_count, grid[mid], idc):
             hi = mid
         else:
             lo = mid + 1

@@ -31,7 +31,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from inferencesize.burstiness import matched_cv, renewal_idc
+from inferencesize.burstiness import matched_cv, reaches
 from inferencesize.length_mix import LengthMix, length_mix
 from inferencesize.simulate.arrivals import FloatArray, IntArray, Workload
 from inferencesize.trace_conversations import Reuse
@@ -285,7 +285,7 @@ def window_cv(w: Window, fallback: float, max_cv: float) -> tuple[float, bool]:
         return sized_cv(w.gap_cv, fallback, max_cv)
     grid = cv_grid(max_cv)
     cv = matched_cv(w.burst_mean_count, w.count_idc, grid)
-    return cv, cv == grid[-1] and renewal_idc(w.burst_mean_count, cv) < w.count_idc
+    return cv, cv == grid[-1] and not reaches(w.burst_mean_count, cv, w.count_idc)
 
 
 def sized_cv(gap_cv: float | None, fallback: float, max_cv: float) -> tuple[float, bool]:
