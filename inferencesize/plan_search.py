@@ -277,8 +277,9 @@ class _Search:
         q, a = self.q, self.q.arrivals
         if q.open_loop:
             return search_instances(
-                res, q.isl, q.osl, q.limits, self.peak_rps, a.cv, a.router, search
-            )
+                res, q.isl, q.osl, q.limits, self.peak_rps, a.cv, a.router, search,
+                start=self.options.start_share,
+            )  # fmt: skip
         closed = search_point(res, q.isl, q.osl, q.limits, q.batching, q.batch_sizes)
         if closed[0] is None:
             return None, closed[1], 0, None
@@ -404,6 +405,8 @@ class _Search:
             # the first point where the answers so far lie (their median share of the
             # sustainable rate): fewer points, the same answer
             start = float(np.median(self.answered)) if self.answered else 0.5
+            if self.options.start_share is not None and not self.answered:
+                start = self.options.start_share
             a = self.q.arrivals
             search = InstanceSearch(b.steps, self.wanted, a.cv, a.router, start=start)
             self.searches[key] = search
@@ -511,12 +514,14 @@ def plan_alone(
     space = SearchSpace(
         c.model, hardware, [c.precision], c.kv_precision, [par.tp], [par.pp], [par.ep]
     )
+    sizing = chosen.sizing  # the same candidate: its search starts near the chosen answer
     alone = PlanOptions(
         top=top,
         pricing=options.pricing,
         dps=(par.dp,),
         span_nvlink_domain=options.span_nvlink_domain,
         share_gpus=c.share is not None,
+        start_share=sizing.load_share(chosen.instances, chosen.peak_rps) if sizing else None,
     )
     result = plan(replace(q, space=space), chosen.peak_rps, est, alone)
     same = [p for p in result.feasible if p.candidate.label() == c.label()]

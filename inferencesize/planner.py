@@ -642,6 +642,7 @@ def search_instances(
     cv: float = 1.0,
     router: Router | str = DEFAULT_ROUTER,
     search: InstanceSearch | None = None,
+    start: float | None = None,
 ) -> Searched:
     """Open loop: the fewest instances of one in-flight deployment that serve ``peak_rps``
     behind ``router`` with every limit met at its statistic (fleet arrivals with gap
@@ -652,7 +653,9 @@ def search_instances(
     Returns (None, reason, 0) when the candidate cannot run, or when even a vanishing rate
     misses a limit (:class:`~inferencesize.outcomes.LatencyMiss` at the lightest load).
     ``search``: the candidate's search where a caller has already asked it something (its
-    points are reused; the answer is the same)."""
+    points are reused; the answer is the same); ``start``: else the share of the sustainable
+    rate its first point tries (None: the search's own; only which points are solved depends on
+    it)."""
     from inferencesize.openloop import InstanceSearch, max_rate_rps, open_loop, steps_of
 
     top = res.max_concurrency
@@ -668,7 +671,10 @@ def search_instances(
         pt = open_loop(dep, isl, osl, rate * (1.0 - 1e-9), cv=cv, max_in_flight=top)
         return _open_loop_op(pt, rate, osl), "memory", n, None
     if search is None:
-        search = InstanceSearch(steps_of(dep, isl, osl, top), wanted, cv, router)
+        st = steps_of(dep, isl, osl, top)
+        search = InstanceSearch(
+            st, wanted, cv, router, **({} if start is None else {"start": start})
+        )
     n_found = search.fewest(peak_rps)
     if n_found is None:
         light = LIGHT_LOAD_SHARE * max_rate_rps(dep, isl, osl, max_in_flight=top)
@@ -702,6 +708,12 @@ class OpenLoopSizing:
         """Requests/s one of ``n`` instances serving ``peak_rps`` serves at most within the
         limits (its point is not solved)."""
         return self.search.capacity_rps(n, peak_rps)
+
+    def load_share(self, n: int, peak_rps: float) -> float:
+        """The share of one instance's sustainable rate each of ``n`` instances serving
+        ``peak_rps`` carries: where a search of the same candidate under other assumptions
+        (another efficiency set, cv or lengths) starts (``InstanceSearch``'s ``start``)."""
+        return min(peak_rps / (max(n, 1) * self.search.top_rps), 1.0)
 
     def room(self, n: int, peak_rps: float) -> float:
         """How much room ``n`` instances leave at ``peak_rps`` (more is better): 1 − the

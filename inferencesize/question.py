@@ -248,7 +248,10 @@ class PlanOptions:
     alternatives shown (``top``), what is minimised first (``objective``), the prices
     (``pricing``; None: the catalog's), attention data-parallel degrees (``dps``; None: 1
     only), whether an instance may fill a rack's NVLink domain, branch and bound (``prune``,
-    open loop), several instances per GPU (``share_gpus``) and a ``budget`` (``check``)."""
+    open loop), several instances per GPU (``share_gpus``), a ``budget`` (``check``) and where
+    each open-loop search's first point lies (``start_share``: a share of one instance's
+    sustainable rate, where a caller knows roughly the answer; None: the search's own guess;
+    it changes which points are solved, never the answer)."""
 
     top: int = 3
     objective: Objective = Objective.SERVERS
@@ -258,6 +261,7 @@ class PlanOptions:
     prune: bool = False
     share_gpus: bool = False
     budget: Budget | None = None
+    start_share: float | None = None
 
 
 #: The planner's options where a caller states none.

@@ -590,6 +590,9 @@ class Study:
         # one instance search per cv (the plan's own at its cv)
         counts: dict[tuple[float, float], int] = {}
         searches = {sizing.search.cv: sizing.search} if sizing is not None else {}
+        # a search at another cv starts from the plan's own load share, not the default
+        # (a first guess of a few instances; points of few instances at a high cv cost most)
+        share = sizing.load_share(p.instances, p.peak_rps) if sizing is not None else 0.0
 
         def instances_at(peak: float, cv: float) -> int:
             if (peak, cv) not in counts:
@@ -598,7 +601,9 @@ class Study:
                 else:
                     if cv not in searches:
                         q = sizing.search
-                        searches[cv] = InstanceSearch(q.st, q.limits, cv, q.router, start=q.start)
+                        searches[cv] = InstanceSearch(
+                            q.st, q.limits, cv, q.router, start=share or q.start
+                        )
                     counts[peak, cv] = searches[cv].fewest(peak) or p.instances
             return counts[peak, cv]
 
@@ -659,35 +664,37 @@ class Study:
         fleet = self.trace_fleet(p)
         if self.trace is None or fleet is None:
             return None
-        from inferencesize.simulate import Workload
         from inferencesize.trace_fleet import running_units
+
+        bounds = [(w.start_s, w.end_s) for w in fleet.windows]
+        need = [w.instances for w in fleet.windows]
+        auto = running_units(bounds, need, self.spec.scale_up_delay_s)
+        fixed = self.replay_counts(p, [max(1, fleet.fixed_instances - less)] * len(bounds))
+        scaled = self.replay_counts(p, [max(1, n - less) for n in auto])
+        assert fixed is not None and scaled is not None
+        return fixed, scaled
+
+    def replay_counts(self, p: Plan, counts: Sequence[int]) -> TraceReplay | None:
+        """The trace replayed as it came with ``counts[k]`` instances of plan ``p``'s
+        candidate in window k, behind the plan's router (:mod:`inferencesize.trace_replay`);
+        None without a trace."""
+        t = self.trace
+        if t is None or not t.windows:
+            return None
+        from inferencesize.simulate import Workload
         from inferencesize.trace_replay import replay_trace
 
-        s, t = self.spec, self.trace
+        s = self.spec
         times = t.workload.arrival_s
         assert times is not None
         trace = Workload(t.workload.isl, t.workload.osl, (times - times[0]) / t.scale)
-        bounds = [(w.start_s, w.end_s) for w in fleet.windows]
-        need = [w.instances for w in fleet.windows]
-        auto = running_units(bounds, need, s.scale_up_delay_s)
+        bounds = [(w.start_s, w.end_s) for w in t.windows]
         q = self.question  # the router the plan and the peak's --verify size behind
         router = q.arrivals.router if q is not None else Router(s.router)
-
-        def replay(counts: list[int]) -> TraceReplay:
-            return replay_trace(
-                self.estimator,
-                p,
-                self.isl,
-                self.osl,
-                self.limits,
-                trace,
-                bounds,
-                [max(1, n - less) for n in counts],
-                batching=s.batching,
-                router=router,
-            )
-
-        return replay([fleet.fixed_instances] * len(bounds)), replay(auto)
+        return replay_trace(
+            self.estimator, p, self.isl, self.osl, self.limits, trace, bounds, list(counts),
+            batching=s.batching, router=router,
+        )  # fmt: skip
 
     def daily(self, p: Plan) -> DailyPlan | None:
         """Fixed fleet against hourly autoscaling over the scenario's day, for plan ``p``."""

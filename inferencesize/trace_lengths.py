@@ -36,5 +36,7 @@ def instances_for_lengths(
     res = other.resolve(p.candidate, isl + osl)
     if res.deployment is None or res.max_concurrency < 1:
         return None
-    _, _, n, _ = search_instances(res, isl, osl, limits, p.peak_rps, cv, router)
+    sizing = p.sizing  # the same candidate: its search starts near p's answer
+    start = sizing.load_share(p.instances, p.peak_rps) if sizing else None
+    _, _, n, _ = search_instances(res, isl, osl, limits, p.peak_rps, cv, router, start=start)
     return n if n > 0 else None

@@ -209,6 +209,20 @@ def test_the_chosen_candidate_planned_alone_is_the_same_plan() -> None:
     assert (alone.instances, alone.rate) == (chosen.instances, chosen.rate)
 
 
+def test_where_the_open_loop_searches_start_changes_no_plan() -> None:
+    """``PlanOptions.start_share`` places each search's first point (plan_alone starts at the
+    chosen plan's load share): the counts and rates found are the same from anywhere."""
+    est = shipped.estimator()
+    q = _small(OpenLoop(2.0, Router.LEAST_LOADED))
+    plans = [plan(q, 40.0, est, PlanOptions(top=2, start_share=s)) for s in (None, 0.03, 0.97)]
+    found = [[(p.candidate.label(), p.instances, p.rate) for p in r.feasible] for r in plans]
+    assert found[0] and found[1] == found[0] and found[2] == found[0]
+    chosen = plans[0].chosen
+    assert chosen is not None
+    alone = plan_alone(chosen, est, q, PlanOptions())
+    assert alone is not None and (alone.instances, alone.rate) == (chosen.instances, chosen.rate)
+
+
 def test_a_pool_and_a_stage_inherit_through_one_path() -> None:
     catalog = shipped.catalog()
     model, hw = catalog.model("llama-3-8b"), [catalog.hardware("h100-sxm")]

@@ -19,11 +19,13 @@ from inferencesize.latency import per_token_decode_s, prefill, step_time
 from inferencesize.openloop import (
     QUANTILES,
     STEP_TOKENS,
+    InstanceSearch,
     OpenLoopPoint,
     RateSearch,
     max_rate_rps,
     max_rate_within,
     open_loop,
+    steps_of,
 )
 from inferencesize.openloop.arrivals import Counts, arrivals
 from inferencesize.openloop.dist import cdf_roots
@@ -523,6 +525,28 @@ def test_the_search_answer_does_not_depend_on_the_points_asked_first() -> None:
     assert probed.highest() == want
     # each answer agrees with where the limits bind
     assert answers == [f * top <= want for f in (0.9, 0.2, 0.7, 0.75)]
+
+
+def test_the_instance_count_does_not_depend_on_where_its_search_starts() -> None:
+    """A search started near the answer (a plan's load share, as a candidate searched again
+    under other assumptions starts) solves fewer points, never finds another count."""
+    res = _case()
+    assert res.deployment is not None
+    st = steps_of(res.deployment, ISL, OSL, res.max_concurrency)
+    for cv, peak in ((1.0, 200.0), (4.0, 120.0)):
+        searches = {
+            start: InstanceSearch(st, LIMITS_P99, cv, "least-loaded", start=start)
+            for start in (0.02, 0.3, 0.9, 0.99)
+        }
+        counts = {start: s.fewest(peak) for start, s in searches.items()}
+        assert len(set(counts.values())) == 1 and None not in counts.values()
+        n = counts[0.3]
+        assert n is not None
+        near = InstanceSearch(
+            st, LIMITS_P99, cv, "least-loaded", start=peak / (n * st.max_rate_rps)
+        )
+        assert near.fewest(peak) == n
+        assert near.solves <= 3 and near.solves < searches[0.02].solves
 
 
 def test_a_search_nothing_meets_answers_zero_in_one_point() -> None:
