@@ -16,6 +16,9 @@ sequence is a long answer more often than a request is):
 A trace of one length gives one cell and ISL + OSL, ISL + OSL/2 exactly (integer sums), so the
 model then reproduces the fixed-length answer to the bit.
 
+A trace too long to hold takes its cells from a uniform sample of its requests and its means
+and occupancy-weighted figures from the sums of every request (:class:`LengthSums`).
+
 Pure: numpy only.
 """
 
@@ -30,6 +33,32 @@ import numpy.typing as npt
 ISL_QUANTILES = (0.25, 0.5, 0.75, 0.9, 0.95, 0.99, 0.999)
 #: OSL quantiles the answer bins are cut at.
 OSL_QUANTILES = (0.5, 0.9)
+
+
+@dataclass(frozen=True)
+class LengthSums:
+    """Exact integer sums over requests: their count, ΣISL, ΣOSL, ΣISL·OSL and ΣOSL²."""
+
+    requests: int
+    isl: int
+    osl: int
+    isl_osl: int
+    osl_sq: int
+
+    @classmethod
+    def of(cls, isl: npt.NDArray[np.int64], osl: npt.NDArray[np.int64]) -> LengthSums:
+        return cls(
+            len(isl), int(isl.sum()), int(osl.sum()), int(np.dot(isl, osl)), int(np.dot(osl, osl))
+        )
+
+    def __add__(self, other: LengthSums) -> LengthSums:
+        return LengthSums(
+            self.requests + other.requests,
+            self.isl + other.isl,
+            self.osl + other.osl,
+            self.isl_osl + other.isl_osl,
+            self.osl_sq + other.osl_sq,
+        )
 
 
 @dataclass(frozen=True)
@@ -53,9 +82,11 @@ class LengthMix:
         return len(self.probs)
 
 
-def length_mix(isl: npt.ArrayLike, osl: npt.ArrayLike) -> LengthMix:
+def length_mix(isl: npt.ArrayLike, osl: npt.ArrayLike, sums: LengthSums | None = None) -> LengthMix:
     """The binned distribution of requests' ``isl`` and ``osl`` (tokens, ≥ 1 each; module
-    docstring); ValueError when there are none or a length is below 1."""
+    docstring); ValueError when there are none or a length is below 1. ``sums``: those of
+    every request where ``isl`` and ``osl`` are a sample of them (the means and the
+    occupancy-weighted figures are taken from them; the cells from the sample)."""
     i = np.asarray(isl, dtype=np.int64)
     o = np.asarray(osl, dtype=np.int64)
     if i.shape != o.shape or i.ndim != 1:
@@ -75,18 +106,17 @@ def length_mix(isl: npt.ArrayLike, osl: npt.ArrayLike) -> LengthMix:
     by_isl = np.bincount(ib)
     prompts = np.flatnonzero(by_isl)
     prompt_sum = np.bincount(ib, weights=i.astype(float))
-    o_sum = int(o.sum())
+    whole = LengthSums.of(i, o) if sums is None else sums
     # exact in integers (a trace of one length gives ISL + OSL and ISL + OSL/2 to the bit)
-    io = int(np.dot(i, o))
-    oo = int(np.dot(o, o))
+    o_sum, io, oo = whole.osl, whole.isl_osl, whole.osl_sq
     return LengthMix(
         probs=tuple(float(c) / n for c in count[held]),
         isl=tuple(float(s) / float(c) for s, c in zip(isl_sum[held], count[held], strict=True)),
         osl=tuple(float(s) / float(c) for s, c in zip(osl_sum[held], count[held], strict=True)),
         kv_tokens=(io + oo) / o_sum,
         decode_context=io / o_sum + oo / o_sum / 2.0,
-        isl_mean=int(i.sum()) / n,
-        osl_mean=o_sum / n,
+        isl_mean=whole.isl / whole.requests,
+        osl_mean=o_sum / whole.requests,
         prompt_probs=tuple(float(c) / n for c in by_isl[prompts]),
         prompt_isl=tuple(float(prompt_sum[b]) / float(by_isl[b]) for b in prompts),
     )

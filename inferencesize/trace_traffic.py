@@ -27,12 +27,12 @@ by block, Chan et al.'s pairwise update). Pure: the caller reads the file
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from inferencesize.burstiness import matched_cv, reaches
-from inferencesize.length_mix import LengthMix, length_mix
+from inferencesize.length_mix import LengthMix, LengthSums, length_mix
 from inferencesize.simulate.arrivals import FloatArray, IntArray, Workload
 from inferencesize.trace_conversations import Reuse
 from inferencesize.trace_windows import DEFAULT_WINDOW_S, Window
@@ -84,9 +84,9 @@ class TraceTraffic:
         """Indexes of the windows burstier than :attr:`max_cv` (sized at it)."""
         return [k for k, w in enumerate(self.windows) if w.cv_capped]
 
-    #: The binned joint ISL/OSL distribution (:mod:`inferencesize.length_mix`) of the
-    #: requests ``--verify`` replays (the whole trace, or its first
-    #: :data:`REPLAY_MAX_REQUESTS`); None only for a hand-built value.
+    #: The binned joint ISL/OSL distribution (:mod:`inferencesize.length_mix`) of the whole
+    #: trace (one longer than :data:`REPLAY_MAX_REQUESTS`: its cells from a uniform sample of
+    #: that many, its means from every request); None only for a hand-built value.
     lengths: LengthMix | None = None
 
     @property
@@ -163,18 +163,44 @@ class TraceTraffic:
 class TraceFigures:
     """What a trace gives, gathered in one pass over its requests in arrival order, block by
     block (:meth:`add`), in memory that does not grow with them: the count, the first and
-    last arrival, the lengths' sums, and the gaps' count, mean and sum of squared deviations
+    last arrival, the lengths' sums, the gaps' count, mean and sum of squared deviations
     (merged as Chan, Golub and LeVeque's pairwise update: exact to rounding whatever the
-    blocks)."""
+    blocks), and a uniform sample of :data:`REPLAY_MAX_REQUESTS` requests' lengths over the
+    whole trace (reservoir sampling, Vitter's algorithm R, seeded: the same file gives the
+    same sample) for the length distribution's cells."""
 
     requests: int = 0
     first_s: float = 0.0
     last_s: float = 0.0
-    isl_sum: int = 0
-    osl_sum: int = 0
+    sums: LengthSums = field(default_factory=lambda: LengthSums(0, 0, 0, 0, 0))
     gaps: int = 0
     gap_mean_s: float = 0.0
     gap_m2: float = 0.0
+    sample_size: int = REPLAY_MAX_REQUESTS
+    sample_isl: IntArray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    sample_osl: IntArray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    _rng: np.random.Generator = field(default_factory=lambda: np.random.default_rng(0))
+
+    def _sample(self, isl: IntArray, osl: IntArray) -> None:
+        """Algorithm R over the block: the request of index t (from 0) enters a full sample
+        of k with probability k / (t + 1), in the place of a uniformly chosen one."""
+        k, seen = self.sample_size, self.requests
+        fill = max(0, min(len(isl), k - seen))
+        if fill:
+            self.sample_isl = np.concatenate([self.sample_isl, isl[:fill]])
+            self.sample_osl = np.concatenate([self.sample_osl, osl[:fill]])
+        if fill == len(isl):
+            return
+        index = seen + np.arange(fill, len(isl))
+        slot = self._rng.integers(0, index + 1)
+        enter = slot < k
+        self.sample_isl[slot[enter]] = isl[fill:][enter]
+        self.sample_osl[slot[enter]] = osl[fill:][enter]
+
+    def lengths(self) -> LengthMix:
+        """The length distribution of every request added: its cells from the sample, its
+        means and occupancy-weighted figures from the sums of all."""
+        return length_mix(self.sample_isl, self.sample_osl, self.sums)
 
     def add(self, arrival_s: FloatArray, isl: IntArray, osl: IntArray) -> None:
         """The next requests, in arrival order: the first at or after the last one added."""
@@ -186,9 +212,9 @@ class TraceFigures:
         else:
             gaps = np.diff(arrival_s, prepend=self.last_s)
         self.last_s = float(arrival_s[-1])
+        self._sample(isl, osl)
         self.requests += len(arrival_s)
-        self.isl_sum += int(isl.sum())
-        self.osl_sum += int(osl.sum())
+        self.sums = self.sums + LengthSums.of(isl, osl)
         if len(gaps) == 0:
             return
         count = self.gaps + len(gaps)
@@ -249,10 +275,10 @@ def streamed_traffic(
         gap_cv=gap_cv,
         cv=sized_cv(gap_cv, gap_cv, max_cv)[0],
         max_cv=max_cv,
-        isl_mean=figures.isl_sum / n,
-        osl_mean=figures.osl_sum / n,
+        isl_mean=figures.sums.isl / n,
+        osl_mean=figures.sums.osl / n,
         workload=replay,
-        lengths=length_mix(replay.isl, replay.osl),
+        lengths=figures.lengths(),
     )
 
 

@@ -249,7 +249,8 @@ def test_figures_gathered_block_by_block_by_hand() -> None:
     figures.add(np.array([]), np.array([], dtype=np.int64), np.array([], dtype=np.int64))
     # gaps 1, 2 | 3 (across the blocks), 3: in two merges; as a whole: 1, 2, 3
     assert (figures.requests, figures.first_s, figures.last_s) == (4, 0.0, 6.0)
-    assert (figures.isl_sum, figures.osl_sum) == (800, 80)
+    assert (figures.sums.isl, figures.sums.osl) == (800, 80)
+    assert (figures.sums.isl_osl, figures.sums.osl_sq) == (2 * 100 * 10 + 2 * 300 * 30, 2000)
     assert figures.gaps == 3 and figures.gap_mean_s == pytest.approx(2.0)
     assert figures.gap_m2 == pytest.approx(2.0)  # (1-2)^2 + (2-2)^2 + (3-2)^2
     t = streamed_traffic(figures, _workload([0.0, 1.0], [100, 100], [10, 10]), "x", 10)
@@ -259,6 +260,28 @@ def test_figures_gathered_block_by_block_by_hand() -> None:
     assert (t.requests, t.span_s, t.isl_mean, t.osl_mean) == (4, 6.0, 200.0, 20.0)
     assert t.mean_rps == pytest.approx(same.mean_rps) and t.gap_cv == pytest.approx(same.gap_cv)
     assert t.replayed == 2 and t.replay_note() == "its first 2 of 4 requests: 1 of its 6 s"
+
+
+def test_the_lengths_of_a_trace_too_long_to_hold_are_sampled_over_all_of_it() -> None:
+    """Prompts that drift (100 tokens in the first half, 1,000 in the second): a sample of
+    1,000 of 10,000 requests holds both halves about equally, as a uniform sample does (the
+    first 1,000 would hold only the short ones); the means are exact, from the sums."""
+    samples = []
+    for block in (10_000, 997):
+        figures = TraceFigures(sample_size=1000)
+        isl = np.repeat(np.array([100, 1000], dtype=np.int64), 5000)
+        osl = np.full(10_000, 10, dtype=np.int64)
+        for lo in range(0, 10_000, block):
+            hi = min(lo + block, 10_000)
+            figures.add(np.arange(lo, hi, dtype=float), isl[lo:hi], osl[lo:hi])
+        assert len(figures.sample_isl) == 1000
+        late = float(np.mean(figures.sample_isl == 1000))
+        assert abs(late - 0.5) < 4 * math.sqrt(0.25 / 1000)
+        mix = figures.lengths()
+        assert (mix.isl_mean, mix.osl_mean) == (550.0, 10.0)
+        assert mix.kv_tokens == 560.0  # E[osl·(isl + osl)] / E[osl], every request
+        samples.append(figures.sample_isl)
+    assert np.array_equal(samples[0], samples[1])  # the same sample whatever the blocks
 
 
 LONG = 250_000  # past REPLAY_MAX_REQUESTS (200,000): gathered in one pass, replayed in part
@@ -290,6 +313,9 @@ def test_a_long_trace_gives_its_figures_in_one_pass(long_trace: Path) -> None:
     assert t.cv == busiest.cv == sized_cv(busiest.gap_cv, 0.0, 10.0)[0]
     assert t.isl_mean == pytest.approx(isl.mean(), rel=1e-15)
     assert t.osl_mean == pytest.approx(osl.mean(), rel=1e-15)
+    # the length distribution: its means and occupancy-weighted KV from every request
+    assert t.lengths is not None and t.lengths.isl_mean == t.isl_mean
+    assert t.lengths.kv_tokens == pytest.approx(np.dot(osl, isl + osl) / osl.sum(), rel=1e-12)
     # replayed: its first REPLAY_MAX_REQUESTS requests, as they stand in the file
     assert t.replayed == REPLAY_MAX_REQUESTS < t.requests
     w = t.workload
@@ -323,6 +349,7 @@ def test_the_figures_do_not_depend_on_the_blocks(
     )
     assert small.gap_cv == pytest.approx(whole.gap_cv, rel=1e-12)
     assert np.array_equal(small.workload.isl, whole.workload.isl)
+    assert small.lengths == whole.lengths
 
 
 def test_rows_out_of_order(tmp_path: Path) -> None:
