@@ -521,7 +521,7 @@ def plan_alone(
         dps=(par.dp,),
         span_nvlink_domain=options.span_nvlink_domain,
         share_gpus=c.share is not None,
-        start_share=sizing.load_share(chosen.instances, chosen.peak_rps) if sizing else None,
+        start_share=sizing.start_share(chosen.instances, chosen.peak_rps) if sizing else None,
     )
     result = plan(replace(q, space=space), chosen.peak_rps, est, alone)
     same = [p for p in result.feasible if p.candidate.label() == c.label()]

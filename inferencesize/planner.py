@@ -709,11 +709,13 @@ class OpenLoopSizing:
         limits (its point is not solved)."""
         return self.search.capacity_rps(n, peak_rps)
 
-    def load_share(self, n: int, peak_rps: float) -> float:
-        """The share of one instance's sustainable rate each of ``n`` instances serving
-        ``peak_rps`` carries: where a search of the same candidate under other assumptions
-        (another efficiency set, cv or lengths) starts (``InstanceSearch``'s ``start``)."""
-        return min(peak_rps / (max(n, 1) * self.search.top_rps), 1.0)
+    def start_share(self, n: int, peak_rps: float) -> float:
+        """Where a search of the same candidate under other assumptions (another efficiency
+        set, cv or lengths) starts (``InstanceSearch``'s ``start``): the share of one
+        instance's sustainable rate that one of ``n`` instances serving ``peak_rps`` serves at
+        most within the limits. Its capacity search starts by it, and its count search at
+        peak / that rate."""
+        return min(self.rate_at(n, peak_rps) / self.search.top_rps, 0.999)
 
     def room(self, n: int, peak_rps: float) -> float:
         """How much room ``n`` instances leave at ``peak_rps`` (more is better): 1 − the

@@ -590,9 +590,9 @@ class Study:
         # one instance search per cv (the plan's own at its cv)
         counts: dict[tuple[float, float], int] = {}
         searches = {sizing.search.cv: sizing.search} if sizing is not None else {}
-        # a search at another cv starts from the plan's own load share, not the default
+        # a search at another cv starts from the plan's own capacity share, not the default
         # (a first guess of a few instances; points of few instances at a high cv cost most)
-        share = sizing.load_share(p.instances, p.peak_rps) if sizing is not None else 0.0
+        share = sizing.start_share(p.instances, p.peak_rps) if sizing is not None else 0.0
 
         def instances_at(peak: float, cv: float) -> int:
             if (peak, cv) not in counts:

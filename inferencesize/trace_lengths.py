@@ -37,6 +37,6 @@ def instances_for_lengths(
     if res.deployment is None or res.max_concurrency < 1:
         return None
     sizing = p.sizing  # the same candidate: its search starts near p's answer
-    start = sizing.load_share(p.instances, p.peak_rps) if sizing else None
+    start = sizing.start_share(p.instances, p.peak_rps) if sizing else None
     _, _, n, _ = search_instances(res, isl, osl, limits, p.peak_rps, cv, router, start=start)
     return n if n > 0 else None

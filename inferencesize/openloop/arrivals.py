@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections import OrderedDict
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
 
@@ -182,6 +183,38 @@ def _circle(size: int, radius: float) -> ComplexArray:
     return np.asarray(radius * np.exp(2j * np.pi * np.arange(size) / size), dtype=complex)
 
 
+#: Bytes the unit-rate spectra kept between searches may hold (least recently used dropped).
+SPECTRA_BYTES = 64 << 20
+_spectra: OrderedDict[tuple[bytes, bytes, int, int, float], tuple[ComplexArray, ...]] = (
+    OrderedDict()
+)
+
+
+def _unit_spectrum(key: tuple[bytes, bytes, int, int, float]) -> tuple[ComplexArray, ...]:
+    """The spectrum of T + z·tα at unit rate for ``Counts._spectrum``'s key (T and t of unit
+    rate, rounded to 12 decimals: the same gap shape at any rate; α; the phases; M; the
+    radius), kept while the spectra kept hold at most :data:`SPECTRA_BYTES`."""
+    found = _spectra.get(key)
+    if found is not None:
+        _spectra.move_to_end(key)
+        return found
+    unit_bytes, start_bytes, phases, size, radius = key
+    unit = np.frombuffer(unit_bytes, dtype=float)
+    sub = unit[: phases * phases].reshape(phases, phases)
+    exit_ = unit[phases * phases :]
+    start = np.frombuffer(start_bytes, dtype=float)
+    z = _circle(size, radius)
+    gen = sub[None, :, :] + z[:, None, None] * np.outer(exit_, start)[None]
+    lam, vec = np.linalg.eig(gen)
+    found = (lam, vec, np.linalg.inv(vec))
+    for a in found:
+        a.flags.writeable = False
+    _spectra[key] = found
+    while sum(a.nbytes for v in _spectra.values() for a in v) > SPECTRA_BYTES and _spectra:
+        _spectra.popitem(last=False)
+    return found
+
+
 @dataclass(frozen=True)
 class Counts:
     """Counts of arrivals in windows, up to ``size`` − 1 (more are cut off), on a circle of
@@ -194,14 +227,18 @@ class Counts:
     # -- phase-type: the spectrum of T + z·tα at the M points -------------------------------
 
     def _spectrum(self) -> tuple[ComplexArray, ComplexArray, ComplexArray]:
+        """Eigenvalues, eigenvectors and their inverse of T + z·tα at the M points. T and t
+        are the rate times those of unit rate (``arrivals``: the phases' means are in mean
+        gaps), so the eigenvectors do not depend on the rate and the eigenvalues are the
+        rate times those of unit rate: decomposed once per gap shape, size and radius
+        (:func:`_unit_spectrum`), whatever rate a search asks."""
         cached = self.__dict__.get("_spec")
         if cached is None:
             arr = self.arr
-            assert arr.sub is not None
-            z = _circle(self.size, self.radius)
-            gen = arr.sub[None, :, :] + z[:, None, None] * np.outer(arr.exit, arr.start)[None]
-            lam, vec = np.linalg.eig(gen)
-            cached = (lam, vec, np.linalg.inv(vec))
+            unit = np.round(np.concatenate([arr.sub.ravel(), arr.exit]) / arr.rate, 12)
+            key = (unit.tobytes(), arr.start.tobytes(), arr.phases, self.size, self.radius)
+            lam, vec, inv = _unit_spectrum(key)
+            cached = (lam * arr.rate, vec, inv)
             object.__setattr__(self, "_spec", cached)
         return cached
 

@@ -27,6 +27,7 @@ from inferencesize.openloop import (
     open_loop,
     steps_of,
 )
+from inferencesize.openloop import arrivals as arrivals_module
 from inferencesize.openloop.arrivals import Counts, arrivals
 from inferencesize.openloop.dist import cdf_roots
 from inferencesize.openloop.point import Quantiles, point
@@ -575,6 +576,27 @@ def test_poisson_counts_in_closed_form_match_the_phase_type_inversion() -> None:
         table = Counts(a, 256).from_phases(spans, a.start)
         diagonal = table[np.arange(40), np.arange(40)]
         assert Counts(a, 256).own(spans) == pytest.approx(diagonal, abs=1e-12)
+
+
+def test_counts_depend_on_the_rate_only_through_the_mean_count() -> None:
+    """Counts in τ at rate λ are counts in λτ/λ' at rate λ' (the generator scales with the
+    rate): the unit-rate spectrum is decomposed once for both rates, and matches a spectrum
+    decomposed at the rate itself."""
+    arrivals_module._spectra.clear()
+    taus = np.array([0.05, 0.4, 1.3, 6.0])
+    for cv in (0.4, 3.0):
+        slow, fast = arrivals(2.0, cv), arrivals(5.0, cv)
+        at_slow = Counts(slow, 64).transitions(taus)
+        at_fast = Counts(fast, 64).transitions(taus * 2.0 / 5.0)
+        assert at_fast == pytest.approx(at_slow, abs=1e-12)
+        z = 2j * np.pi * np.arange(64) / 64
+        gen = fast.sub[None] + np.exp(z)[:, None, None] * np.outer(fast.exit, fast.start)[None]
+        lam, vec = np.linalg.eig(gen)  # decomposed at the rate itself
+        e = np.exp(lam[None] * (taus * 2.0 / 5.0)[:, None, None])
+        gf = np.matmul(vec[None] * e[:, :, None, :], np.linalg.inv(vec)[None])
+        direct = np.maximum(np.fft.fft(gf, axis=1).real / 64, 0.0)
+        assert at_fast == pytest.approx(direct, abs=1e-12)
+    assert len(arrivals_module._spectra) == 2  # one per gap shape, not per rate
 
 
 @pytest.mark.parametrize("q", [0.5, 0.9, 0.99])
