@@ -48,7 +48,9 @@ DEPLOYMENTS = (
     ("qwen3-30b-a3b", "b200", "fp8", 1),
     ("llama-3.1-8b", "a100-sxm-80gb", "fp16", 1),
 )
-SHAPES = ((200, 200), (2000, 200), (1000, 1000), (8000, 500))
+#: (ISL, OSL); the last two are long prompts with short answers (code completion), where a
+#: request's few decode steps meet the prompts that arrived while it waited for its first token
+SHAPES = ((200, 200), (2000, 200), (1000, 1000), (8000, 500), (2000, 10), (7000, 10))
 LOADS = (0.1, 0.3, 0.5, 0.7, 0.85, 0.95)
 CVS = (1.0, 2.0)
 METRICS = ("ttft", "itl", "e2e")
