@@ -190,29 +190,40 @@ _spectra: OrderedDict[tuple[bytes, bytes, int, int, float], tuple[ComplexArray, 
 )
 
 
-def _unit_spectrum(key: tuple[bytes, bytes, int, int, float]) -> tuple[ComplexArray, ...]:
+def _decomposed(
+    arr: Arrivals, size: int, radius: float
+) -> tuple[ComplexArray, ComplexArray, ComplexArray]:
+    """Eigenvalues, eigenvectors and their inverse of T + z·tα at ``size`` points of the
+    circle of ``radius``, for ``arr`` as given."""
+    z = _circle(size, radius)
+    gen = arr.sub[None, :, :] + z[:, None, None] * np.outer(arr.exit, arr.start)[None]
+    lam, vec = np.linalg.eig(gen)
+    return (
+        np.asarray(lam, dtype=complex),
+        np.asarray(vec, dtype=complex),
+        np.asarray(np.linalg.inv(vec), dtype=complex),
+    )
+
+
+def _unit_spectrum(
+    key: tuple[bytes, bytes, int, int, float], arr: Arrivals
+) -> tuple[ComplexArray, ...]:
     """The spectrum of T + z·tα at unit rate for ``Counts._spectrum``'s key (T and t of unit
     rate, rounded to 12 decimals: the same gap shape at any rate; α; the phases; M; the
-    radius), kept while the spectra kept hold at most :data:`SPECTRA_BYTES`."""
+    radius), decomposed at the rate of the first ``arr`` asked (its eigenvalues divided by
+    it) and kept while the spectra kept hold at most :data:`SPECTRA_BYTES`."""
     found = _spectra.get(key)
     if found is not None:
         _spectra.move_to_end(key)
         return found
-    unit_bytes, start_bytes, phases, size, radius = key
-    unit = np.frombuffer(unit_bytes, dtype=float)
-    sub = unit[: phases * phases].reshape(phases, phases)
-    exit_ = unit[phases * phases :]
-    start = np.frombuffer(start_bytes, dtype=float)
-    z = _circle(size, radius)
-    gen = sub[None, :, :] + z[:, None, None] * np.outer(exit_, start)[None]
-    lam, vec = np.linalg.eig(gen)
-    found = (lam, vec, np.linalg.inv(vec))
-    for a in found:
+    lam, vec, inv = _decomposed(arr, key[3], key[4])
+    made: tuple[ComplexArray, ...] = (np.asarray(lam / arr.rate, dtype=complex), vec, inv)
+    for a in made:
         a.flags.writeable = False
-    _spectra[key] = found
+    _spectra[key] = made
     while sum(a.nbytes for v in _spectra.values() for a in v) > SPECTRA_BYTES and _spectra:
         _spectra.popitem(last=False)
-    return found
+    return made
 
 
 @dataclass(frozen=True)
@@ -227,18 +238,24 @@ class Counts:
     # -- phase-type: the spectrum of T + z·tα at the M points -------------------------------
 
     def _spectrum(self) -> tuple[ComplexArray, ComplexArray, ComplexArray]:
-        """Eigenvalues, eigenvectors and their inverse of T + z·tα at the M points. T and t
-        are the rate times those of unit rate (``arrivals``: the phases' means are in mean
-        gaps), so the eigenvectors do not depend on the rate and the eigenvalues are the
-        rate times those of unit rate: decomposed once per gap shape, size and radius
-        (:func:`_unit_spectrum`), whatever rate a search asks."""
+        """Eigenvalues, eigenvectors and their inverse of T + z·tα at the M points. For
+        bursty gaps (a hyperexponential: T diagonal) T and t are the rate times those of unit
+        rate, so the eigenvectors do not depend on the rate and the eigenvalues are the rate
+        times those of unit rate: decomposed once per gap shape, size and radius
+        (:func:`_unit_spectrum`), whatever rate a search asks. Smooth gaps (an Erlang: T a
+        Jordan-like block, its eigenvectors near singular at some points of the circle) are
+        decomposed at each rate as asked: their counts are too sensitive to take eigenvalues
+        scaled from another rate."""
         cached = self.__dict__.get("_spec")
         if cached is None:
             arr = self.arr
-            unit = np.round(np.concatenate([arr.sub.ravel(), arr.exit]) / arr.rate, 12)
-            key = (unit.tobytes(), arr.start.tobytes(), arr.phases, self.size, self.radius)
-            lam, vec, inv = _unit_spectrum(key)
-            cached = (lam * arr.rate, vec, inv)
+            if np.count_nonzero(arr.sub - np.diag(np.diag(arr.sub))) == 0:
+                unit = np.round(np.concatenate([arr.sub.ravel(), arr.exit]) / arr.rate, 12)
+                key = (unit.tobytes(), arr.start.tobytes(), arr.phases, self.size, self.radius)
+                lam, vec, inv = _unit_spectrum(key, arr)
+                cached = (lam * arr.rate, vec, inv)
+            else:
+                cached = _decomposed(arr, self.size, self.radius)
             object.__setattr__(self, "_spec", cached)
         return cached
 
