@@ -71,6 +71,18 @@ def trace_question(args: argparse.Namespace, trace: Path) -> dict[str, object]:
     return q
 
 
+def question_arguments(ap: argparse.ArgumentParser) -> None:
+    """The flags of the benchmark's question (:func:`trace_question`): the candidate and the
+    limits."""
+    ap.add_argument("--model", default="llama-3.1-70b")
+    ap.add_argument("--hardware", default="h100-sxm")
+    ap.add_argument("--precision", default="fp8")
+    ap.add_argument("--tp", type=int, default=2)
+    ap.add_argument("--ttft-ms", type=float, default=1000.0)
+    ap.add_argument("--itl-ms", type=float, default=60.0)
+    ap.add_argument("--stat", default="p95")
+
+
 def _flags(args: argparse.Namespace, trace: Path) -> list[str]:
     return [
         "plan", "--model", args.model, "--hardware", args.hardware, "--precision",
@@ -84,13 +96,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("traces", nargs="*", type=Path)
     ap.add_argument("--synthetic", type=int, default=0, help="requests of a generated trace")
-    ap.add_argument("--model", default="llama-3.1-70b")
-    ap.add_argument("--hardware", default="h100-sxm")
-    ap.add_argument("--precision", default="fp8")
-    ap.add_argument("--tp", type=int, default=2)
-    ap.add_argument("--ttft-ms", type=float, default=1000.0)
-    ap.add_argument("--itl-ms", type=float, default=60.0)
-    ap.add_argument("--stat", default="p95")
+    question_arguments(ap)
     ap.add_argument("--delay-s", type=float, default=120.0)
     args = ap.parse_args()
     ok = True

@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from trace_fleet import trace_question
+from trace_fleet import question_arguments, trace_question
 
 from inferencesize.catalog import load_catalog
 from inferencesize.errors import CatalogError
@@ -102,13 +102,7 @@ def replayed(study: Study, n: int) -> dict[str, float]:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("traces", nargs="+", type=Path)
-    ap.add_argument("--model", default="llama-3.1-70b")
-    ap.add_argument("--hardware", default="h100-sxm")
-    ap.add_argument("--precision", default="fp8")
-    ap.add_argument("--tp", type=int, default=2)
-    ap.add_argument("--ttft-ms", type=float, default=1000.0)
-    ap.add_argument("--itl-ms", type=float, default=60.0)
-    ap.add_argument("--stat", default="p95")
+    question_arguments(ap)
     args = ap.parse_args()
     catalog = load_catalog()
     for trace in args.traces:

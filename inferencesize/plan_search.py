@@ -404,9 +404,7 @@ class _Search:
         if search is None and self.wanted and key not in self.found:
             # the first point where the answers so far lie (their median share of the
             # sustainable rate): fewer points, the same answer
-            start = float(np.median(self.answered)) if self.answered else 0.5
-            if self.options.start_share is not None and not self.answered:
-                start = self.options.start_share
+            start = float(np.median(self.answered)) if self.answered else self.options.start_share
             a = self.q.arrivals
             search = InstanceSearch(b.steps, self.wanted, a.cv, a.router, start=start)
             self.searches[key] = search

@@ -671,10 +671,7 @@ def search_instances(
         pt = open_loop(dep, isl, osl, rate * (1.0 - 1e-9), cv=cv, max_in_flight=top)
         return _open_loop_op(pt, rate, osl), "memory", n, None
     if search is None:
-        st = steps_of(dep, isl, osl, top)
-        search = InstanceSearch(
-            st, wanted, cv, router, **({} if start is None else {"start": start})
-        )
+        search = InstanceSearch(steps_of(dep, isl, osl, top), wanted, cv, router, start=start)
     n_found = search.fewest(peak_rps)
     if n_found is None:
         light = LIGHT_LOAD_SHARE * max_rate_rps(dep, isl, osl, max_in_flight=top)

@@ -369,13 +369,14 @@ class InstanceSearch:
         cv: float = 1.0,
         router: str = "random",
         *,
-        start: float = 0.5,
+        start: float | None = None,
     ) -> None:
         self.st = st
         self.limits = dict(limits)
         self.cv = cv
         self.router = router
-        self.start = start
+        #: Where the first point lies, a share of the sustainable rate (None: half of it).
+        self.start = 0.5 if start is None else start
         self.top_rps = st.max_rate_rps
         self._searches: dict[int, RateSearch] = {}
         #: Close each node's search on its grid before judging a count there: a few points
